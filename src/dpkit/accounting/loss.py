@@ -1,0 +1,168 @@
+"""Privacy-loss values: :class:`PureDP`, :class:`ApproxDP` and :class:`ZCDP`.
+
+They are frozen, comparable and addable. Addition is sequential composition within a type
+(Dwork and Roth 2014, Theorem 3.16 for (epsilon, delta); Bun and Steinke 2016, Lemma 2.3 for
+zCDP). ``PureDP`` is the special case ``delta = 0`` of ``ApproxDP``, so the two mix freely and
+give an ``ApproxDP``. zCDP does not mix with the others without an explicit conversion
+(see :mod:`dpkit.accounting`), because every conversion loses something and the caller should
+choose it.
+
+Ordering is "at most as much privacy loss": ``a <= b`` when every parameter of ``a`` is at
+most the one of ``b``. It is a partial order; values of different families (zCDP against
+(epsilon, delta)) do not compare and raise :class:`TypeError`.
+
+Examples
+--------
+>>> PureDP(1.0) + PureDP(0.5)
+PureDP(epsilon=1.5)
+>>> ApproxDP(1, 1e-6) <= ApproxDP(2, 1e-5)
+True
+>>> PureDP(0.5) + ApproxDP(1.0, 1e-6)
+ApproxDP(epsilon=1.5, delta=1e-06)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from dpkit._validate import check_delta, check_number
+from dpkit.errors import ParameterError
+
+__all__ = ["ApproxDP", "PrivacyLoss", "PureDP", "ZCDP"]
+
+
+def _nonneg(owner: str, name: str, value: Any) -> float:
+    out = check_number(owner, name, value)
+    if out < 0:
+        raise ParameterError(f"{owner}: `{name}` must be a finite number >= 0; got {value!r}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PureDP:
+    """Pure epsilon-differential privacy (Dwork, McSherry, Nissim and Smith 2006)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _nonneg("PureDP", "epsilon", self.epsilon))
+
+    def _pair(self) -> tuple[float, float]:
+        return self.epsilon, 0.0
+
+    def __add__(self, other: object) -> PrivacyLoss:
+        if isinstance(other, PureDP):
+            return PureDP(self.epsilon + other.epsilon)
+        if isinstance(other, ApproxDP):
+            return ApproxDP(self.epsilon + other.epsilon, other.delta)
+        return NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return _le(self, other)
+
+    def __ge__(self, other: object) -> bool:
+        return _le(other, self)
+
+    def __lt__(self, other: object) -> bool:
+        return _le(self, other) and self != other
+
+    def __gt__(self, other: object) -> bool:
+        return _le(other, self) and self != other
+
+
+@dataclass(frozen=True, slots=True)
+class ApproxDP:
+    """Approximate (epsilon, delta)-differential privacy (Dwork, Kenthapadi et al. 2006)."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _nonneg("ApproxDP", "epsilon", self.epsilon))
+        object.__setattr__(self, "delta", check_delta("ApproxDP", self.delta))
+
+    def _pair(self) -> tuple[float, float]:
+        return self.epsilon, self.delta
+
+    def __add__(self, other: object) -> PrivacyLoss:
+        if isinstance(other, PureDP | ApproxDP):
+            e, d = other._pair()
+            total = self.delta + d
+            if total >= 1:
+                raise ParameterError(
+                    f"ApproxDP: composed `delta` reaches {total!r}, which is no guarantee at all"
+                )
+            return ApproxDP(self.epsilon + e, total)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __le__(self, other: object) -> bool:
+        return _le(self, other)
+
+    def __ge__(self, other: object) -> bool:
+        return _le(other, self)
+
+    def __lt__(self, other: object) -> bool:
+        return _le(self, other) and self != other
+
+    def __gt__(self, other: object) -> bool:
+        return _le(other, self) and self != other
+
+
+@dataclass(frozen=True, slots=True)
+class ZCDP:
+    """rho-zero-concentrated differential privacy (Bun and Steinke 2016)."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _nonneg("ZCDP", "rho", self.rho))
+
+    def __add__(self, other: object) -> ZCDP:
+        if isinstance(other, ZCDP):
+            return ZCDP(self.rho + other.rho)
+        if isinstance(other, PureDP | ApproxDP):
+            raise TypeError(
+                "cannot add ZCDP and (epsilon, delta) losses directly: convert one explicitly, "
+                "for example dpkit.accounting.pure_to_zcdp(...) or zcdp_to_approx(...)"
+            )
+        return NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        if isinstance(other, ZCDP):
+            return self.rho <= other.rho
+        return _incomparable(self, other)
+
+    def __ge__(self, other: object) -> bool:
+        if isinstance(other, ZCDP):
+            return self.rho >= other.rho
+        return _incomparable(self, other)
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, ZCDP):
+            return self.rho < other.rho
+        return _incomparable(self, other)
+
+    def __gt__(self, other: object) -> bool:
+        if isinstance(other, ZCDP):
+            return self.rho > other.rho
+        return _incomparable(self, other)
+
+
+PrivacyLoss = Union[PureDP, ApproxDP, ZCDP]  # noqa: UP007 (runtime alias)
+
+
+def _incomparable(a: object, b: object) -> bool:
+    raise TypeError(
+        f"cannot compare {type(a).__name__} with {type(b).__name__}: convert one explicitly"
+    )
+
+
+def _le(a: object, b: object) -> bool:
+    if isinstance(a, PureDP | ApproxDP) and isinstance(b, PureDP | ApproxDP):
+        ea, da = a._pair()
+        eb, db = b._pair()
+        return ea <= eb and da <= db
+    return _incomparable(a, b)

@@ -1,0 +1,1 @@
+"""Figures and the demo report (the top layer below the CLI)."""

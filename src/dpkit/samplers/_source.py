@@ -1,0 +1,139 @@
+"""Bit sources: the only objects in dpkit that produce raw random bits.
+
+Two sources share one generator, ChaCha20 (Bernstein 2008) from the ``cryptography`` package:
+
+* :class:`SecureSource` (the default) keys every request with 32 fresh bytes from the
+  operating system's CSPRNG (``os.urandom``); it is a cryptographic generator seeded from the
+  OS, and ``secure`` is ``True``.
+* :class:`SeededSource` derives the key from a user seed so runs repeat exactly; it is for
+  tests and demos only and says so with ``secure=False``.
+
+:func:`as_source` is the one normaliser of the ``rng`` keyword used everywhere in dpkit:
+``None`` gives a fresh :class:`SecureSource`, an ``int`` or :class:`numpy.random.SeedSequence`
+gives a :class:`SeededSource`, and an existing source passes through unchanged. NumPy's global
+state is never read or seeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+__all__ = ["BitSource", "RngLike", "SecureSource", "SeededSource", "as_source"]
+
+_U64 = np.dtype("<u8")
+
+
+def _chacha20_words(key: bytes, nonce: bytes, n: int) -> np.ndarray:
+    """``n`` little-endian 64-bit words of ChaCha20 keystream under ``key`` and ``nonce``."""
+    nbytes = 8 * n
+    zeros = bytes(nbytes)
+    enc = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    out = enc.update(zeros)
+    return np.frombuffer(out, dtype=_U64).copy() if n else np.empty(0, dtype=np.uint64)
+
+
+class BitSource:
+    """A source of independent uniform 64-bit words.
+
+    Subclasses implement :meth:`words`. Everything random in dpkit is built from these words
+    by the exact samplers in :mod:`dpkit.samplers`.
+    """
+
+    secure: bool = False
+
+    def words(self, n: int) -> np.ndarray:  # pragma: no cover - abstract
+        """Return ``n`` independent uniform ``uint64`` words."""
+        raise NotImplementedError
+
+    def bits(self, n: int, k: int) -> np.ndarray:
+        """``n`` independent uniform integers in ``[0, 2**k)`` for ``0 < k <= 64``."""
+        if not 0 < k <= 64:
+            raise ValueError(f"bits: k must be in 1..64; got {k}")
+        w = self.words(n)
+        return w >> np.uint64(64 - k) if k < 64 else w
+
+
+class SecureSource(BitSource):
+    """The default source: ChaCha20 keystream under a fresh OS-random key per request.
+
+    Each call to :meth:`words` reads 32 bytes from ``os.urandom`` (the kernel CSPRNG) as a
+    ChaCha20 key and returns keystream under it, so no state is kept between requests that an
+    attacker could recover from memory and use to predict later noise.
+    """
+
+    secure = True
+
+    def words(self, n: int) -> np.ndarray:
+        return _chacha20_words(os.urandom(32), bytes(16), int(n))
+
+    def __repr__(self) -> str:
+        return "SecureSource(secure=True)"
+
+
+class SeededSource(BitSource):
+    """A reproducible source for tests and demos: never use it to protect real data.
+
+    The key is SHA-256 of the seed's entropy; each request uses the next 96-bit nonce, so the
+    stream of words is a deterministic function of the seed and the sequence of requests.
+    Thread-safe (the request counter is taken under a lock).
+    """
+
+    secure = False
+
+    def __init__(self, seed: int | np.random.SeedSequence) -> None:
+        ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        state = ss.generate_state(8, dtype=np.uint32).tobytes()
+        self._key = hashlib.sha256(b"dpkit.SeededSource" + state).digest()
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._seed_repr = repr(ss.entropy)
+
+    def words(self, n: int) -> np.ndarray:
+        with self._lock:
+            c = self._counter
+            self._counter += 1
+        nonce = struct.pack("<IQI", 0, c, 0)  # 32-bit block counter = 0, then a 96-bit nonce
+        return _chacha20_words(self._key, nonce, int(n))
+
+    def __repr__(self) -> str:
+        return f"SeededSource(entropy={self._seed_repr}, secure=False)"
+
+
+RngLike = BitSource | int | np.random.SeedSequence | None
+
+
+def as_source(rng: Any) -> BitSource:
+    """Normalise the ``rng`` keyword.
+
+    ``None`` gives a fresh :class:`SecureSource`; an ``int >= 0`` or a
+    :class:`numpy.random.SeedSequence` gives a :class:`SeededSource` (``secure=False``); a
+    :class:`BitSource` passes through.
+    """
+    if rng is None:
+        return SecureSource()
+    if isinstance(rng, BitSource):
+        return rng
+    if isinstance(rng, bool | np.bool_):
+        raise TypeError("rng: a bool is not a seed; pass None (secure), an int seed or a BitSource")
+    if isinstance(rng, int | np.integer):
+        if int(rng) < 0:
+            raise ValueError(f"rng: an integer seed must be >= 0; got {int(rng)}")
+        return SeededSource(int(rng))
+    if isinstance(rng, np.random.SeedSequence):
+        return SeededSource(rng)
+    if isinstance(rng, np.random.Generator | np.random.RandomState):
+        raise TypeError(
+            "rng: NumPy generators are not accepted (they are not cryptographically secure); "
+            "pass None for secure noise, or an int seed for reproducible tests"
+        )
+    raise TypeError(
+        f"rng: expected None, an int seed, a numpy.random.SeedSequence or a dpkit BitSource; "
+        f"got {type(rng).__name__}"
+    )
