@@ -1,0 +1,50 @@
+"""The :class:`Release` record: a noisy value together with what produced it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from dpkit.accounting.loss import PrivacyLoss
+
+__all__ = ["Release"]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A differentially private result and its metadata.
+
+    Attributes
+    ----------
+    value
+        The released value (float, array, chosen candidate), or ``None`` when ``refused``.
+    mechanism
+        Name of the mechanism or framework that produced it.
+    privacy
+        The privacy cost of producing it (charged whether or not it was refused).
+    scale
+        The noise scale actually used (Laplace b, Gaussian sigma, ...), or ``None``.
+    interval
+        A ``(1 - alpha)`` confidence interval for the true value around ``value``, or ``None``.
+    alpha
+        The ``alpha`` of ``interval``.
+    refused
+        ``True`` when a framework (such as propose-test-release) declined to release.
+    details
+        Framework-specific figures (noisy distance and threshold for PTR, smooth sensitivity
+        and beta, chunk count, ...), read-only.
+    """
+
+    value: Any
+    mechanism: str
+    privacy: PrivacyLoss
+    scale: float | None = None
+    interval: tuple[float, float] | None = None
+    alpha: float | None = None
+    refused: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
