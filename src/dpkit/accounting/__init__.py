@@ -1,5 +1,22 @@
 """Privacy-loss values, their composition and conversions, and the budget accountant."""
 
+from dpkit.accounting.composition import (
+    advanced_composition,
+    parallel_composition,
+    sequential_composition,
+)
+from dpkit.accounting.conversions import bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
-__all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP"]
+__all__ = [
+    "ZCDP",
+    "ApproxDP",
+    "PrivacyLoss",
+    "PureDP",
+    "advanced_composition",
+    "bounded_range_to_zcdp",
+    "parallel_composition",
+    "pure_to_zcdp",
+    "sequential_composition",
+    "zcdp_to_approx",
+]

@@ -1,0 +1,58 @@
+"""Exact bookkeeping helpers: rationals for sums, directed rounding back to floats.
+
+Every float is a dyadic rational, so ``Fraction(x)`` is exact and sums of Fractions never
+round. Going back to floats, anything reported as *spent* is rounded up and anything reported
+as *remaining* is rounded down, so a caller who spends exactly ``remaining`` always fits.
+Values computed with ``log``/``sqrt``/``exp`` (conversions, advanced composition) are pushed
+up by a few units in the last place to cover the floating-point error of those functions.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+__all__ = ["ceil_float", "floor_float", "fraction_from_text", "fraction_to_text", "round_up"]
+
+#: Units in the last place added to a value computed with transcendental functions. CPython's
+#: ``math.log``, ``math.sqrt``, ``math.exp`` and ``math.expm1`` are within 1 ulp; the formulas
+#: here chain at most five such operations, so 8 ulps is a safe upper bound on the error.
+_ULPS = 8
+
+
+def ceil_float(x: Fraction) -> float:
+    """The smallest float >= ``x`` (``Fraction.__float__`` rounds to nearest; fix it up)."""
+    f = float(x)
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def floor_float(x: Fraction) -> float:
+    """The largest float <= ``x``."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def round_up(x: float, ulps: int = _ULPS) -> float:
+    """``x`` moved up by ``ulps`` units in the last place (0 stays 0)."""
+    if x == 0:
+        return 0.0
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def fraction_to_text(x: Fraction) -> str:
+    """Lossless text form ``"numerator/denominator"`` for storage."""
+    return f"{x.numerator}/{x.denominator}"
+
+
+def fraction_from_text(text: str) -> Fraction:
+    """Inverse of :func:`fraction_to_text`; raises ``ValueError`` on anything else."""
+    num, sep, den = text.partition("/")
+    if not sep or not num.lstrip("-").isdigit() or not den.isdigit() or int(den) == 0:
+        raise ValueError(f"not an exact rational: {text!r}")
+    return Fraction(int(num), int(den))
