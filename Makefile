@@ -37,10 +37,13 @@ $(BENCH_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	$(BENCH_VENV)/bin/python -m pip check
 	touch $(BENCH_STAMP)
 
+# `make bench BENCH_ARGS="mechanisms --json bench.json"` runs a subset and saves the rows.
+BENCH_ARGS ?=
 bench: $(BENCH_STAMP)
-	$(BENCH_VENV)/bin/python -m benchmarks
+	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache
