@@ -6,6 +6,13 @@ secure randomness.
 
 from dpkit import datasets, errors, samplers
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
+from dpkit.accounting.accountant import Accountant
+from dpkit.accounting.composition import (
+    advanced_composition,
+    parallel_composition,
+    sequential_composition,
+)
+from dpkit.accounting.conversions import bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
 from dpkit.errors import (
     BudgetExceededError,
     DPError,
@@ -19,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ZCDP",
+    "Accountant",
     "ApproxDP",
     "BudgetExceededError",
     "DPError",
@@ -27,7 +35,13 @@ __all__ = [
     "ParameterError",
     "PureDP",
     "UnsafeReleaseError",
+    "advanced_composition",
+    "bounded_range_to_zcdp",
     "datasets",
     "errors",
+    "parallel_composition",
+    "pure_to_zcdp",
     "samplers",
+    "sequential_composition",
+    "zcdp_to_approx",
 ]

@@ -1,5 +1,6 @@
 """Privacy-loss values, their composition and conversions, and the budget accountant."""
 
+from dpkit.accounting.accountant import Accountant, Spend
 from dpkit.accounting.composition import (
     advanced_composition,
     parallel_composition,
@@ -10,9 +11,11 @@ from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
 __all__ = [
     "ZCDP",
+    "Accountant",
     "ApproxDP",
     "PrivacyLoss",
     "PureDP",
+    "Spend",
     "advanced_composition",
     "bounded_range_to_zcdp",
     "parallel_composition",

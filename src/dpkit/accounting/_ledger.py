@@ -1,0 +1,454 @@
+"""Where an :class:`~dpkit.accounting.Accountant` keeps its spends: in memory or in SQLite.
+
+Both stores offer the same small interface used by the accountant:
+
+* ``try_append(label, cost, charge, timestamp, limit)`` — check that the running totals plus
+  ``charge`` stay within ``limit`` and, in the same atomic step, record the spend; returns the
+  new entry's index, or ``None`` (and the totals seen) when it does not fit;
+* ``totals()``, ``entries()``, ``close()``.
+
+Charges are pairs of exact rationals ``(a, b)``: ``(epsilon, 0)`` for a pure budget,
+``(epsilon, delta)`` for an approximate one, ``(rho, 0)`` for zCDP.
+
+The SQLite ledger (schema version 1)::
+
+    dpkit_meta(key TEXT PRIMARY KEY, value TEXT)      format, version, budget (JSON), created
+    spends(id INTEGER PRIMARY KEY AUTOINCREMENT, label, cost (JSON of the requested loss),
+           charge_a, charge_b (exact rationals "num/den"), created (ISO 8601 UTC), pid)
+    totals(id = 1, a, b (exact rationals), n)          running sums, updated with every spend
+
+It runs in WAL mode with ``synchronous=FULL``: a spend is on disk when ``try_append`` returns.
+The check and the record happen inside one ``BEGIN IMMEDIATE`` transaction, which takes the
+database's single write lock, so processes and threads sharing a ledger are serialised exactly
+at the point that matters. A process killed at any moment either committed its spend (and the
+release may proceed) or did not (and the caller never got to draw noise): SQLite's journal
+guarantees there is no third state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import sqlite3
+import threading
+import weakref
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from dpkit.accounting._rational import fraction_from_text, fraction_to_text
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.errors import LedgerError
+
+__all__ = ["Entry", "MemoryStore", "SQLiteStore", "loss_from_json", "loss_to_json"]
+
+FORMAT = "dpkit-ledger"
+VERSION = "1"
+
+_SCHEMA = (
+    "CREATE TABLE dpkit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT NOT NULL, "
+    "cost TEXT NOT NULL, charge_a TEXT NOT NULL, charge_b TEXT NOT NULL, "
+    "created TEXT NOT NULL, pid INTEGER NOT NULL)",
+    "CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), a TEXT NOT NULL, "
+    "b TEXT NOT NULL, n INTEGER NOT NULL)",
+)
+
+Pair = tuple[Fraction, Fraction]
+_ZERO: Pair = (Fraction(0), Fraction(0))
+
+
+class Entry(NamedTuple):
+    seq: int
+    label: str
+    cost: PrivacyLoss
+    charge: Pair
+    timestamp: datetime
+
+
+def loss_to_json(loss: PrivacyLoss) -> str:
+    """Lossless JSON of a loss (floats round-trip exactly through ``repr``)."""
+    if isinstance(loss, PureDP):
+        return json.dumps({"type": "PureDP", "epsilon": loss.epsilon})
+    if isinstance(loss, ApproxDP):
+        return json.dumps({"type": "ApproxDP", "epsilon": loss.epsilon, "delta": loss.delta})
+    return json.dumps({"type": "ZCDP", "rho": loss.rho})
+
+
+def loss_from_json(text: str) -> PrivacyLoss:
+    """Inverse of :func:`loss_to_json`; raises ``ValueError``/``KeyError`` on bad input."""
+    data = json.loads(text)
+    kind = data["type"]
+    if kind == "PureDP":
+        return PureDP(data["epsilon"])
+    if kind == "ApproxDP":
+        return ApproxDP(data["epsilon"], data["delta"])
+    if kind == "ZCDP":
+        return ZCDP(data["rho"])
+    raise ValueError(f"unknown loss type {kind!r}")
+
+
+def _fits(totals: Pair, charge: Pair, limit: Pair) -> bool:
+    return totals[0] + charge[0] <= limit[0] and totals[1] + charge[1] <= limit[1]
+
+
+class MemoryStore:
+    """Spends kept in this process only, guarded by a lock (thread-safe, not durable)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[Entry] = []
+        self._totals: Pair = _ZERO
+
+    def try_append(
+        self, label: str, cost: PrivacyLoss, charge: Pair, timestamp: datetime, limit: Pair
+    ) -> tuple[int | None, Pair]:
+        with self._lock:
+            if not _fits(self._totals, charge, limit):
+                return None, self._totals
+            index = len(self._entries) + 1
+            self._entries.append(Entry(index, label, cost, charge, timestamp))
+            self._totals = (self._totals[0] + charge[0], self._totals[1] + charge[1])
+            return index, self._totals
+
+    def totals(self) -> Pair:
+        with self._lock:
+            return self._totals
+
+    def entries(self) -> list[Entry]:
+        with self._lock:
+            return list(self._entries)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+_tmp_counter = itertools.count()
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        conn.close()
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform can open a directory
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _connect(path: Path, timeout: float, *, must_exist: bool) -> sqlite3.Connection:
+    target = f"{path.absolute().as_uri()}?mode={'rw' if must_exist else 'rwc'}"
+    conn = sqlite3.connect(
+        target, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class SQLiteStore:
+    """A durable ledger in one SQLite file, shared safely by threads and processes.
+
+    Parameters
+    ----------
+    path
+        The ledger file.
+    budget
+        The budget to create the ledger with if ``path`` does not exist; ``None`` to require an
+        existing ledger (and adopt its budget).
+    timeout
+        Seconds to wait for another writer before giving up with a :class:`LedgerError`.
+    exclusive
+        Refuse to open a ledger that already exists (``dpkit budget init``).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        budget: PrivacyLoss | None,
+        *,
+        timeout: float,
+        exclusive: bool = False,
+    ) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._closed = False
+        if path.is_dir():
+            raise LedgerError(f"ledger {str(path)!r} is a directory, not a ledger file")
+        if not path.exists():
+            if budget is None:
+                raise LedgerError(
+                    f"no ledger at {str(path)!r}; create one by passing a budget, for example "
+                    "Accountant(PureDP(1.0), ledger=...) or `dpkit budget init`"
+                )
+            if not path.parent.is_dir():
+                raise LedgerError(
+                    f"cannot create ledger {str(path)!r}: folder {str(path.parent)!r} does not "
+                    "exist"
+                )
+            created = self._create(budget)
+            if exclusive and not created:
+                raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
+        elif exclusive:
+            raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
+        self.budget = self._open_and_verify(budget)
+
+    # -- creation and verification -------------------------------------------------------
+
+    def _create(self, budget: PrivacyLoss) -> bool:
+        """Build a complete ledger in a private file, then link it into place atomically.
+
+        ``os.link`` fails if the name exists, so when several processes race to create the
+        same ledger exactly one wins and the others open the winner's file; nobody ever sees
+        a half-initialised ledger. Returns whether this call created it.
+        """
+        tmp = self.path.with_name(
+            f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}.tmp"
+        )
+        try:
+            conn = _connect(tmp, self.timeout, must_exist=False)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                meta = {
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "budget": loss_to_json(budget),
+                    "created": datetime.now(UTC).isoformat(),
+                }
+                conn.executemany("INSERT INTO dpkit_meta VALUES (?, ?)", meta.items())
+                conn.execute("INSERT INTO totals VALUES (1, '0/1', '0/1', 0)")
+                conn.execute("COMMIT")
+            finally:
+                conn.close()  # checkpoints the WAL into the main file and removes it
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return False
+            _fsync_dir(self.path.parent)
+            return True
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot create ledger {str(self.path)!r}: {exc}") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot create ledger {str(self.path)!r}: {exc}") from exc
+        finally:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{tmp}{suffix}")
+
+    def _open_and_verify(self, budget: PrivacyLoss | None) -> PrivacyLoss:
+        where = f"ledger {str(self.path)!r}"
+        try:
+            conn = _connect(self.path, self.timeout, must_exist=True)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{where} cannot be opened or is corrupt: {exc}") from exc
+        try:
+            stored = self._verify(conn, where)
+            if budget is not None and (type(stored) is not type(budget) or stored != budget):
+                raise LedgerError(
+                    f"{where} was created with budget {stored!r}, not {budget!r}; a ledger's "
+                    "budget never changes: open it with its own budget (Accountant.open) or "
+                    "start a new ledger file"
+                )
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as exc:
+            _close_quietly(conn)
+            raise LedgerError(f"{where} is unreadable or corrupt: {exc}") from exc
+        except BaseException:
+            _close_quietly(conn)
+            raise
+        self._install(conn)
+        return stored
+
+    @staticmethod
+    def _verify(conn: sqlite3.Connection, where: str) -> PrivacyLoss:
+        """Check format, schema and that the running totals equal the recorded spends."""
+        check = conn.execute("PRAGMA quick_check").fetchone()
+        if check is None or check[0] != "ok":
+            raise LedgerError(f"{where} is corrupt: SQLite integrity check says {check!r}")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"dpkit_meta", "spends", "totals"} <= tables:
+            raise LedgerError(
+                f"{where} is not a dpkit ledger (an SQLite file without the ledger tables); "
+                "refusing to use or overwrite it"
+            )
+        conn.execute("BEGIN")  # one consistent snapshot for the whole check
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
+            if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+                raise LedgerError(
+                    f"{where} has format {meta.get('format')!r} version {meta.get('version')!r}; "
+                    f"this dpkit reads {FORMAT!r} version {VERSION!r}"
+                )
+            try:
+                budget = loss_from_json(meta["budget"])
+                row = conn.execute("SELECT a, b, n FROM totals WHERE id = 1").fetchone()
+                if row is None:
+                    raise ValueError("the totals row is missing")
+                totals = (fraction_from_text(row[0]), fraction_from_text(row[1]))
+                count = 0
+                sums = [Fraction(0), Fraction(0)]
+                for label, cost, ca, cb in conn.execute(
+                    "SELECT label, cost, charge_a, charge_b FROM spends"
+                ):
+                    loss_from_json(cost)
+                    a, b = fraction_from_text(ca), fraction_from_text(cb)
+                    if a < 0 or b < 0 or not isinstance(label, str):
+                        raise ValueError("a spend has a negative charge or no label")
+                    sums[0] += a
+                    sums[1] += b
+                    count += 1
+            except LedgerError:
+                raise
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LedgerError(f"{where} is corrupt: {exc}") from exc
+        finally:
+            conn.execute("COMMIT")
+        if (sums[0], sums[1]) != totals or count != row[2]:
+            raise LedgerError(
+                f"{where} is inconsistent: the totals row says {row[2]} spends totalling "
+                f"({float(totals[0])!r}, {float(totals[1])!r}) but the spends table has {count} "
+                f"totalling ({float(sums[0])!r}, {float(sums[1])!r})"
+            )
+        return budget
+
+    # -- connection management -----------------------------------------------------------
+
+    def _install(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _close_quietly, conn)
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection (called with ``self._lock`` held)."""
+        if self._closed:
+            raise LedgerError(f"ledger {str(self.path)!r}: the accountant was closed")
+        if self._pid != os.getpid():
+            # A forked child must not use (or close) its parent's connection: SQLite forbids
+            # carrying a connection across fork. Abandon it without closing and open our own.
+            self._finalizer.detach()
+            _ORPHANS.append(self._conn)
+            try:
+                self._install(_connect(self.path, self.timeout, must_exist=True))
+            except sqlite3.Error as exc:
+                raise LedgerError(f"ledger {str(self.path)!r} cannot be opened: {exc}") from exc
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                if self._pid == os.getpid():
+                    self._finalizer()
+                else:
+                    self._finalizer.detach()
+
+    # -- the store interface -------------------------------------------------------------
+
+    def _read_totals(self, conn: sqlite3.Connection) -> Pair:
+        row = conn.execute("SELECT a, b FROM totals WHERE id = 1").fetchone()
+        return fraction_from_text(row[0]), fraction_from_text(row[1])
+
+    def _error(self, exc: sqlite3.Error) -> LedgerError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return LedgerError(
+                f"ledger {str(self.path)!r} is busy: another writer held it for more than "
+                f"{self.timeout} s; nothing was spent, so nothing may be released"
+            )
+        return LedgerError(f"ledger {str(self.path)!r}: {exc}; nothing was spent")
+
+    def try_append(
+        self, label: str, cost: PrivacyLoss, charge: Pair, timestamp: datetime, limit: Pair
+    ) -> tuple[int | None, Pair]:
+        with self._lock:
+            conn = self._connection()
+            try:
+                # Totals only grow, so a spend that does not fit now never will: refuse it from
+                # a plain snapshot read, without queueing for the write lock.
+                seen = self._read_totals(conn)
+                if not _fits(seen, charge, limit):
+                    return None, seen
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    totals = self._read_totals(conn)
+                    if not _fits(totals, charge, limit):
+                        conn.execute("ROLLBACK")
+                        return None, totals
+                    cur = conn.execute(
+                        "INSERT INTO spends (label, cost, charge_a, charge_b, created, pid) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            label,
+                            loss_to_json(cost),
+                            fraction_to_text(charge[0]),
+                            fraction_to_text(charge[1]),
+                            timestamp.isoformat(),
+                            os.getpid(),
+                        ),
+                    )
+                    new = (totals[0] + charge[0], totals[1] + charge[1])
+                    conn.execute(
+                        "UPDATE totals SET a = ?, b = ?, n = n + 1 WHERE id = 1",
+                        (fraction_to_text(new[0]), fraction_to_text(new[1])),
+                    )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+            index = cur.lastrowid
+            assert index is not None
+            return index, new
+
+    def totals(self) -> Pair:
+        with self._lock:
+            try:
+                return self._read_totals(self._connection())
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+
+    def entries(self) -> list[Entry]:
+        with self._lock:
+            try:
+                rows = (
+                    self._connection()
+                    .execute(
+                        "SELECT id, label, cost, charge_a, charge_b, created FROM spends "
+                        "ORDER BY id"
+                    )
+                    .fetchall()
+                )
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
+        return [
+            Entry(
+                int(i),
+                str(label),
+                loss_from_json(cost),
+                (fraction_from_text(ca), fraction_from_text(cb)),
+                datetime.fromisoformat(created),
+            )
+            for i, label, cost, ca, cb, created in rows
+        ]
+
+
+#: Connections inherited across ``fork``: kept alive so they are never closed in the child.
+_ORPHANS: list[Any] = []

@@ -1,0 +1,521 @@
+"""The :class:`Accountant`: a privacy budget that cannot be overspent.
+
+Mechanisms and frameworks take ``accountant=`` and call ``accountant.spend(cost, label=...)``
+*before* they draw any noise. ``spend`` checks the request against what is left and records
+it in one atomic step, or raises :class:`~dpkit.errors.BudgetExceededError` and records
+nothing; with ``ledger=`` the record is committed to disk before ``spend`` returns.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpkit._validate import check_delta, check_positive
+from dpkit.accounting._ledger import Entry, MemoryStore, Pair, SQLiteStore
+from dpkit.accounting._rational import ceil_float, floor_float
+from dpkit.accounting.conversions import zcdp_to_approx
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.errors import BudgetExceededError, ParameterError
+
+__all__ = ["Accountant", "Spend"]
+
+_LOSS_TYPES = (PureDP, ApproxDP, ZCDP)
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """One recorded spend.
+
+    Attributes
+    ----------
+    index
+        Position in the ledger, from 1 (in a shared ledger, across all processes).
+    label
+        What the spend was for, as given to :meth:`Accountant.spend`.
+    cost
+        The privacy cost as requested (the mechanism's own guarantee).
+    charge
+        What was taken from the budget, in the budget's type (equal to ``cost`` unless a
+        conversion applied), rounded up to floats for display; the ledger keeps it exactly.
+    timestamp
+        When it was recorded (UTC).
+    """
+
+    index: int
+    label: str
+    cost: PrivacyLoss
+    charge: PrivacyLoss
+    timestamp: datetime
+
+
+def _check_budget(budget: Any) -> PrivacyLoss:
+    if not isinstance(budget, _LOSS_TYPES):
+        raise TypeError(
+            "Accountant: `budget` must be a PureDP, ApproxDP or ZCDP value, for example "
+            f"dpkit.PureDP(1.0); got {type(budget).__name__} {budget!r}"
+        )
+    main = budget.rho if isinstance(budget, ZCDP) else budget.epsilon
+    name = "rho" if isinstance(budget, ZCDP) else "epsilon"
+    check_positive("Accountant", f"budget.{name}", main)
+    if isinstance(budget, ApproxDP):
+        check_delta("Accountant", budget.delta, name="budget.delta")
+    return budget
+
+
+def _check_cost(cost: Any) -> PrivacyLoss:
+    """Re-validate a loss: a value forged with ``object.__setattr__`` must not slip through."""
+    if not isinstance(cost, _LOSS_TYPES):
+        hint = ""
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            hint = f" (wrap a bare epsilon: dpkit.PureDP({cost!r}))"
+        raise TypeError(
+            "Accountant.spend: `cost` must be a PureDP, ApproxDP or ZCDP value; "
+            f"got {type(cost).__name__} {cost!r}{hint}"
+        )
+    fields = {"rho": cost.rho} if isinstance(cost, ZCDP) else {"epsilon": cost.epsilon}
+    if isinstance(cost, ApproxDP):
+        fields["delta"] = cost.delta
+    for name, value in fields.items():
+        ok = isinstance(value, float) and math.isfinite(value) and value >= 0
+        if ok and name == "delta":
+            ok = value < 1
+        if not ok:
+            allowed = "in [0, 1)" if name == "delta" else "a finite number >= 0"
+            raise ParameterError(
+                f"Accountant.spend: `cost.{name}` must be {allowed}; got {value!r}"
+            )
+    return cost
+
+
+def _check_label(label: Any) -> str:
+    if not isinstance(label, str):
+        raise TypeError(
+            f"Accountant.spend: `label` must be a str naming the release; got "
+            f"{type(label).__name__} {label!r}"
+        )
+    if not label.strip():
+        raise ParameterError("Accountant.spend: `label` must be a non-empty str; got ''")
+    return label
+
+
+class Accountant:
+    """A privacy budget that refuses any spend that would exceed it.
+
+    Parameters
+    ----------
+    budget : PureDP, ApproxDP or ZCDP
+        The total privacy loss allowed (epsilon or rho > 0).
+    ledger : str or os.PathLike, optional
+        A SQLite file keeping every spend durably, shared safely by threads and processes.
+        If it does not exist it is created with ``budget``; if it exists it must have been
+        created with exactly this budget. ``None`` (default) keeps spends in memory, for this
+        process only.
+    zcdp_delta : float, optional
+        Only with an :class:`ApproxDP` budget: the delta charged, per zCDP spend, to convert
+        it to (epsilon, delta) with :func:`~dpkit.accounting.zcdp_to_approx` (Canonne, Kamath
+        and Steinke 2020). ``None`` (default) refuses zCDP spends against such a budget.
+    busy_timeout : float, default 60.0
+        Seconds a spend waits for other writers of a shared ledger before failing with
+        :class:`~dpkit.errors.LedgerError` (which spends nothing).
+
+    Attributes
+    ----------
+    budget : PureDP, ApproxDP or ZCDP
+        The total allowed.
+    ledger : pathlib.Path or None
+        The ledger file, if any.
+
+    Raises
+    ------
+    TypeError
+        If ``budget`` is not a privacy-loss value or ``ledger`` is not a path.
+    ParameterError
+        If the budget is zero or invalid, or ``zcdp_delta`` is invalid or given with a budget
+        that is not ApproxDP.
+    LedgerError
+        If the ledger file is unreadable, corrupt, not a dpkit ledger, or was created with a
+        different budget. A bad file is never replaced.
+
+    Privacy
+    -------
+    Spends compose sequentially (Dwork and Roth 2014, Theorem 3.16; Bun and Steinke 2016,
+    Lemma 1.7 for zCDP): the released outputs are jointly ``budget``-DP as long as every
+    mechanism spends its guarantee here before drawing noise. Spends of another type are
+    converted explicitly and the conversion is recorded next to the request:
+
+    ============  ==========================================  ============================
+    budget        PureDP / ApproxDP(delta = 0) spend          other spends
+    ============  ==========================================  ============================
+    PureDP        charged as is                               refused (TypeError)
+    ApproxDP      charged as is (ApproxDP too)                ZCDP: zcdp_to_approx with
+                                                              ``zcdp_delta``, else refused
+    ZCDP          epsilon^2 / 2 (Bun-Steinke Prop. 1.4)       ApproxDP with delta > 0:
+                                                              refused (no zCDP bound)
+    ============  ==========================================  ============================
+
+    Notes
+    -----
+    **Exact arithmetic.** Every float is a dyadic rational, so the accountant adds spends as
+    :class:`fractions.Fraction` values and compares ``spent + request <= budget`` exactly: the
+    recorded total can never creep past the budget through rounding. The flip side is that
+    the float ``0.1`` is 0.1000000000000000055511151231257827..., so ten spends of
+    ``PureDP(0.1)`` total slightly *more* than ``PureDP(1.0)`` and the tenth is refused (the
+    noise of each was calibrated to that float, so this is the honest total). Spend
+    :attr:`remaining` (rounded down) to use up a budget exactly, or use budgets and costs
+    that are sums of powers of two (0.5, 0.25, 0.125, ...).
+
+    **Atomicity and durability.** In memory, check-and-record is one critical section under a
+    lock. With a ledger it is one SQLite ``BEGIN IMMEDIATE`` transaction (WAL mode,
+    ``synchronous=FULL``), committed before :meth:`spend` returns; a process killed before the
+    commit spent nothing and released nothing, one killed after it has its spend on disk.
+
+    **Processes.** Open the same ledger path in each process (or pass the accountant to a
+    ``spawn``/``forkserver`` worker: it pickles as its path and reopens). An in-memory
+    accountant cannot be pickled, because a copy would be a second budget. Each spend costs
+    one small transaction and an fsync (about a millisecond on local disks).
+
+    References
+    ----------
+    C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014.
+    M. Bun and T. Steinke, "Concentrated Differential Privacy", TCC 2016.
+
+    Examples
+    --------
+    >>> from dpkit import Accountant, BudgetExceededError, PureDP
+    >>> acct = Accountant(PureDP(1.0))
+    >>> _ = acct.spend(PureDP(0.25), label="count")
+    >>> _ = acct.spend(PureDP(0.5), label="mean age")
+    >>> acct.remaining
+    PureDP(epsilon=0.25)
+    >>> try:
+    ...     acct.spend(PureDP(0.5), label="median age")
+    ... except BudgetExceededError as err:
+    ...     print(err.remaining)
+    PureDP(epsilon=0.25)
+    >>> [s.label for s in acct.history]
+    ['count', 'mean age']
+    """
+
+    __slots__ = ("_budget", "_limit", "_store", "_timeout", "_zcdp_delta", "ledger")
+
+    def __init__(
+        self,
+        budget: PrivacyLoss,
+        *,
+        ledger: str | os.PathLike[str] | None = None,
+        zcdp_delta: float | None = None,
+        busy_timeout: float = 60.0,
+    ) -> None:
+        self._setup(_check_budget(budget), ledger, zcdp_delta, busy_timeout, exclusive=False)
+
+    def _setup(
+        self,
+        budget: PrivacyLoss | None,
+        ledger: Any,
+        zcdp_delta: Any,
+        busy_timeout: Any,
+        *,
+        exclusive: bool,
+    ) -> None:
+        self._timeout = check_positive("Accountant", "busy_timeout", busy_timeout)
+        self._store: MemoryStore | SQLiteStore
+        if ledger is None:
+            if budget is None:  # pragma: no cover - guarded by the public constructors
+                raise ParameterError("Accountant: a budget is needed without a ledger")
+            self.ledger: Path | None = None
+            self._store = MemoryStore()
+            self._budget = budget
+        else:
+            if not isinstance(ledger, str | os.PathLike) or isinstance(ledger, bytes):
+                raise TypeError(
+                    "Accountant: `ledger` must be a path (str or os.PathLike) or None; got "
+                    f"{type(ledger).__name__} {ledger!r}"
+                )
+            self.ledger = Path(os.fspath(ledger))
+            store = SQLiteStore(self.ledger, budget, timeout=self._timeout, exclusive=exclusive)
+            self._store = store
+            self._budget = store.budget
+        if zcdp_delta is not None:
+            if not isinstance(self._budget, ApproxDP):
+                raise ParameterError(
+                    "Accountant: `zcdp_delta` only applies to an ApproxDP budget; the budget "
+                    f"is {self._budget!r}"
+                )
+            zcdp_delta = check_delta("Accountant", zcdp_delta, allow_zero=False, name="zcdp_delta")
+        self._zcdp_delta: float | None = zcdp_delta
+        self._limit = self._as_pair(self._budget)
+
+    @classmethod
+    def open(
+        cls,
+        ledger: str | os.PathLike[str],
+        *,
+        zcdp_delta: float | None = None,
+        busy_timeout: float = 60.0,
+    ) -> Accountant:
+        """Open an existing ledger with the budget it was created with.
+
+        Raises :class:`~dpkit.errors.LedgerError` if there is no ledger at ``ledger`` (it is
+        never created here) or the file is unreadable or corrupt.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from dpkit import Accountant, ApproxDP
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = pathlib.Path(tmp) / "budget.sqlite"
+        ...     Accountant.create(path, ApproxDP(1.0, 1e-6)).close()
+        ...     with Accountant.open(path) as acct:
+        ...         print(acct.budget)
+        ApproxDP(epsilon=1.0, delta=1e-06)
+        """
+        self = cls.__new__(cls)
+        self._setup(None, ledger, zcdp_delta, busy_timeout, exclusive=False)
+        return self
+
+    @classmethod
+    def create(
+        cls,
+        ledger: str | os.PathLike[str],
+        budget: PrivacyLoss,
+        *,
+        zcdp_delta: float | None = None,
+        busy_timeout: float = 60.0,
+    ) -> Accountant:
+        """Create a new ledger with ``budget``; a :class:`LedgerError` if the file exists."""
+        self = cls.__new__(cls)
+        self._setup(_check_budget(budget), ledger, zcdp_delta, busy_timeout, exclusive=True)
+        return self
+
+    # -- conversions ---------------------------------------------------------------------
+
+    @staticmethod
+    def _as_pair(loss: PrivacyLoss) -> Pair:
+        if isinstance(loss, ZCDP):
+            return Fraction(loss.rho), Fraction(0)
+        if isinstance(loss, PureDP):
+            return Fraction(loss.epsilon), Fraction(0)
+        return Fraction(loss.epsilon), Fraction(loss.delta)
+
+    def _pair_to_loss(self, pair: Pair, *, up: bool) -> PrivacyLoss:
+        rnd = ceil_float if up else floor_float
+        if isinstance(self._budget, ZCDP):
+            return ZCDP(rnd(pair[0]))
+        if isinstance(self._budget, PureDP):
+            return PureDP(rnd(pair[0]))
+        return ApproxDP(rnd(pair[0]), rnd(pair[1]))
+
+    def _charge(self, cost: PrivacyLoss) -> Pair:
+        """The exact charge of ``cost`` against this budget, or a TypeError if it has none."""
+        budget = self._budget
+        pure = isinstance(cost, PureDP) or (isinstance(cost, ApproxDP) and cost.delta == 0)
+        if isinstance(budget, PureDP):
+            if pure:
+                return Fraction(cost.epsilon), Fraction(0)  # type: ignore[union-attr]
+            raise TypeError(
+                f"Accountant.spend: a pure epsilon-DP budget ({budget!r}) cannot pay for "
+                f"{cost!r}, which is not pure epsilon-DP; use an ApproxDP budget"
+                + (" with zcdp_delta=" if isinstance(cost, ZCDP) else "")
+            )
+        if isinstance(budget, ApproxDP):
+            if isinstance(cost, ZCDP):
+                if self._zcdp_delta is None:
+                    raise TypeError(
+                        f"Accountant.spend: an (epsilon, delta) budget ({budget!r}) cannot pay "
+                        f"for {cost!r} without a conversion; create the accountant with "
+                        "zcdp_delta=... to convert each zCDP spend with zcdp_to_approx, or use "
+                        "a ZCDP budget"
+                    )
+                conv = zcdp_to_approx(cost, self._zcdp_delta)
+                return Fraction(conv.epsilon), Fraction(conv.delta)
+            return self._as_pair(cost)
+        # zCDP budget
+        if isinstance(cost, ZCDP):
+            return Fraction(cost.rho), Fraction(0)
+        if pure:
+            return Fraction(cost.epsilon) ** 2 / 2, Fraction(0)
+        raise TypeError(
+            f"Accountant.spend: a zCDP budget ({budget!r}) cannot pay for {cost!r}: "
+            "(epsilon, delta)-DP with delta > 0 implies no zCDP bound; use an ApproxDP budget"
+        )
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def spend(self, cost: PrivacyLoss, *, label: str) -> Spend:
+        """Check ``cost`` against what remains and record it, atomically; or refuse.
+
+        Parameters
+        ----------
+        cost : PureDP, ApproxDP or ZCDP
+            The guarantee of the release about to be made.
+        label : str
+            What the release is (shown in :attr:`history` and ``dpkit budget show``).
+
+        Returns
+        -------
+        Spend
+            The recorded spend (already durable when a ledger is used).
+
+        Raises
+        ------
+        BudgetExceededError
+            If the spend would take the total past the budget. Nothing is recorded; the error
+            carries ``requested`` (``cost``) and ``remaining`` (in the budget's type).
+        TypeError
+            If ``cost`` is not a loss, has no conversion to the budget's type (see the table
+            in :class:`Accountant`), or ``label`` is not a str.
+        ParameterError
+            If ``cost`` has a negative, NaN or infinite parameter, or ``label`` is empty.
+        LedgerError
+            If the ledger cannot be written (busy beyond ``busy_timeout``, disk error) or the
+            accountant was closed. Nothing is spent, so the caller must not release.
+
+        Privacy
+        -------
+        Call it before drawing any noise; a release may proceed only once it has returned.
+
+        Notes
+        -----
+        Amortised O(1): one lock (in memory) or one SQLite transaction with one fsync (ledger).
+        A spend that cannot fit even now is refused from a snapshot read without taking the
+        write lock, since totals only grow.
+
+        Examples
+        --------
+        >>> from dpkit import Accountant, ZCDP, PureDP
+        >>> acct = Accountant(ZCDP(0.5))
+        >>> acct.spend(PureDP(0.5), label="count").charge  # converted: 0.5^2 / 2
+        ZCDP(rho=0.125)
+        """
+        label = _check_label(label)
+        cost = _check_cost(cost)
+        charge = self._charge(cost)
+        timestamp = datetime.now(UTC)
+        index, totals = self._store.try_append(label, cost, charge, timestamp, self._limit)
+        if index is None:
+            remaining = self._remaining_from(totals)
+            converted = (
+                ""
+                if charge == self._as_pair(cost)
+                else f" (charged as {self._pair_to_loss(charge, up=True)!r})"
+            )
+            raise BudgetExceededError(
+                f"Accountant: spending {cost!r}{converted} for {label!r} would exceed the budget "
+                f"{self._budget!r}; already spent {self._pair_to_loss(totals, up=True)!r}, "
+                f"remaining {remaining!r}. Nothing was spent or released.",
+                requested=cost,
+                remaining=remaining,
+            )
+        return Spend(index, label, cost, self._pair_to_loss(charge, up=True), timestamp)
+
+    def _remaining_from(self, totals: Pair) -> PrivacyLoss:
+        rest = (
+            max(self._limit[0] - totals[0], Fraction(0)),
+            max(self._limit[1] - totals[1], Fraction(0)),
+        )
+        return self._pair_to_loss(rest, up=False)
+
+    @property
+    def budget(self) -> PrivacyLoss:
+        """The total allowed."""
+        return self._budget
+
+    @property
+    def spent(self) -> PrivacyLoss:
+        """The total spent so far (by every user of a shared ledger), rounded up."""
+        return self._pair_to_loss(self._store.totals(), up=True)
+
+    @property
+    def remaining(self) -> PrivacyLoss:
+        """What is left, rounded down: spending exactly this always succeeds (if unchanged)."""
+        return self._remaining_from(self._store.totals())
+
+    @property
+    def history(self) -> tuple[Spend, ...]:
+        """Every recorded spend, oldest first."""
+        return tuple(self._spend_of(e) for e in self._store.entries())
+
+    def _spend_of(self, entry: Entry) -> Spend:
+        return Spend(
+            entry.seq,
+            entry.label,
+            entry.cost,
+            self._pair_to_loss(entry.charge, up=True),
+            entry.timestamp,
+        )
+
+    def summary(self) -> str:
+        """A plain-text table of the spends, the total spent and what remains.
+
+        Examples
+        --------
+        >>> from dpkit import Accountant, PureDP
+        >>> acct = Accountant(PureDP(1.0))
+        >>> _ = acct.spend(PureDP(0.25), label="count")
+        >>> print(acct.summary().split("\\n")[0])
+        budget     PureDP(epsilon=1.0)
+        """
+        rows = [("#", "recorded (UTC)", "label", "cost", "charged")]
+        for s in self.history:
+            rows.append(
+                (
+                    str(s.index),
+                    s.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
+                    s.label,
+                    repr(s.cost),
+                    "same" if s.charge == s.cost else repr(s.charge),
+                )
+            )
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines = [f"budget     {self._budget!r}"]
+        if self.ledger is not None:
+            lines.append(f"ledger     {self.ledger}")
+        lines.append("")
+        if len(rows) == 1:
+            lines.append("(no spends yet)")
+        else:
+            for r in rows:
+                lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        lines.append("")
+        lines.append(f"spent      {self.spent!r}  ({len(rows) - 1} spends)")
+        lines.append(f"remaining  {self.remaining!r}")
+        return "\n".join(lines)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the ledger connection; later spends raise :class:`LedgerError`.
+
+        An in-memory accountant has nothing to close and keeps working.
+        """
+        self._store.close()
+
+    def __enter__(self) -> Accountant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.ledger is None:
+            raise TypeError(
+                "an in-memory Accountant cannot be pickled or sent to another process: the copy "
+                "would be a second, independent budget. Use Accountant(..., ledger='file.sqlite')"
+            )
+        return (_reopen, (str(self.ledger), self._budget, self._zcdp_delta, self._timeout))
+
+    def __repr__(self) -> str:
+        where = "" if self.ledger is None else f", ledger={str(self.ledger)!r}"
+        return f"Accountant(budget={self._budget!r}, spent={self.spent!r}{where})"
+
+
+def _reopen(
+    ledger: str, budget: PrivacyLoss, zcdp_delta: float | None, timeout: float
+) -> Accountant:
+    return Accountant(budget, ledger=ledger, zcdp_delta=zcdp_delta, busy_timeout=timeout)
