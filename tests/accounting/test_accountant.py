@@ -1,0 +1,244 @@
+"""The in-memory Accountant: exact check-and-record, conversions, errors, history."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import threading
+from datetime import UTC, datetime
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpkit import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    BudgetExceededError,
+    ParameterError,
+    PureDP,
+    pure_to_zcdp,
+    zcdp_to_approx,
+)
+
+
+def test_spend_records_and_reports() -> None:
+    acct = Accountant(PureDP(1.0))
+    before = datetime.now(UTC)
+    s = acct.spend(PureDP(0.25), label="count")
+    assert (s.index, s.label, s.cost, s.charge) == (1, "count", PureDP(0.25), PureDP(0.25))
+    assert before <= s.timestamp <= datetime.now(UTC)
+    acct.spend(PureDP(0.5), label="sum")
+    assert acct.spent == PureDP(0.75)
+    assert acct.remaining == PureDP(0.25)
+    assert [h.label for h in acct.history] == ["count", "sum"]
+    assert [h.index for h in acct.history] == [1, 2]
+    assert acct.budget == PureDP(1.0)
+
+
+def test_refusal_carries_request_and_remaining_and_records_nothing() -> None:
+    acct = Accountant(PureDP(1.0))
+    acct.spend(PureDP(0.75), label="a")
+    with pytest.raises(BudgetExceededError) as info:
+        acct.spend(PureDP(0.5), label="too much")
+    err = info.value
+    assert err.requested == PureDP(0.5)
+    assert err.remaining == PureDP(0.25)
+    assert "too much" in str(err) and "remaining PureDP(epsilon=0.25)" in str(err)
+    assert len(acct.history) == 1
+    assert acct.spent == PureDP(0.75)
+    # the budget can still be used up exactly
+    acct.spend(PureDP(0.25), label="b")
+    assert acct.remaining == PureDP(0.0)
+    with pytest.raises(BudgetExceededError):
+        acct.spend(PureDP(1e-300), label="crumb")
+
+
+def test_ten_tenths_against_one() -> None:
+    # Decision (see Accountant Notes): comparisons are exact on the floats' rational values.
+    # The float 0.1 exceeds 1/10 by 5.55e-18, so nine spends leave 0.0999999999999999500...
+    # and the tenth PureDP(0.1) does not fit: refused rather than letting the total creep past.
+    acct = Accountant(PureDP(1.0))
+    for i in range(9):
+        acct.spend(PureDP(0.1), label=f"q{i}")
+    with pytest.raises(BudgetExceededError) as info:
+        acct.spend(PureDP(0.1), label="q9")
+    rest = info.value.remaining
+    assert rest.epsilon < 0.1
+    exact_rest = 1 - 9 * Fraction(0.1)
+    assert Fraction(rest.epsilon) <= exact_rest < Fraction(math.nextafter(rest.epsilon, 1.0))
+    # remaining is rounded down, so spending it always fits and leaves the exact total <= 1
+    acct.spend(rest, label="rest")
+    total = sum((Fraction(s.cost.epsilon) for s in acct.history), Fraction(0))
+    assert total <= 1
+    assert len(acct.history) == 10
+
+
+def test_dyadic_budget_is_used_exactly() -> None:
+    acct = Accountant(PureDP(1.0))
+    for i in range(8):
+        acct.spend(PureDP(0.125), label=f"q{i}")
+    assert acct.spent == PureDP(1.0)
+    assert acct.remaining == PureDP(0.0)
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=0.5, allow_nan=False), max_size=40))
+def test_exact_total_never_exceeds_budget(costs: list[float]) -> None:
+    acct = Accountant(PureDP(1.0))
+    accepted: list[float] = []
+    for i, c in enumerate(costs):
+        fits = sum((Fraction(x) for x in accepted), Fraction(c)) <= 1
+        try:
+            acct.spend(PureDP(c), label=f"q{i}")
+        except BudgetExceededError as err:
+            assert not fits
+            # remaining is the largest float not above the exact remainder
+            exact_rest = 1 - sum((Fraction(x) for x in accepted), Fraction(0))
+            assert Fraction(err.remaining.epsilon) <= exact_rest
+            assert Fraction(math.nextafter(err.remaining.epsilon, 2.0)) > exact_rest
+        else:
+            assert fits
+            accepted.append(c)
+    assert [s.cost.epsilon for s in acct.history] == accepted
+    # spending what remains always succeeds
+    acct.spend(acct.remaining, label="rest")
+    assert sum((Fraction(s.cost.epsilon) for s in acct.history), Fraction(0)) <= 1
+
+
+def test_approx_budget_tracks_both_parameters() -> None:
+    acct = Accountant(ApproxDP(1.0, 2**-20))
+    acct.spend(ApproxDP(0.25, 2**-21), label="a")
+    acct.spend(PureDP(0.25), label="pure")
+    assert acct.spent == ApproxDP(0.5, 2**-21)
+    assert acct.remaining == ApproxDP(0.5, 2**-21)
+    with pytest.raises(BudgetExceededError) as info:
+        acct.spend(ApproxDP(0.1, 2**-20), label="delta too big")
+    assert info.value.remaining == ApproxDP(0.5, 2**-21)
+    acct.spend(ApproxDP(0.5, 2**-21), label="rest")
+    assert acct.remaining == ApproxDP(0.0, 0.0)
+
+
+def test_zcdp_budget_converts_pure_spends() -> None:
+    acct = Accountant(ZCDP(0.5))
+    s = acct.spend(PureDP(0.5), label="count")  # 0.5^2 / 2 = 0.125 (Bun-Steinke Prop. 1.4)
+    assert s.cost == PureDP(0.5) and s.charge == ZCDP(0.125)
+    acct.spend(ApproxDP(0.5, 0.0), label="pure as approx")
+    acct.spend(ZCDP(0.25), label="gauss")
+    assert acct.remaining == ZCDP(0.0)
+    with pytest.raises(BudgetExceededError) as info:
+        acct.spend(PureDP(0.01), label="more")
+    assert f"charged as {pure_to_zcdp(0.01)!r}" in str(info.value)
+
+
+def test_approx_budget_converts_zcdp_only_when_asked() -> None:
+    plain = Accountant(ApproxDP(10.0, 1e-5))
+    with pytest.raises(TypeError, match="zcdp_delta"):
+        plain.spend(ZCDP(0.5), label="gauss")
+    assert plain.history == ()
+    acct = Accountant(ApproxDP(10.0, 1e-5), zcdp_delta=1e-6)
+    s = acct.spend(ZCDP(0.5), label="gauss")
+    assert s.cost == ZCDP(0.5)
+    assert s.charge == zcdp_to_approx(ZCDP(0.5), 1e-6)
+    assert acct.spent == s.charge
+
+
+@pytest.mark.parametrize(
+    ("budget", "cost"),
+    [
+        (PureDP(1.0), ApproxDP(0.1, 1e-9)),
+        (PureDP(1.0), ZCDP(0.01)),
+        (ZCDP(1.0), ApproxDP(0.1, 1e-9)),
+    ],
+)
+def test_incompatible_spends_are_refused_with_a_clear_error(budget, cost) -> None:  # type: ignore[no-untyped-def]
+    acct = Accountant(budget)
+    with pytest.raises(TypeError, match="cannot pay for"):
+        acct.spend(cost, label="x")
+    assert acct.history == ()
+
+
+@pytest.mark.parametrize("bad", [-0.5, math.nan, math.inf])
+def test_negative_or_nan_costs_are_rejected(bad: float) -> None:
+    with pytest.raises(ParameterError):
+        PureDP(bad)
+    # a value forged past the constructor is re-checked by the accountant
+    forged = PureDP(0.1)
+    object.__setattr__(forged, "epsilon", bad)
+    acct = Accountant(PureDP(1.0))
+    with pytest.raises(ParameterError, match=r"Accountant.spend: `cost.epsilon`"):
+        acct.spend(forged, label="forged")
+    forged_delta = ApproxDP(0.1, 0.0)
+    object.__setattr__(forged_delta, "delta", bad)
+    with pytest.raises(ParameterError, match=r"`cost.delta`"):
+        Accountant(ApproxDP(1.0, 1e-6)).spend(forged_delta, label="forged")
+    assert acct.history == ()
+
+
+def test_bad_cost_types_and_labels() -> None:
+    acct = Accountant(PureDP(1.0))
+    with pytest.raises(TypeError, match=r"wrap a bare epsilon: dpkit.PureDP\(0.5\)"):
+        acct.spend(0.5, label="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`label` must be a str"):
+        acct.spend(PureDP(0.1), label=3)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="`label` must be a non-empty"):
+        acct.spend(PureDP(0.1), label="  ")
+    with pytest.raises(TypeError):
+        acct.spend(PureDP(0.1))  # type: ignore[call-arg]
+    assert acct.history == ()
+
+
+def test_bad_budgets() -> None:
+    with pytest.raises(TypeError, match="`budget` must be a PureDP"):
+        Accountant(1.0)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"`budget\.epsilon` must be a finite number > 0"):
+        Accountant(PureDP(0.0))
+    with pytest.raises(ParameterError, match=r"`budget\.rho`"):
+        Accountant(ZCDP(0.0))
+    with pytest.raises(ParameterError, match="`zcdp_delta` only applies"):
+        Accountant(PureDP(1.0), zcdp_delta=1e-6)
+    with pytest.raises(ParameterError, match="`zcdp_delta`"):
+        Accountant(ApproxDP(1.0, 1e-6), zcdp_delta=0.0)
+    with pytest.raises(TypeError, match="`ledger` must be a path"):
+        Accountant(PureDP(1.0), ledger=3)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="`busy_timeout`"):
+        Accountant(PureDP(1.0), busy_timeout=-1)
+
+
+def test_in_memory_accountant_refuses_to_be_copied_to_another_process() -> None:
+    with pytest.raises(TypeError, match="second, independent budget"):
+        pickle.dumps(Accountant(PureDP(1.0)))
+
+
+def test_threads_sharing_an_in_memory_accountant() -> None:
+    # 8 threads x 500 attempts of 2^-9 against 1.0: exactly 512 fit.
+    acct = Accountant(PureDP(1.0))
+    wins = [0] * 8
+
+    def work(k: int) -> None:
+        for i in range(500):
+            try:
+                acct.spend(PureDP(2.0**-9), label=f"t{k}-{i}")
+                wins[k] += 1
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(wins) == 512 == len(acct.history)
+    assert acct.spent == PureDP(1.0)
+    assert sorted(s.index for s in acct.history) == list(range(1, 513))
+
+
+def test_summary_and_repr() -> None:
+    acct = Accountant(ZCDP(1.0))
+    assert "(no spends yet)" in acct.summary()
+    acct.spend(PureDP(1.0), label="count of adults")
+    text = acct.summary()
+    assert "count of adults" in text and "ZCDP(rho=0.5)" in text
+    assert "remaining  ZCDP(rho=0.5)" in text
+    assert repr(acct) == "Accountant(budget=ZCDP(rho=1.0), spent=ZCDP(rho=0.5))"

@@ -1,0 +1,250 @@
+"""The durable SQLite ledger: persistence, budget mismatch, corrupt files, locking errors."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from dpkit import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    BudgetExceededError,
+    LedgerError,
+    PureDP,
+    sequential_composition,
+    zcdp_to_approx,
+)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "budget.sqlite"
+
+
+def test_spends_survive_reopening(path: Path) -> None:
+    with Accountant(ApproxDP(1.0, 1e-6), ledger=path, zcdp_delta=1e-7) as acct:
+        acct.spend(PureDP(0.1), label="count")
+        acct.spend(ApproxDP(0.2, 1e-7), label="gauss")
+        acct.spend(ZCDP(0.001), label="discrete gauss")
+        first = acct.history
+    assert path.exists()
+    with Accountant(ApproxDP(1.0, 1e-6), ledger=path) as again:
+        hist = again.history
+        assert [(s.index, s.label, s.cost, s.charge) for s in hist] == [
+            (s.index, s.label, s.cost, s.charge) for s in first
+        ]
+        assert [s.timestamp for s in hist] == [s.timestamp for s in first]
+        assert hist[2].charge == zcdp_to_approx(ZCDP(0.001), 1e-7)
+        assert again.spent == sequential_composition([s.charge for s in hist])
+    with Accountant.open(path) as opened:
+        assert opened.budget == ApproxDP(1.0, 1e-6)
+        assert len(opened.history) == 3
+
+
+def test_exact_totals_persist_across_processes_of_opening(path: Path) -> None:
+    # the ten-tenths edge holds through the ledger too: totals are stored as exact rationals
+    for i in range(9):
+        with Accountant(PureDP(1.0), ledger=path) as acct:
+            acct.spend(PureDP(0.1), label=f"q{i}")
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        with pytest.raises(BudgetExceededError):
+            acct.spend(PureDP(0.1), label="q9")
+        acct.spend(acct.remaining, label="rest")
+        assert acct.remaining == PureDP(0.0)
+    con = sqlite3.connect(path)
+    try:
+        a, n = con.execute("SELECT a, n FROM totals").fetchone()
+    finally:
+        con.close()
+    assert n == 10
+    num, den = map(int, a.split("/"))
+    assert num <= den  # exact total <= 1
+
+
+def test_open_never_creates(path: Path) -> None:
+    with pytest.raises(LedgerError, match="no ledger at"):
+        Accountant.open(path)
+    assert not path.exists()
+
+
+def test_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="does not exist"):
+        Accountant(PureDP(1.0), ledger=tmp_path / "nope" / "b.sqlite")
+
+
+def test_create_refuses_existing(path: Path) -> None:
+    Accountant.create(path, PureDP(1.0)).close()
+    with pytest.raises(LedgerError, match="already exists"):
+        Accountant.create(path, PureDP(1.0))
+
+
+@pytest.mark.parametrize("other", [PureDP(2.0), ApproxDP(1.0, 0.0), ZCDP(1.0)])
+def test_budget_mismatch_is_an_error_not_a_reset(path: Path, other: object) -> None:
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="first")
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match=r"was created with budget PureDP\(epsilon=1.0\)"):
+        Accountant(other, ledger=path)  # type: ignore[arg-type]
+    with Accountant.open(path) as acct:
+        assert acct.spent == PureDP(0.5)
+        assert len(acct.history) == 1
+    assert path.read_bytes()[:100] == before[:100]
+
+
+def test_garbage_file_is_refused_and_left_alone(path: Path) -> None:
+    junk = b"this is not a database " * 200
+    path.write_bytes(junk)
+    with pytest.raises(LedgerError, match="corrupt"):
+        Accountant(PureDP(1.0), ledger=path)
+    assert path.read_bytes() == junk
+
+
+def test_empty_file_is_not_silently_initialised(path: Path) -> None:
+    path.write_bytes(b"")
+    with pytest.raises(LedgerError, match="not a dpkit ledger"):
+        Accountant(PureDP(1.0), ledger=path)
+    assert path.read_bytes() == b""
+
+
+def test_other_sqlite_database_is_refused(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE customers (name TEXT)")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="not a dpkit ledger"):
+        Accountant(PureDP(1.0), ledger=path)
+
+
+def test_truncated_ledger_is_refused(path: Path) -> None:
+    with Accountant(PureDP(100.0), ledger=path) as acct:
+        for i in range(300):  # enough rows to span several pages
+            acct.spend(PureDP(0.01), label=f"a fairly long label number {i:05d} " * 3)
+    data = path.read_bytes()
+    assert len(data) > 3 * 4096
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(LedgerError, match="corrupt"):
+        Accountant.open(path)
+
+
+def test_tampered_totals_are_detected(path: Path) -> None:
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="a")
+    con = sqlite3.connect(path)
+    con.execute("UPDATE totals SET a = '0/1'")  # someone tries to refund the budget
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="inconsistent"):
+        Accountant.open(path)
+
+
+def test_tampered_charge_is_detected(path: Path) -> None:
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="a")
+    con = sqlite3.connect(path)
+    con.execute("UPDATE spends SET charge_a = 'half'")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="corrupt: not an exact rational"):
+        Accountant.open(path)
+
+
+def test_wrong_format_version(path: Path) -> None:
+    Accountant.create(path, PureDP(1.0)).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE dpkit_meta SET value = '99' WHERE key = 'version'")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="version '99'"):
+        Accountant.open(path)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_file(path: Path) -> None:
+    Accountant.create(path, PureDP(1.0)).close()
+    path.chmod(0)
+    try:
+        with pytest.raises(LedgerError):
+            Accountant.open(path)
+    finally:
+        path.chmod(0o600)
+
+
+def test_directory_is_not_a_ledger(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="is a directory"):
+        Accountant(PureDP(1.0), ledger=tmp_path)
+
+
+def test_busy_ledger_fails_without_spending(path: Path) -> None:
+    Accountant.create(path, PureDP(1.0)).close()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        with Accountant(PureDP(1.0), ledger=path, busy_timeout=0.2) as acct:
+            with pytest.raises(LedgerError, match="busy"):
+                acct.spend(PureDP(0.1), label="blocked")
+            blocker.execute("ROLLBACK")
+            assert acct.history == ()
+            acct.spend(PureDP(0.1), label="now")
+            assert len(acct.history) == 1
+    finally:
+        blocker.close()
+
+
+def test_closed_accountant_refuses_to_spend(path: Path) -> None:
+    acct = Accountant(PureDP(1.0), ledger=path)
+    acct.close()
+    with pytest.raises(LedgerError, match="closed"):
+        acct.spend(PureDP(0.1), label="late")
+    acct.close()  # idempotent
+
+
+def test_pickled_accountant_shares_the_ledger(path: Path) -> None:
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        copy = pickle.loads(pickle.dumps(acct))
+        try:
+            copy.spend(PureDP(0.75), label="from the copy")
+            with pytest.raises(BudgetExceededError):
+                acct.spend(PureDP(0.5), label="from the original")
+            assert acct.spent == PureDP(0.75)
+        finally:
+            copy.close()
+
+
+def test_racing_creators_agree_on_one_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "race.sqlite"
+    budgets = [PureDP(1.0)] * 4 + [PureDP(2.0)] * 4
+    outcome: list[object] = [None] * 8
+    gate = threading.Barrier(8)
+
+    def create(k: int) -> None:
+        gate.wait()
+        try:
+            acct = Accountant(budgets[k], ledger=path)
+        except LedgerError as err:
+            outcome[k] = err
+        else:
+            outcome[k] = acct.budget
+            acct.close()
+
+    threads = [threading.Thread(target=create, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with Accountant.open(path) as acct:
+        winner = acct.budget
+    for k in range(8):
+        if budgets[k] == winner:
+            assert outcome[k] == winner
+        else:
+            assert isinstance(outcome[k], LedgerError)
+    # no temporary files are left behind
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "race.sqlite"
+    ]
