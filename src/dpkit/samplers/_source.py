@@ -30,13 +30,25 @@ __all__ = ["BitSource", "RngLike", "SecureSource", "SeededSource", "as_source"]
 _U64 = np.dtype("<u8")
 
 
+_SEGMENT_WORDS = 1 << 16
+_ZEROS = memoryview(bytes(8 * _SEGMENT_WORDS))
+
+
 def _chacha20_words(key: bytes, nonce: bytes, n: int) -> np.ndarray:
-    """``n`` little-endian 64-bit words of ChaCha20 keystream under ``key`` and ``nonce``."""
-    nbytes = 8 * n
-    zeros = bytes(nbytes)
+    """``n`` little-endian 64-bit words of ChaCha20 keystream under ``key`` and ``nonce``.
+
+    The keystream is written straight into the result (encrypting a shared zero buffer
+    segment by segment), so a request costs one allocation and no copies.
+    """
+    out = np.empty(n, dtype=_U64)
+    if n == 0:
+        return out
     enc = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
-    out = enc.update(zeros)
-    return np.frombuffer(out, dtype=_U64).copy() if n else np.empty(0, dtype=np.uint64)
+    view = memoryview(out).cast("B")
+    for start in range(0, n, _SEGMENT_WORDS):
+        stop = min(n, start + _SEGMENT_WORDS)
+        enc.update_into(_ZEROS[: 8 * (stop - start)], view[8 * start : 8 * stop])
+    return out
 
 
 class BitSource:

@@ -1,0 +1,555 @@
+"""Exact, vectorised samplers of discrete distributions.
+
+"Exact" means that, given perfect random bits, every output has exactly the ideal
+probability: decisions are comparisons of uniform bits with exactly known binary digits
+(:mod:`dpkit.samplers._exact`), never floating-point ``exp``/``log``. "Vectorised" means a
+batch of ``N`` draws costs a fixed number of NumPy operations over the batch, plus rejection
+rounds over the (geometrically shrinking) set of still-pending entries; no Python loop runs
+per draw.
+
+The central construction is the geometric distribution ``P[G = k] = (1 - q) q**k`` with
+``q = exp(-x)``. Its binary digits are independent: ``q**k = prod_j (q**(2**j))**k_j``, so
+``G = L + M*H`` with ``M = 2**m``, ``L = G mod M`` a geometric truncated to ``[0, M)``,
+``H = G // M`` a geometric with ratio ``q**M``, and ``L`` and ``H`` independent. ``L`` is
+further split into independent 8-bit digits, each a truncated geometric on ``[0, 256)``.
+Choosing ``M <= 1/x < 2M`` makes every digit's masses at least ``exp(-1)/256`` and
+``q**M`` at most ``exp(-1/2)``, so each part is one lookup in a small exact inversion table
+(:class:`~dpkit.samplers._exact.SurvivalTable`), and the rare tail of ``H`` past the table is
+handled by memorylessness (``H >= K`` means ``H = K + H'`` with ``H'`` a fresh copy).
+
+References
+----------
+C. Canonne, G. Kamath, T. Steinke. The Discrete Gaussian for Differential Privacy.
+NeurIPS 2020 (arXiv:2004.00010): discrete Laplace and Gaussian, Algorithms 1-3.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from dpkit.errors import InternalError, ParameterError
+from dpkit.samplers._exact import (
+    DecimalReal,
+    ExactReal,
+    RationalReal,
+    SurvivalTable,
+    bernoulli_table,
+    exp_neg,
+    less_than_deep,
+    prefixes64,
+)
+from dpkit.samplers._source import BitSource, as_source
+
+__all__ = [
+    "bernoulli",
+    "bernoulli_exp",
+    "bernoulli_exp_int",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "geometric",
+    "permutation",
+    "random_signs",
+    "uniform_int",
+]
+
+_MAX_SCALE = Fraction(2**50)  # largest 1/x (geometric) or scale (Laplace): keeps G in int64
+_MIN_MASS_BITS = 60  # table entries keep masses >= 2**-60 so 64-bit prefixes are distinct
+
+
+def _size(owner: str, size: Any) -> int:
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 0:
+        raise TypeError(f"{owner}: `size` must be an int >= 0; got {size!r}")
+    return int(size)
+
+
+def _rational(owner: str, name: str, value: Any, *, positive: bool = True) -> Fraction:
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}: `{name}` must be a number; got bool")
+    if isinstance(value, Fraction):
+        out = value
+    elif isinstance(value, int | np.integer):
+        out = Fraction(int(value))
+    elif isinstance(value, float | np.floating):
+        if not math.isfinite(float(value)):
+            raise ParameterError(f"{owner}: `{name}` must be finite; got {value!r}")
+        out = Fraction(float(value))
+    else:
+        raise TypeError(f"{owner}: `{name}` must be a number; got {type(value).__name__}")
+    if positive and out <= 0:
+        raise ParameterError(f"{owner}: `{name}` must be > 0; got {value!r}")
+    if not positive and out < 0:
+        raise ParameterError(f"{owner}: `{name}` must be >= 0; got {value!r}")
+    return out
+
+
+# ----------------------------------------------------------------------------- uniform bits
+
+
+def random_signs(n: int, source: BitSource) -> np.ndarray:
+    """``n`` independent fair bits as a bool array (64 per word drawn)."""
+    words = source.words((n + 63) // 64)
+    return np.unpackbits(words.view(np.uint8), count=n).astype(bool)
+
+
+def uniform_int(n: int, size: int, rng: Any = None) -> np.ndarray:
+    """Exactly uniform integers on ``[0, n)`` (``1 <= n <= 2**63``), by rejection.
+
+    Each round draws a word per pending entry and keeps its top ``ceil(log2 n)`` bits; values
+    ``>= n`` (probability < 1/2) are drawn again.
+
+    Examples
+    --------
+    >>> uniform_int(6, 5, rng=1)
+    array([5, 1, 0, 4, 3])
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 1 <= int(n) <= 2**63:
+        raise ParameterError(f"uniform_int: `n` must be an int in [1, 2**63]; got {n!r}")
+    n = int(n)
+    size = _size("uniform_int", size)
+    source = as_source(rng)
+    out = np.zeros(size, dtype=np.int64)
+    if n == 1:
+        return out
+    k = (n - 1).bit_length()
+    pending = np.arange(size)
+    while pending.size:
+        v = source.words(pending.size) >> np.uint64(64 - k)
+        ok = v < np.uint64(n)
+        out[pending[ok]] = v[ok].astype(np.int64)
+        pending = pending[~ok]
+    return out
+
+
+def permutation(n: int, rng: Any = None) -> np.ndarray:
+    """A uniformly random permutation of ``range(n)`` (int64).
+
+    Each element gets an independent uniform 64-bit key and the permutation is the order of
+    the keys. If two keys collide (probability below ``n**2 / 2**65``) all keys are drawn
+    again; conditioned on distinct keys every order is equally likely, so the result is
+    exactly uniform.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 0:
+        raise ParameterError(f"permutation: `n` must be an int >= 0; got {n!r}")
+    n = int(n)
+    source = as_source(rng)
+    while True:
+        keys = source.words(n)
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        if n < 2 or not np.any(sk[1:] == sk[:-1]):
+            return order.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- Bernoulli
+
+
+def bernoulli(p: Any, size: int, rng: Any = None) -> np.ndarray:
+    """Exact Bernoulli(p) draws for a rational ``p`` in [0, 1] (a float is taken exactly).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> bernoulli(Fraction(1, 3), 6, rng=3)
+    array([False, False,  True, False, False, False])
+    """
+    pf = _rational("bernoulli", "p", p, positive=False)
+    if pf > 1:
+        raise ParameterError(f"bernoulli: `p` must be in [0, 1]; got {p!r}")
+    size = _size("bernoulli", size)
+    source = as_source(rng)
+    real = RationalReal(pf)
+    thr, one = prefixes64([real])
+    return bernoulli_table(thr, one, [real], np.zeros(size, dtype=np.intp), source)
+
+
+def bernoulli_exp(x: Any, size: int, rng: Any = None) -> np.ndarray:
+    """Exact Bernoulli(exp(-x)) draws for a rational ``x >= 0`` (a float is taken exactly).
+
+    Examples
+    --------
+    >>> bernoulli_exp(0.5, 6, rng=3)
+    array([ True,  True,  True, False,  True,  True])
+    """
+    xf = _rational("bernoulli_exp", "x", x, positive=False)
+    size = _size("bernoulli_exp", size)
+    source = as_source(rng)
+    real = exp_neg(xf)
+    thr, one = prefixes64([real])
+    return bernoulli_table(thr, one, [real], np.zeros(size, dtype=np.intp), source)
+
+
+@lru_cache(maxsize=256)
+def _byte_table(x: Fraction, byte: int) -> tuple[np.ndarray, np.ndarray, list[ExactReal]]:
+    reals = [exp_neg(x * v * (1 << (8 * byte))) for v in range(256)]
+    thr, one = prefixes64(reals)
+    return thr, one, reals
+
+
+def bernoulli_exp_int(x: Any, k: Any, rng: Any = None) -> np.ndarray:
+    """Exact Bernoulli(exp(-x * k_i)) for a rational ``x >= 0`` and integers ``k_i >= 0``.
+
+    ``exp(-x k) = prod_b exp(-x * k_b * 256**b)`` over the bytes ``k_b`` of ``k``, so the
+    draw succeeds exactly when independent draws succeed for every byte; each byte is one
+    lookup in a 256-entry exact table. High bytes are tested first, so entries that fail
+    early cost nothing further.
+    """
+    xf = _rational("bernoulli_exp_int", "x", x, positive=False)
+    karr = np.asarray(k)
+    if not np.issubdtype(karr.dtype, np.integer):
+        raise TypeError(f"bernoulli_exp_int: `k` must hold integers; got dtype {karr.dtype}")
+    karr = karr.astype(np.int64, copy=False)
+    if karr.size and karr.min() < 0:
+        raise ParameterError("bernoulli_exp_int: `k` must be >= 0")
+    source = as_source(rng)
+    flat = karr.ravel()
+    out = np.ones(flat.size, dtype=bool)
+    if flat.size == 0 or xf == 0:
+        return out.reshape(karr.shape)
+    nbytes = max(1, (int(flat.max()).bit_length() + 7) // 8)
+    alive = np.arange(flat.size)
+    for b in range(nbytes - 1, -1, -1):
+        if alive.size == 0:
+            break
+        v = ((flat[alive] >> (8 * b)) & 0xFF).astype(np.intp)
+        sel = np.flatnonzero(v)
+        if sel.size == 0:
+            continue
+        thr, one, reals = _byte_table(xf, b)
+        ok = bernoulli_table(thr, one, reals, v[sel], source)
+        out[alive[sel[~ok]]] = False
+        alive = np.delete(alive, sel[~ok])
+    return out.reshape(karr.shape)
+
+
+# ----------------------------------------------------------------------------- geometric
+
+
+def _trunc_geometric_boundaries(a: Fraction, width: int) -> list[ExactReal]:
+    """Survival values S_j = (r^j - r^V) / (1 - r^V), j = 1..V-1, r = exp(-a), V = 2**width.
+
+    Error amplification: the denominator 1 - r^V >= 1 - exp(-a V) with a V >= 2**-50
+    (scale capped at 2**50), so rounding errors grow by at most ~1e16 < 10**(slack - 2).
+    """
+    v_total = 1 << width
+    an, ad = a.numerator, a.denominator
+
+    def boundary(j: int) -> DecimalReal:
+        def fn() -> Decimal:
+            r_j = (-Decimal(an * j) / Decimal(ad)).exp()
+            r_v = (-Decimal(an * v_total) / Decimal(ad)).exp()
+            return (r_j - r_v) / (1 - r_v)
+
+        return DecimalReal(fn, slack=25)
+
+    return [boundary(j) for j in range(1, v_total)]
+
+
+class _Geometric:
+    """Exact sampler of P[G = k] = (1 - e^-x) e^(-k x), built once per x (see module doc)."""
+
+    def __init__(self, x: Fraction) -> None:
+        if x <= 0 or 1 / x > _MAX_SCALE:
+            raise ParameterError(
+                f"geometric: `x` must satisfy 2**-50 <= x; got {float(x)!r} (scale too large)"
+            )
+        t = 1 / x
+        m = 0
+        if t >= 1:
+            m = t.numerator.bit_length() - t.denominator.bit_length()
+            while Fraction(1 << m) > t:
+                m -= 1
+            while Fraction(1 << (m + 1)) <= t:
+                m += 1
+        self.m = m
+        self.chunks: list[tuple[int, SurvivalTable]] = []
+        for lo in range(0, m, 8):
+            width = min(8, m - lo)
+            self.chunks.append(
+                (lo, SurvivalTable(_trunc_geometric_boundaries(x * (1 << lo), width)))
+            )
+        # H ~ geometric with ratio s = exp(-x M); table of P[H >= h] = s**h while s**h >= 2**-60.
+        xm = x * (1 << m)
+        reals: list[ExactReal] = []
+        h = 1
+        while True:
+            r = exp_neg(xm * h)
+            if h > 1 and r.prefix(64) < (1 << (64 - _MIN_MASS_BITS)):
+                break
+            reals.append(r)
+            h += 1
+            if h > 4096:  # cannot happen: x M > 1/2 bounds the table by ~84 entries
+                raise InternalError("geometric: tail table too long")
+        self.high = SurvivalTable(reals)
+
+    def _sample_high(self, n: int, source: BitSource) -> np.ndarray:
+        out = self.high.sample(n, source)
+        tail = np.flatnonzero(out == self.high.size)
+        if tail.size:  # memoryless: H >= K  =>  H = K + fresh H
+            out[tail] += self._sample_high(tail.size, source)
+        return out
+
+    def sample(self, n: int, source: BitSource) -> np.ndarray:
+        g = self._sample_high(n, source) << self.m
+        for lo, table in self.chunks:
+            g += table.sample(n, source) << lo
+        return g
+
+
+@lru_cache(maxsize=128)
+def _geometric_sampler(x: Fraction) -> _Geometric:
+    return _Geometric(x)
+
+
+def geometric(x: Any, size: int, rng: Any = None) -> np.ndarray:
+    """Exact geometric draws: ``P[G = k] = (1 - exp(-x)) exp(-k x)`` for ``k = 0, 1, ...``.
+
+    Parameters
+    ----------
+    x : rational > 0 (float taken exactly), with ``1/x <= 2**50``.
+    size : number of draws.
+    rng : ``None`` (secure), a seed, or a BitSource.
+
+    Examples
+    --------
+    >>> geometric(0.5, 6, rng=7)
+    array([0, 0, 2, 0, 1, 0])
+    """
+    xf = _rational("geometric", "x", x)
+    size = _size("geometric", size)
+    geo, source = _geometric_sampler(xf), as_source(rng)
+    return _blocked(lambda k: geo.sample(k, source), size)
+
+
+_BLOCK = 1 << 16
+
+
+def _blocked(fill: Callable[[int], np.ndarray], size: int) -> np.ndarray:
+    """Produce ``size`` draws in blocks of 65,536, so temporaries stay small and are reused.
+
+    Large fresh allocations are slow (page faults); working block by block keeps every
+    temporary in cache and lets the allocator reuse it.
+    """
+    if size <= _BLOCK:
+        return fill(size)
+    out = np.empty(size, dtype=np.int64)
+    for start in range(0, size, _BLOCK):
+        stop = min(size, start + _BLOCK)
+        out[start:stop] = fill(stop - start)
+    return out
+
+
+def _discrete_laplace_block(geo: _Geometric, size: int, source: BitSource) -> np.ndarray:
+    g = geo.sample(size, source)
+    neg = random_signs(size, source)
+    bad = np.flatnonzero(neg & (g == 0))
+    g *= 1 - 2 * neg.view(np.int8).astype(
+        np.int64
+    )  # "-0" would double the mass at zero: draw again
+    if bad.size:
+        g[bad] = _discrete_laplace_block(geo, bad.size, source)
+    return g
+
+
+def _discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
+    geo = _geometric_sampler(1 / scale)
+    return _blocked(lambda k: _discrete_laplace_block(geo, k, source), size)
+
+
+def discrete_laplace(scale: Any, size: int, rng: Any = None) -> np.ndarray:
+    """Exact discrete Laplace draws: ``P[Z = z]`` proportional to ``exp(-|z| / scale)``.
+
+    A geometric magnitude with a fair sign, rejecting "negative zero" (Canonne, Kamath and
+    Steinke 2020, Algorithm 2). ``scale`` is rational (a float is taken exactly),
+    ``0 < scale <= 2**50``.
+
+    Examples
+    --------
+    >>> discrete_laplace(3, 6, rng=7)
+    array([-2,  5, -1,  3,  1,  1])
+    """
+    sf = _rational("discrete_laplace", "scale", scale)
+    if sf > _MAX_SCALE:
+        raise ParameterError(f"discrete_laplace: `scale` must be <= 2**50; got {scale!r}")
+    return _discrete_laplace(sf, _size("discrete_laplace", size), as_source(rng))
+
+
+# ----------------------------------------------------------------------------- Gaussian
+
+
+class _GaussAcceptance:
+    """Exact 64-bit prefixes of A(y) = exp(-(y - c)**2 / (2 s2)) for y = 0..Y-1.
+
+    Computed by a fixed-point recurrence with ``F = 2**128``: ``A(y+1) = A(y) * m(y)``,
+    ``m(y+1) = m(y) * a`` with ``a = exp(-1/s2)``, ``m(0) = exp((2c - 1) / (2 s2))``. Each
+    step truncates, so the fixed-point errors grow at most quadratically in ``y`` (bounded
+    below by ``E(y) = 64 (y + 1)**2`` units, far above the true growth since every factor is
+    at most ``exp(1/t) * exp(c/s2) < 3``); an entry whose bits 64..128 lie within ``E(y)`` of
+    a carry is recomputed exactly with :mod:`decimal`. The table stops where
+    ``A(y) < 2**-66``; beyond it the prefix is 0 and any tie is settled by the deep compare.
+    """
+
+    F_BITS = 128
+
+    def __init__(self, s2: Fraction, t: int) -> None:
+        self.s2 = s2
+        self.c = s2 / t
+        fb = self.F_BITS
+        one = 1 << fb
+
+        def fixed(val: ExactReal | DecimalReal) -> int:
+            return val.prefix(fb)
+
+        # a = exp(-1/s2) <= 1; m0 = exp((2c-1)/(2 s2)) may exceed 1: write m0 = m0' * 2**e
+        a_fp = fixed(exp_neg(1 / s2))
+        expo = (2 * self.c - 1) / (2 * s2)
+        # m0 > 1 possible; compute exp(expo) = 2 * exp(expo - ln 2) is awkward, so use decimal
+        m0_real = _exp_decimal(expo)
+        m_fp = m0_real
+        A_fp = fixed(exp_neg(self.c * self.c / (2 * s2)))
+        pre: list[int] = []
+        ones: list[bool] = []
+        cutoff = one >> 66
+        y = 0
+        c_int = self.c.denominator == 1
+        while True:
+            margin = 64 * (y + 1) ** 2 + 64
+            if c_int and y == self.c.numerator:
+                pre.append((1 << 64) - 1)
+                ones.append(True)
+            else:
+                low = A_fp & ((1 << (fb - 64)) - 1)
+                if low < margin or low > (1 << (fb - 64)) - margin:
+                    pre.append(self._exact_prefix(y))
+                else:
+                    pre.append(A_fp >> (fb - 64))
+                ones.append(False)
+            if y > self.c and A_fp + margin < cutoff:
+                break
+            A_fp = (A_fp * m_fp) >> fb
+            m_fp = (m_fp * a_fp) >> fb
+            y += 1
+            if y > 1 << 24:
+                raise InternalError("discrete_gaussian: acceptance table too long")
+        self.thresholds = np.array(pre, dtype=np.uint64)
+        self.one = np.array(ones, dtype=bool)
+        self.size = len(pre)
+
+    def real(self, y: int) -> ExactReal:
+        return exp_neg((y - self.c) ** 2 / (2 * self.s2))
+
+    def _exact_prefix(self, y: int) -> int:
+        return self.real(y).prefix(64)
+
+    def accept(self, y: np.ndarray, source: BitSource) -> np.ndarray:
+        """Exact Bernoulli(A(y_i)) for nonnegative integers ``y``."""
+        w = source.words(y.size)
+        inside = y < self.size
+        yi = np.where(inside, y, 0).astype(np.intp)
+        thr = np.where(inside, self.thresholds[yi], np.uint64(0))
+        one = inside & self.one[yi]
+        out = (w < thr) | one
+        tie = np.flatnonzero((w == thr) & ~one)
+        if tie.size:
+            out[tie] = less_than_deep([self.real(int(v)) for v in y[tie]], source)
+        return out
+
+
+def _exp_decimal(expo: Fraction) -> int:
+    """``floor(2**128 * exp(expo))`` for a small rational ``expo`` (|expo| <= 1)."""
+    if abs(expo) > 1:
+        raise InternalError("_exp_decimal: exponent out of range")
+    num, den = expo.numerator, expo.denominator
+    # exp(expo) = 3 * exp(expo - ln 3) is not needed: compute exp(expo)/3 in [0, 1] exactly
+    real = DecimalReal(lambda: (Decimal(num) / Decimal(den)).exp() / 3, slack=25)
+    return 3 * real.prefix(128) + 2  # round up by the division remainder bound (<3 units)
+
+
+@lru_cache(maxsize=64)
+def _gauss_acceptance(s2: Fraction, t: int) -> _GaussAcceptance:
+    return _GaussAcceptance(s2, t)
+
+
+def _discrete_gaussian_block(
+    geo: _Geometric, acc: _GaussAcceptance, size: int, source: BitSource
+) -> np.ndarray:
+    y = _discrete_laplace_block(geo, size, source)
+    rejected = np.flatnonzero(~acc.accept(np.abs(y), source))
+    if rejected.size:
+        y[rejected] = _discrete_gaussian_block(geo, acc, rejected.size, source)
+    return y
+
+
+def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+    t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
+    acc = _gauss_acceptance(s2, t)
+    geo = _geometric_sampler(Fraction(1, t))
+    return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size)
+
+
+def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = None) -> np.ndarray:
+    """Exact discrete Gaussian draws: ``P[Z = z]`` proportional to ``exp(-z**2 / (2 sigma**2))``.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 3: a discrete Laplace proposal with scale
+    ``t = floor(sigma) + 1`` accepted with probability
+    ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))``; the acceptance is an exact table lookup
+    (see ``_GaussAcceptance``). Pass ``sigma2`` (a rational variance) instead of ``sigma``
+    to give the variance exactly. Building the table costs O(sigma) once per sigma (cached);
+    ``sigma`` must be at most ``2**20``.
+
+    Examples
+    --------
+    >>> discrete_gaussian(2.0, 6, rng=5)
+    array([ 2, -1, -1,  1, -1,  0])
+    """
+    if sigma2 is None:
+        sf = _rational("discrete_gaussian", "sigma", sigma)
+        s2 = sf * sf
+    else:
+        s2 = _rational("discrete_gaussian", "sigma2", sigma2)
+    if s2 > Fraction(2**40):
+        raise ParameterError(
+            f"discrete_gaussian: `sigma` must be <= 2**20; got sigma**2 = {float(s2)!r}"
+        )
+    return _discrete_gaussian(s2, _size("discrete_gaussian", size), as_source(rng))
+
+
+def _discrete_gaussian_tc_block(
+    geo: _Geometric, t: int, c: int, x: Fraction, size: int, source: BitSource
+) -> np.ndarray:
+    y = _discrete_laplace_block(geo, size, source)
+    d = np.abs(y) - c
+    # |d| > 2**31 has acceptance below exp(-2**62 x) < 2**-(10**6) for every allowed t, c;
+    # capping d**2 there (instead of overflowing int64) changes no probability by more.
+    np.minimum(d, 2**31, out=d)
+    rejected = np.flatnonzero(~bernoulli_exp_int(x, d * d, source))
+    if rejected.size:
+        y[rejected] = _discrete_gaussian_tc_block(geo, t, c, x, rejected.size, source)
+    return y
+
+
+def discrete_gaussian_tc(t: int, c: int, size: int, rng: Any = None) -> np.ndarray:
+    """Exact discrete Gaussian with variance parameter ``sigma**2 = t * c`` (integers).
+
+    The same algorithm as :func:`discrete_gaussian` with proposal scale ``t``, but with
+    ``sigma**2 / t = c`` an integer the acceptance probability is
+    ``exp(-(|y| - c)**2 / (2 t c))``, an integer multiple of a fixed rational exponent, so it
+    is decided byte by byte with :func:`bernoulli_exp_int` and needs no table of size
+    O(sigma). Used by the Gaussian mechanisms, which may round the variance up to this form.
+    Requires ``12 * sqrt(t c) < 2**31`` so that ``(|y| - c)**2`` fits in int64 for every
+    proposal that can be accepted with non-negligible probability.
+    """
+    if t < 1 or c < 1:
+        raise ParameterError(f"discrete_gaussian_tc: t and c must be >= 1; got {t}, {c}")
+    if t * c > 2**56 or t > 2**40:
+        raise ParameterError("discrete_gaussian_tc: sigma too large (sigma**2 must be <= 2**56)")
+    source = as_source(rng)
+    geo = _geometric_sampler(Fraction(1, t))
+    x = Fraction(1, 2 * t * c)
+    return _blocked(lambda k: _discrete_gaussian_tc_block(geo, t, c, x, k, source), size)

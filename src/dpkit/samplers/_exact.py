@@ -1,0 +1,223 @@
+"""Exact comparison of uniform random bits with probabilities, and inversion tables.
+
+Every random decision in dpkit is a comparison ``U < p`` between a uniform real ``U`` in
+[0, 1), whose binary digits are the bits of a :class:`~dpkit.samplers.BitSource`, and a
+probability ``p`` whose binary digits we can compute exactly. The first 64 digits of ``U``
+(one word) are compared with the first 64 digits of ``p`` (a precomputed ``uint64``); only
+when they are equal, which happens with probability ``2**-64`` per comparison, are more digits
+of ``U`` drawn and compared with more digits of ``p``. The outcome is therefore exactly
+``P[U < p] = p`` given perfect bits, and no floating-point ``exp`` or ``log`` decides a draw:
+the digits of irrational probabilities such as ``exp(-x)`` come from Python's
+:mod:`decimal`, whose ``exp`` is correctly rounded, wrapped in an interval that is widened
+until the floor of ``2**bits * p`` is certain (:class:`DecimalReal`).
+
+:class:`SurvivalTable` turns a finite list of such probabilities into a vectorised inversion
+sampler: with survival values ``S_1 > S_2 > ... > S_J`` it returns ``X = #{j : U < S_j}``,
+which has ``P[X >= j] = S_j``. A 2**16-entry guide table indexed by the top 16 bits of ``U``
+answers most draws with one lookup; the few whose bucket holds a boundary are finished with a
+binary search and, on a 64-bit tie, with the exact deeper comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+
+from dpkit.errors import InternalError
+from dpkit.samplers._source import BitSource
+
+__all__ = ["DecimalReal", "ExactReal", "RationalReal", "SurvivalTable", "less_than_deep"]
+
+_MASK64 = (1 << 64) - 1
+_GUIDE_BITS = 16
+
+
+class ExactReal:
+    """A real number in [0, 1] whose binary digits can be computed exactly."""
+
+    def prefix(self, bits: int) -> int:
+        """Return ``floor(2**bits * value)`` exactly."""
+        raise NotImplementedError
+
+    def is_one(self) -> bool:
+        return False
+
+
+class RationalReal(ExactReal):
+    """A rational probability; its digits come from integer division."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Fraction) -> None:
+        if not 0 <= value <= 1:
+            raise InternalError(f"RationalReal: value {value} outside [0, 1]")
+        self.value = value
+
+    def prefix(self, bits: int) -> int:
+        return (self.value.numerator << bits) // self.value.denominator
+
+    def is_one(self) -> bool:
+        return self.value == 1
+
+    def __repr__(self) -> str:
+        return f"RationalReal({self.value})"
+
+
+class DecimalReal(ExactReal):
+    """An irrational probability computed by ``fn()`` in a :mod:`decimal` context.
+
+    ``fn`` runs under a context of precision ``prec`` digits and must return a value whose
+    absolute error is at most ``10**-(prec - slack)``. With correctly rounded ``exp`` and
+    arithmetic this holds for the few-operation expressions used here as long as the
+    cancellation in them amplifies rounding errors by less than ``10**(slack - 2)``; every
+    caller states its amplification. The value is known to lie in [0, 1], so the interval is
+    clipped to it. Precision doubles until ``floor(2**bits * value)`` is the same at both ends
+    of the interval; for an irrational value this always terminates.
+    """
+
+    __slots__ = ("_cache", "fn", "slack")
+
+    def __init__(self, fn: Callable[[], Decimal], *, slack: int = 25) -> None:
+        self.fn = fn
+        self.slack = slack
+        self._cache: dict[int, int] = {}
+
+    def prefix(self, bits: int) -> int:
+        cached = self._cache.get(bits)
+        if cached is not None:
+            return cached
+        prec = int(bits * 0.30103) + 30 + self.slack
+        scale = 1 << bits
+        for _ in range(12):
+            with localcontext() as ctx:
+                ctx.prec = prec
+                ctx.Emin = -(10**9)
+                v = Fraction(self.fn())
+            err = Fraction(1, 10 ** (prec - self.slack))
+            lo = max(v - err, Fraction(0)) * scale
+            hi = min(v + err, Fraction(1)) * scale
+            flo, fhi = math.floor(lo), math.floor(hi)
+            if flo == fhi:
+                self._cache[bits] = flo
+                return flo
+            prec *= 2
+        raise InternalError("DecimalReal: binary digits did not settle (value rational?)")
+
+
+def exp_neg(x: Fraction, *, slack: int = 25) -> ExactReal:
+    """``exp(-x)`` for a rational ``x >= 0`` as an exact real (``1`` exactly when x = 0)."""
+    if x < 0:
+        raise InternalError(f"exp_neg: x = {x} < 0")
+    if x == 0:
+        return RationalReal(Fraction(1))
+    num, den = x.numerator, x.denominator
+    return DecimalReal(lambda: (-Decimal(num) / Decimal(den)).exp(), slack=slack)
+
+
+def less_than_deep(reals: Sequence[ExactReal], source: BitSource) -> np.ndarray:
+    """Finish comparisons ``U < p_i`` whose first 64 bits of ``U`` equal those of ``p_i``.
+
+    For each tied element, fresh 64-bit words of ``U`` are compared with the next 64 binary
+    digits of ``p_i`` until they differ. This runs with probability ``2**-64`` per
+    comparison, so the per-element Python work here is never on a hot path.
+    """
+    n = len(reals)
+    out = np.zeros(n, dtype=bool)
+    pending = list(range(n))
+    level = 1
+    while pending:
+        words = source.words(len(pending))
+        still = []
+        for i, w in zip(pending, words.tolist(), strict=True):
+            r = reals[i]
+            if r.is_one():
+                out[i] = True
+                continue
+            digits = r.prefix(64 * (level + 1)) & _MASK64
+            if w < digits:
+                out[i] = True
+            elif w == digits:
+                still.append(i)
+        pending = still
+        level += 1
+    return out
+
+
+def prefixes64(reals: Sequence[ExactReal]) -> tuple[np.ndarray, np.ndarray]:
+    """64-bit digit prefixes of ``reals`` and a mask of those exactly equal to one."""
+    one = np.array([r.is_one() for r in reals], dtype=bool)
+    pre = np.array([_MASK64 if r.is_one() else r.prefix(64) for r in reals], dtype=np.uint64)
+    return pre, one
+
+
+def bernoulli_table(
+    thresholds: np.ndarray,
+    one: np.ndarray,
+    reals: Sequence[ExactReal],
+    index: np.ndarray,
+    source: BitSource,
+) -> np.ndarray:
+    """Vectorised ``U_i < p[index_i]`` for a table of exact probabilities ``p``.
+
+    ``thresholds`` and ``one`` come from :func:`prefixes64` applied to ``reals``.
+    """
+    w = source.words(index.size)
+    thr = thresholds[index]
+    out = (w < thr) | one[index]
+    tie = np.flatnonzero((w == thr) & ~one[index])
+    if tie.size:
+        out[tie] = less_than_deep([reals[int(j)] for j in index[tie]], source)
+    return out
+
+
+class SurvivalTable:
+    """Inversion sampler for ``X = #{j in 1..J : U < S_j}``, i.e. ``P[X >= j] = S_j``.
+
+    Parameters
+    ----------
+    reals
+        ``S_1 > S_2 > ... > S_J``, all in (0, 1), with strictly decreasing 64-bit prefixes
+        (callers make every mass at least ``2**-60`` so this holds).
+    """
+
+    def __init__(self, reals: Sequence[ExactReal]) -> None:
+        if not reals:
+            raise InternalError("SurvivalTable needs at least one boundary")
+        self.reals = list(reals)
+        b = [r.prefix(64) for r in self.reals]
+        if any(r.is_one() for r in self.reals) or any(b[i] <= b[i + 1] for i in range(len(b) - 1)):
+            raise InternalError("SurvivalTable: boundaries must be < 1 and strictly decreasing")
+        self.size = len(b)
+        self._asc = np.array(b[::-1], dtype=np.uint64)
+        top = (self._asc >> np.uint64(64 - _GUIDE_BITS)).astype(np.intp)
+        hist = np.bincount(top, minlength=1 << _GUIDE_BITS)
+        above = self.size - np.cumsum(hist)  # boundaries whose bucket lies above bucket k
+        guide = above.astype(np.int64)
+        guide[hist > 0] = -1  # the bucket holds a boundary: finish by search
+        self._guide = guide
+
+    def sample_from_words(self, u: np.ndarray, source: BitSource) -> np.ndarray:
+        """Map uniform words ``u`` (the first 64 bits of each ``U``) to ``X``."""
+        # the shifted words are < 2**16, so viewing them as int64 indexes without a copy
+        out = self._guide[(u >> np.uint64(64 - _GUIDE_BITS)).view(np.int64)]
+        amb = np.flatnonzero(out < 0)
+        if amb.size:
+            ua = u[amb]
+            left = np.searchsorted(self._asc, ua, side="left")
+            right = np.searchsorted(self._asc, ua, side="right")
+            count = self.size - right  # boundaries with prefix > u: surely U < S_j
+            tie = np.flatnonzero(right > left)
+            if tie.size:
+                # u equals the prefix of S_j with j = size - left (1-based, descending order)
+                js = self.size - left[tie]
+                won = less_than_deep([self.reals[int(j) - 1] for j in js], source)
+                count[tie] += won
+            out[amb] = count
+        return out
+
+    def sample(self, n: int, source: BitSource) -> np.ndarray:
+        return self.sample_from_words(source.words(n), source)
