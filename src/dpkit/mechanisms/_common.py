@@ -1,0 +1,80 @@
+"""Shared pieces of the mechanisms: input handling, the power-of-two grid, spending."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.accounting.loss import PrivacyLoss
+from dpkit.errors import ParameterError
+
+__all__ = ["as_values", "grid_round", "pow2_at_most", "restore_shape", "spend"]
+
+#: Largest |value / grid| a continuous mechanism accepts: the lattice coordinates and the noise
+#: must fit comfortably in int64.
+_MAX_LATTICE = 2.0**61
+
+
+def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
+    """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn."""
+    if accountant is not None:
+        accountant.spend(privacy, label=label)
+
+
+def pow2_at_most(x: float) -> float:
+    """The largest power of two ``<= x`` (exact: ``math.frexp`` reads the exponent)."""
+    if not (x > 0 and math.isfinite(x)):
+        raise ParameterError(f"grid: expected a finite positive number; got {x!r}")
+    _m, e = math.frexp(x)  # x = m * 2**e with 0.5 <= m < 1
+    return math.ldexp(1.0, e - 1)
+
+
+def as_values(owner: str, value: Any) -> tuple[np.ndarray, bool]:
+    """A finite float64 array from a scalar or array-like, and whether it was a scalar."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}.release: `value` must be a real number or array; got bool")
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{owner}.release: `value` must be numeric; got {type(value).__name__}")
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{owner}.release: `value` must hold real numbers; got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.size and not np.isfinite(arr).all():
+        raise ParameterError(
+            f"{owner}.release: `value` must be finite; got NaN or infinity "
+            "(clip or impute before releasing)"
+        )
+    return arr, arr.ndim == 0
+
+
+def grid_round(owner: str, values: np.ndarray, grid: float) -> np.ndarray:
+    """Lattice coordinates ``rint(values / grid)`` as int64 (``grid`` a power of two).
+
+    Division by a power of two is exact in binary floating point and ``rint`` is monotone
+    with error at most 1/2, so two inputs ``|u - v| <= D`` land at most ``floor(D/grid) + 1``
+    lattice steps apart; mechanisms charge that in their sensitivity.
+    """
+    scaled = values / grid
+    if scaled.size and np.abs(scaled).max() >= _MAX_LATTICE:
+        raise ParameterError(
+            f"{owner}.release: |value| must be below {_MAX_LATTICE * grid:.3g} for this "
+            f"mechanism's grid ({grid!r}); rescale the query"
+        )
+    return np.rint(scaled).astype(np.int64)
+
+
+def restore_shape(lattice: np.ndarray, grid: float, scalar: bool) -> Any:
+    """Map lattice points back to floats (a post-processing step, so no privacy cost)."""
+    out = lattice.astype(np.float64) * grid
+    if scalar:
+        return float(out.reshape(()))
+    return out
+
+
+def fraction(x: float) -> Fraction:
+    return Fraction(x)

@@ -1,0 +1,264 @@
+"""Selection mechanisms: the exponential mechanism, report-noisy-max, permute-and-flip.
+
+All three quantise the utility scores to the lattice ``h * Z`` with ``h`` a power of two fixed
+by the sensitivity (``h = 2**floor(log2(sensitivity)) / 2**20``), never by the data. With
+``q_i = floor(u_i / h)`` (exact: division by a power of two), neighbouring score vectors differ
+by at most ``ceil(sensitivity / h)`` lattice units per coordinate, because
+``|floor(a) - floor(b)| <= ceil(|a - b|)``. The mechanisms run exactly on the integer scores
+``q`` with that integer sensitivity, so their guarantee is the textbook one; integer scores
+with an integer sensitivity are represented exactly, so for them the selection
+probabilities are exactly the textbook ``exp(epsilon u / (2 sensitivity))`` weights. Every
+random decision is an exact comparison of uniform bits (see :mod:`dpkit.samplers`); no float
+enters a draw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_positive
+from dpkit.accounting.loss import PureDP
+from dpkit.errors import ParameterError
+from dpkit.mechanisms._common import pow2_at_most, spend
+from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
+from dpkit.samplers._discrete import _discrete_laplace
+
+__all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax"]
+
+_MAX_UNITS = 2**62
+
+
+def _scores(owner: str, candidates: Any, scores: Any) -> tuple[Sequence[Any], np.ndarray]:
+    if isinstance(candidates, str | bytes) or not hasattr(candidates, "__len__"):
+        raise TypeError(
+            f"{owner}.select: `candidates` must be a sequence; got {type(candidates).__name__}"
+        )
+    n = len(candidates)
+    if n == 0:
+        raise ParameterError(f"{owner}.select: `candidates` is empty; at least one is needed")
+    arr = np.asarray(scores)
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{owner}.select: `scores` must hold real numbers; got dtype {arr.dtype}")
+    arr = arr.astype(np.float64).ravel()
+    if arr.size != n:
+        raise ParameterError(
+            f"{owner}.select: `scores` must have one score per candidate; got {arr.size} scores "
+            f"for {n} candidates"
+        )
+    if not np.isfinite(arr).all():
+        raise ParameterError(f"{owner}.select: `scores` must be finite; found NaN or infinity")
+    return candidates, arr
+
+
+def _lattice(owner: str, sensitivity: float, scores: np.ndarray) -> tuple[np.ndarray, int]:
+    """Gaps ``k_i = max(q) - q_i >= 0`` of the quantised scores, and the lattice sensitivity."""
+    h = pow2_at_most(sensitivity) / 2.0**20
+    q = np.floor(scores / h)
+    if np.abs(q).max() >= _MAX_UNITS / 2:
+        raise ParameterError(
+            f"{owner}.select: |score| must be below {_MAX_UNITS / 2 * h:.3g} for sensitivity "
+            f"{sensitivity!r}; rescale the scores"
+        )
+    qi = q.astype(np.int64)
+    return qi.max() - qi, math.ceil(sensitivity / h)
+
+
+def _pick(candidates: Sequence[Any], index: int) -> Any:
+    return candidates[index]
+
+
+@dataclass(frozen=True, slots=True)
+class Exponential:
+    """The exponential mechanism over a finite set of candidates.
+
+    Selects candidate ``r`` with probability proportional to
+    ``exp(epsilon u_r / (2 sensitivity))`` (or ``exp(epsilon u_r / sensitivity)`` when
+    ``monotonic=True``: every utility moves in the same direction between neighbours).
+    Returns the candidate, never its score.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP (McSherry and Talwar 2007; Dwork and Roth 2014, Theorem 3.10), on the
+    quantised scores described in :mod:`dpkit.mechanisms.selection`. Sampling is exact:
+    a candidate proposed uniformly at random is accepted with probability
+    ``exp(-x (max q - q_i))``, ``x = epsilon / (2 s)`` with ``s`` the lattice sensitivity,
+    decided by exact Bernoulli draws (:func:`dpkit.samplers.bernoulli_exp_int`); the first
+    accepted proposal has exactly the target distribution (rejection sampling).
+
+    Examples
+    --------
+    >>> Exponential(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    'b'
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+    monotonic: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_positive("Exponential", "epsilon", self.epsilon))
+        object.__setattr__(
+            self, "sensitivity", check_positive("Exponential", "sensitivity", self.sensitivity)
+        )
+        if not isinstance(self.monotonic, bool):
+            raise TypeError(f"Exponential: `monotonic` must be a bool; got {self.monotonic!r}")
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def _x(self, lattice_sens: int) -> Fraction:
+        factor = 1 if self.monotonic else 2
+        return Fraction(self.epsilon) / (factor * lattice_sens)
+
+    def probabilities(self, scores: Any) -> np.ndarray:
+        """The selection probabilities (float64; for inspection and tests, not for sampling)."""
+        _, arr = _scores("Exponential", list(range(np.size(scores))), scores)
+        gaps, s = _lattice("Exponential", self.sensitivity, arr)
+        w = np.exp(-float(self._x(s)) * gaps.astype(np.float64))
+        return w / w.sum()
+
+    def select(
+        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+    ) -> Any:
+        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
+        cands, arr = _scores("Exponential", candidates, scores)
+        gaps, s = _lattice("Exponential", self.sensitivity, arr)
+        x = self._x(s)
+        source = as_source(rng)
+        spend(accountant, self.privacy, "Exponential")
+        n = gaps.size
+        batch = max(64, min(n, 1 << 16))
+        while True:
+            idx = uniform_int(n, batch, source)
+            ok = np.flatnonzero(bernoulli_exp_int(x, gaps[idx], source))
+            if ok.size:
+                return _pick(cands, int(idx[ok[0]]))
+
+
+@dataclass(frozen=True, slots=True)
+class PermuteAndFlip:
+    """Permute-and-flip (McKenna and Sheldon 2020).
+
+    Visits the candidates in a uniformly random order and stops at the first ``r`` for which
+    a coin with probability ``exp(epsilon (u_r - u_max) / (2 sensitivity))`` comes up heads
+    (``epsilon / sensitivity`` when ``monotonic``). Never worse in expected utility than the
+    exponential mechanism at the same epsilon.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP (McKenna and Sheldon 2020, Theorem 1), on the quantised scores of
+    :mod:`dpkit.mechanisms.selection`. Because the coins are independent of the order, dpkit
+    flips every coin at once (exact Bernoulli draws) and returns a uniformly random candidate
+    among the heads: the first head in a uniformly random order is exactly that.
+
+    Examples
+    --------
+    >>> PermuteAndFlip(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    'b'
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+    monotonic: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "epsilon", check_positive("PermuteAndFlip", "epsilon", self.epsilon)
+        )
+        object.__setattr__(
+            self, "sensitivity", check_positive("PermuteAndFlip", "sensitivity", self.sensitivity)
+        )
+        if not isinstance(self.monotonic, bool):
+            raise TypeError(f"PermuteAndFlip: `monotonic` must be a bool; got {self.monotonic!r}")
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def select(
+        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+    ) -> Any:
+        cands, arr = _scores("PermuteAndFlip", candidates, scores)
+        gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
+        factor = 1 if self.monotonic else 2
+        x = Fraction(self.epsilon) / (factor * s)
+        source = as_source(rng)
+        spend(accountant, self.privacy, "PermuteAndFlip")
+        heads = np.flatnonzero(bernoulli_exp_int(x, gaps, source))  # never empty: a gap is 0
+        return _pick(cands, int(heads[uniform_int(heads.size, 1, source)[0]]))
+
+
+@dataclass(frozen=True, slots=True)
+class ReportNoisyMax:
+    """Report-noisy-max: add independent noise to every score and return the arg max.
+
+    Parameters
+    ----------
+    epsilon, sensitivity, monotonic
+        As for :class:`Exponential`.
+    noise : {"laplace", "gumbel"}
+        ``"laplace"``: discrete Laplace noise of scale ``2 s / epsilon`` (``s / epsilon`` when
+        monotonic) on the quantised scores, ties broken towards the first candidate.
+        ``"gumbel"``: Gumbel noise, whose arg max has exactly the exponential mechanism's
+        distribution; dpkit samples that distribution exactly with :class:`Exponential`.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP (Dwork and Roth 2014, Claim 3.9). The proof carries over to
+    discrete Laplace noise with a fixed tie-break: if ``r*`` is the smallest noise value with
+    which candidate ``i`` wins on ``x``, it still wins on a neighbour with noise
+    ``>= r* + 2s`` (``+ s`` when monotonic), and the discrete Laplace survival function
+    satisfies ``S(r + k) >= exp(-k / scale) S(r)`` for every integer ``r`` (log-concavity).
+
+    Examples
+    --------
+    >>> ReportNoisyMax(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    'b'
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+    monotonic: bool = False
+    noise: str = "laplace"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "epsilon", check_positive("ReportNoisyMax", "epsilon", self.epsilon)
+        )
+        object.__setattr__(
+            self, "sensitivity", check_positive("ReportNoisyMax", "sensitivity", self.sensitivity)
+        )
+        if not isinstance(self.monotonic, bool):
+            raise TypeError(f"ReportNoisyMax: `monotonic` must be a bool; got {self.monotonic!r}")
+        if self.noise not in ("laplace", "gumbel"):
+            raise ParameterError(
+                f"ReportNoisyMax: `noise` must be 'laplace' or 'gumbel'; got {self.noise!r}"
+            )
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def select(
+        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+    ) -> Any:
+        if self.noise == "gumbel":
+            exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
+            return exp.select(candidates, scores, rng=rng, accountant=accountant)
+        cands, arr = _scores("ReportNoisyMax", candidates, scores)
+        gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
+        factor = 1 if self.monotonic else 2
+        t = Fraction(factor * s) / Fraction(self.epsilon)
+        source = as_source(rng)
+        spend(accountant, self.privacy, "ReportNoisyMax")
+        noisy = _discrete_laplace(t, gaps.size, source) - gaps
+        return _pick(cands, int(np.argmax(noisy)))
