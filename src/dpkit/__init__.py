@@ -4,7 +4,7 @@ See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` e
 secure randomness.
 """
 
-from dpkit import datasets, errors, samplers
+from dpkit import datasets, errors, mechanisms, samplers
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
 from dpkit.accounting.accountant import Accountant
 from dpkit.accounting.composition import (
@@ -21,6 +21,16 @@ from dpkit.errors import (
     ParameterError,
     UnsafeReleaseError,
 )
+from dpkit.mechanisms import (
+    DiscreteGaussian,
+    Exponential,
+    Gaussian,
+    Geometric,
+    Laplace,
+    PermuteAndFlip,
+    Release,
+    ReportNoisyMax,
+)
 
 __version__ = "0.1.0"
 
@@ -30,15 +40,24 @@ __all__ = [
     "ApproxDP",
     "BudgetExceededError",
     "DPError",
+    "DiscreteGaussian",
+    "Exponential",
+    "Gaussian",
+    "Geometric",
     "InternalError",
+    "Laplace",
     "LedgerError",
     "ParameterError",
+    "PermuteAndFlip",
     "PureDP",
+    "Release",
+    "ReportNoisyMax",
     "UnsafeReleaseError",
     "advanced_composition",
     "bounded_range_to_zcdp",
     "datasets",
     "errors",
+    "mechanisms",
     "parallel_composition",
     "pure_to_zcdp",
     "samplers",

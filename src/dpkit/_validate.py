@@ -68,7 +68,9 @@ def check_delta(owner: str, value: Any, *, allow_zero: bool = True, name: str = 
     out = float(value)
     ok = math.isfinite(out) and (out >= 0 if allow_zero else out > 0) and out < 1
     if not ok:
-        raise ParameterError(f"{owner}: `{name}` must be a number with {low} {name} < 1; got {value!r}")
+        raise ParameterError(
+            f"{owner}: `{name}` must be a number with {low} {name} < 1; got {value!r}"
+        )
     return out
 
 
@@ -98,7 +100,9 @@ def check_bounds(owner: str, bounds: Any, *, name: str = "bounds") -> tuple[floa
     return lower, upper
 
 
-def check_finite_array(owner: str, name: str, value: Any, *, allow_empty: bool = False) -> np.ndarray:
+def check_finite_array(
+    owner: str, name: str, value: Any, *, allow_empty: bool = False
+) -> np.ndarray:
     """A float64 array with no NaN or infinity (and not empty unless allowed)."""
     if isinstance(value, str | bytes):
         raise TypeError(f"{owner}: `{name}` must be numeric; got {type(value).__name__}")

@@ -16,9 +16,7 @@ def register(sub: Any) -> None:
         default=None,
         help="seed for reproducible (NOT private) noise; default: secure randomness",
     )
-    p.add_argument(
-        "--only", action="append", default=None, help="run only the named section(s)"
-    )
+    p.add_argument("--only", action="append", default=None, help="run only the named section(s)")
     p.set_defaults(func=run)
 
 

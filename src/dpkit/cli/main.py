@@ -17,9 +17,7 @@ from dpkit.errors import DPError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
-SUBCOMMANDS: tuple[str, ...] = (
-    "dpkit.cli.demo",
-)
+SUBCOMMANDS: tuple[str, ...] = ("dpkit.cli.demo",)
 
 
 def build_parser() -> argparse.ArgumentParser:

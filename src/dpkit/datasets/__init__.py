@@ -73,7 +73,9 @@ def load_adult(*, backend: str = "polars", include_fnlwgt: bool = False) -> Any:
         separator=",",
         truncate_ragged_lines=False,
     )
-    df = df.with_columns(pl.col(c).str.strip_chars(" ") for c in ADULT_COLUMNS if c not in _INT_COLUMNS)
+    df = df.with_columns(
+        pl.col(c).str.strip_chars(" ") for c in ADULT_COLUMNS if c not in _INT_COLUMNS
+    )
     df = df.filter(pl.col("Age").is_not_null())
     if not include_fnlwgt:
         df = df.drop("fnlwgt")
@@ -81,5 +83,7 @@ def load_adult(*, backend: str = "polars", include_fnlwgt: bool = False) -> Any:
         try:
             return df.to_pandas()
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("load_adult(backend='pandas') needs pandas: pip install 'dpkit[pandas]'") from exc
+            raise ImportError(
+                "load_adult(backend='pandas') needs pandas: pip install 'dpkit[pandas]'"
+            ) from exc
     return df

@@ -15,9 +15,7 @@ from typing import Any
 
 __all__ = ["SECTIONS", "DemoContext", "run_demo"]
 
-SECTIONS: tuple[str, ...] = (
-    "dpkit.report.demo_mechanisms",
-)
+SECTIONS: tuple[str, ...] = ("dpkit.report.demo_mechanisms",)
 
 
 @dataclass
@@ -42,15 +40,22 @@ class DemoContext:
         return self._cache["adult"]
 
 
-def run_demo(out: Path, *, seed: int | None = None, only: Sequence[str] | None = None,
-             echo: Callable[[str], None] = print) -> DemoContext:
+def run_demo(
+    out: Path,
+    *,
+    seed: int | None = None,
+    only: Sequence[str] | None = None,
+    echo: Callable[[str], None] = print,
+) -> DemoContext:
     out.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(out=out, seed=seed, echo=echo)
     mode = "secure randomness" if seed is None else f"seed {seed} (reproducible, NOT private)"
     echo(f"dpkit demo on the UCI Adult data ({len(ctx.adult):,} rows), noise from {mode}")
     for name in SECTIONS:
         mod = importlib.import_module(name)
-        if only and not any(o.lower() in mod.TITLE.lower() or o == name.rsplit('.', 1)[-1] for o in only):
+        if only and not any(
+            o.lower() in mod.TITLE.lower() or o == name.rsplit(".", 1)[-1] for o in only
+        ):
             continue
         echo("")
         echo(f"== {mod.TITLE} ==")
