@@ -17,7 +17,10 @@ from dpkit.errors import DPError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
-SUBCOMMANDS: tuple[str, ...] = ("dpkit.cli.demo",)
+SUBCOMMANDS: tuple[str, ...] = (
+    "dpkit.cli.demo",
+    "dpkit.cli.budget",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

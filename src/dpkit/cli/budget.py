@@ -1,0 +1,82 @@
+"""``dpkit budget``: create a durable privacy-budget ledger and inspect it.
+
+Examples::
+
+    dpkit budget init budget.sqlite --epsilon 1 --delta 1e-6
+    dpkit budget show budget.sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dpkit.errors import ParameterError
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``budget`` subcommand and its ``init`` and ``show`` actions."""
+    p = sub.add_parser(
+        "budget",
+        help="create or inspect a privacy-budget ledger (a SQLite file)",
+        description="Create a durable privacy-budget ledger, or show its spends and what remains.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    init = actions.add_parser(
+        "init",
+        help="create a new ledger (never overwrites an existing file)",
+        description="Create a new ledger with a budget: --epsilon alone gives pure DP, "
+        "--epsilon with --delta gives (epsilon, delta)-DP, --rho gives zCDP.",
+    )
+    init.add_argument("file", metavar="FILE", help="the ledger file to create")
+    init.add_argument("--epsilon", type=float, default=None, help="epsilon of the budget (> 0)")
+    init.add_argument(
+        "--delta", type=float, default=None, help="delta of the budget, 0 <= delta < 1"
+    )
+    init.add_argument("--rho", type=float, default=None, help="rho of a zCDP budget (> 0)")
+    init.set_defaults(func=run_init)
+
+    show = actions.add_parser("show", help="print the spends and what remains")
+    show.add_argument("file", metavar="FILE", help="an existing ledger file")
+    show.set_defaults(func=run_show)
+
+
+def _budget_from(args: argparse.Namespace) -> Any:
+    from dpkit.accounting import ZCDP, ApproxDP, PureDP
+
+    if args.rho is not None:
+        if args.epsilon is not None or args.delta is not None:
+            raise ParameterError(
+                "budget init: give either --rho (zCDP) or --epsilon [--delta], not both"
+            )
+        return ZCDP(args.rho)
+    if args.epsilon is None:
+        raise ParameterError(
+            "budget init: a budget is required: --epsilon E [--delta D] or --rho R"
+        )
+    if args.delta is None:
+        return PureDP(args.epsilon)
+    return ApproxDP(args.epsilon, args.delta)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    """Create the ledger; fails (exit 2) if the file already exists."""
+    from dpkit.accounting import Accountant
+
+    budget = _budget_from(args)
+    with Accountant.create(args.file, budget) as acct:
+        print(f"created ledger {args.file} with budget {acct.budget!r}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print the table of spends, the total spent and what remains."""
+    from dpkit.accounting import Accountant
+
+    with Accountant.open(args.file) as acct:
+        print(acct.summary())
+    return 0

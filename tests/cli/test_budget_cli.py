@@ -1,0 +1,109 @@
+"""``dpkit budget init`` and ``dpkit budget show``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpkit import ZCDP, Accountant, ApproxDP, PureDP
+from dpkit.cli.main import main
+
+
+def test_init_creates_a_ledger_with_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]) == 0
+    assert "ApproxDP(epsilon=1.0, delta=1e-06)" in capsys.readouterr().out
+    with Accountant.open(path) as acct:
+        assert acct.budget == ApproxDP(1.0, 1e-6)
+        assert acct.history == ()
+
+
+@pytest.mark.parametrize(
+    ("args", "budget"),
+    [(["--epsilon", "2"], PureDP(2.0)), (["--rho", "0.5"], ZCDP(0.5))],
+)
+def test_init_budget_types(tmp_path: Path, args: list[str], budget: object) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), *args]) == 0
+    with Accountant.open(path) as acct:
+        assert acct.budget == budget
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "b.sqlite"
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="kept")
+    assert main(["budget", "init", str(path), "--epsilon", "5"]) == 2
+    assert "already exists; refusing to overwrite" in capsys.readouterr().err
+    with Accountant.open(path) as acct:
+        assert acct.budget == PureDP(1.0)
+        assert [s.label for s in acct.history] == ["kept"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "a budget is required"),
+        (["--delta", "1e-6"], "a budget is required"),
+        (["--epsilon", "1", "--rho", "1"], "not both"),
+        (["--epsilon", "0"], "`budget.epsilon` must be a finite number > 0"),
+        (["--epsilon", "nan"], "`epsilon` must be a finite number"),
+        (["--epsilon", "1", "--delta", "1.5"], "`delta`"),
+    ],
+)
+def test_init_bad_budgets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not path.exists()
+
+
+def test_show_prints_spends_and_remaining(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]) == 0
+    with Accountant.open(path) as acct:
+        acct.spend(PureDP(0.25), label="count of adults")
+        acct.spend(ApproxDP(0.5, 5e-7), label="mean age")
+    capsys.readouterr()
+    assert main(["budget", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "budget     ApproxDP(epsilon=1.0, delta=1e-06)"
+    header = next(i for i, line in enumerate(lines) if line.startswith("#"))
+    assert "label" in lines[header] and "cost" in lines[header]
+    assert lines[header + 1].split()[0] == "1" and "count of adults" in lines[header + 1]
+    assert lines[header + 2].split()[0] == "2" and "mean age" in lines[header + 2]
+    assert "spent      ApproxDP(epsilon=0.75, delta=5e-07)  (2 spends)" in out
+    assert "remaining  ApproxDP(epsilon=0.25, delta=5e-07)" in out
+
+
+def test_show_missing_or_corrupt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.sqlite"
+    assert main(["budget", "show", str(missing)]) == 2
+    assert "no ledger at" in capsys.readouterr().err
+    assert not missing.exists()
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"\x00garbage" * 100)
+    assert main(["budget", "show", str(bad)]) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_console_script_entry_point(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    cmd = [sys.executable, "-m", "dpkit.cli.main", "budget"]
+    init = subprocess.run(
+        [*cmd, "init", str(path), "--epsilon", "1"], capture_output=True, text=True, check=False
+    )
+    assert init.returncode == 0, init.stderr
+    show = subprocess.run([*cmd, "show", str(path)], capture_output=True, text=True, check=False)
+    assert show.returncode == 0, show.stderr
+    assert "remaining  PureDP(epsilon=1.0)" in show.stdout
