@@ -298,6 +298,14 @@ class Gaussian:
         """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise (normal approx.)."""
         return gaussian_sigma_to_accuracy(self.noise_scale(d), alpha)
 
+    def noise(self, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent draws of the noise one scalar release adds (for plots, tests).
+
+        Spends nothing and involves no data: this is the mechanism's noise distribution.
+        """
+        g, t, c, _ = self._plan(1)
+        return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
+
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array)."""
         arr, scalar = as_values("Gaussian", value)

@@ -157,6 +157,14 @@ class Laplace:
         g, t = self._lattice_scale(d)
         return _discrete_laplace_accuracy(t, alpha) * g
 
+    def noise(self, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent draws of the noise one scalar release adds (for plots, tests).
+
+        Spends nothing and involves no data: this is the mechanism's noise distribution.
+        """
+        g, t = self._lattice_scale(1)
+        return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
+
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array)."""
         arr, scalar = as_values("Laplace", value)
