@@ -1,0 +1,71 @@
+"""Shared test helpers, offered as fixtures (tests import only from the public path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+
+def _chi2_pvalue(observed_values: np.ndarray, support: np.ndarray, pmf: np.ndarray) -> float:
+    """Chi-square goodness of fit of integer draws against an exact pmf on ``support``.
+
+    Values outside ``support`` and cells with expected count < 5 are pooled into one
+    "rest" cell whose expected mass is 1 - sum(pmf of the kept cells).
+    """
+    from scipy import stats
+
+    n = observed_values.size
+    counts = dict(zip(*np.unique(observed_values, return_counts=True), strict=True))
+    keep = pmf * n >= 5
+    exp_cells = list(pmf[keep] * n)
+    obs_cells = [counts.get(v, 0) for v in support[keep]]
+    rest_expected = n - sum(exp_cells)
+    rest_observed = n - sum(obs_cells)
+    if rest_expected >= 5:
+        exp_cells.append(rest_expected)
+        obs_cells.append(rest_observed)
+    elif rest_observed > 0:
+        # mass the pmf puts nearly nowhere was observed: pool it with the last cell
+        exp_cells[-1] += rest_expected
+        obs_cells[-1] += rest_observed
+    obs = np.asarray(obs_cells, dtype=float)
+    exp = np.asarray(exp_cells, dtype=float)
+    stat = float(((obs - exp) ** 2 / exp).sum())
+    return float(stats.chi2.sf(stat, df=len(obs) - 1))
+
+
+@pytest.fixture
+def chi2_pvalue() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
+    return _chi2_pvalue
+
+
+class ScriptedSource:
+    """A BitSource that replays given words first, then falls back to a seeded source."""
+
+    secure = False
+
+    def __init__(self, words: list[int], seed: int = 0) -> None:
+        from dpkit.samplers import SeededSource
+
+        self._script = list(words)
+        self._rest = SeededSource(seed)
+        self.drawn = 0
+
+    def words(self, n: int) -> np.ndarray:
+        self.drawn += n
+        take = self._script[:n]
+        self._script = self._script[n:]
+        out = np.empty(n, dtype=np.uint64)
+        out[: len(take)] = np.array(take, dtype=np.uint64)
+        if n > len(take):
+            out[len(take) :] = self._rest.words(n - len(take))
+        return out
+
+
+@pytest.fixture
+def scripted_source() -> type:
+    from dpkit.samplers import BitSource
+
+    return type("Scripted", (ScriptedSource, BitSource), {})
