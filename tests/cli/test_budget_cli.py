@@ -107,3 +107,24 @@ def test_console_script_entry_point(tmp_path: Path) -> None:
     show = subprocess.run([*cmd, "show", str(path)], capture_output=True, text=True, check=False)
     assert show.returncode == 0, show.stderr
     assert "remaining  PureDP(epsilon=1.0)" in show.stdout
+
+
+def test_demo_section_spends_and_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--only", "demo_budget", "--seed", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "refused: BudgetExceededError, remaining PureDP(epsilon=0.25)" in out
+    assert "9 accepted, 1 refused" in out
+    with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
+        assert [s.label for s in acct.history] == [
+            "count of adults: Laplace",
+            "sum of ages in [0, 100]: Laplace",
+            "age histogram: Laplace",
+            "count aged 40+: Laplace",
+        ]
+        assert acct.remaining == PureDP(0.0)
+    # a second run starts from a fresh ledger of its own
+    assert main(["demo", "--only", "demo_budget", "--seed", "3", "--out", str(tmp_path)]) == 0
+    with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
+        assert len(acct.history) == 4

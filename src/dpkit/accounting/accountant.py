@@ -23,7 +23,7 @@ from dpkit.accounting.conversions import zcdp_to_approx
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import BudgetExceededError, ParameterError
 
-__all__ = ["Accountant", "Spend"]
+__all__ = ["Accountant", "LabelledAccountant", "Spend"]
 
 _LOSS_TYPES = (PureDP, ApproxDP, ZCDP)
 
@@ -414,6 +414,22 @@ class Accountant:
             )
         return Spend(index, label, cost, self._pair_to_loss(charge, up=True), timestamp)
 
+    def labelled(self, name: str) -> LabelledAccountant:
+        """A view of this accountant whose spends are labelled ``"name: <mechanism label>"``.
+
+        Mechanisms label their spends with their own name ("Laplace"); pass
+        ``accountant=acct.labelled("count of adults")`` to say what each release was for.
+        The view spends from the same budget; everything else is delegated.
+
+        Examples
+        --------
+        >>> from dpkit import Accountant, PureDP
+        >>> acct = Accountant(PureDP(1.0))
+        >>> acct.labelled("count of adults").spend(PureDP(0.5), label="Laplace").label
+        'count of adults: Laplace'
+        """
+        return LabelledAccountant(self, _check_label(name))
+
     def _remaining_from(self, totals: Pair) -> PrivacyLoss:
         rest = (
             max(self._limit[0] - totals[0], Fraction(0)),
@@ -513,6 +529,32 @@ class Accountant:
     def __repr__(self) -> str:
         where = "" if self.ledger is None else f", ledger={str(self.ledger)!r}"
         return f"Accountant(budget={self._budget!r}, spent={self.spent!r}{where})"
+
+
+class LabelledAccountant:
+    """An :class:`Accountant` seen through :meth:`Accountant.labelled`: same budget, named
+    spends."""
+
+    __slots__ = ("accountant", "name")
+
+    def __init__(self, accountant: Accountant, name: str) -> None:
+        self.accountant = accountant
+        self.name = name
+
+    def spend(self, cost: PrivacyLoss, *, label: str) -> Spend:
+        """:meth:`Accountant.spend` with the label ``"<name>: <label>"``."""
+        return self.accountant.spend(cost, label=f"{self.name}: {_check_label(label)}")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in LabelledAccountant.__slots__:  # not yet set (e.g. while unpickling)
+            raise AttributeError(attr)
+        return getattr(self.accountant, attr)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (LabelledAccountant, (self.accountant, self.name))
+
+    def __repr__(self) -> str:
+        return f"{self.accountant!r}.labelled({self.name!r})"
 
 
 def _reopen(

@@ -15,7 +15,10 @@ from typing import Any
 
 __all__ = ["SECTIONS", "DemoContext", "run_demo"]
 
-SECTIONS: tuple[str, ...] = ("dpkit.report.demo_mechanisms",)
+SECTIONS: tuple[str, ...] = (
+    "dpkit.report.demo_mechanisms",
+    "dpkit.report.demo_budget",
+)
 
 
 @dataclass
