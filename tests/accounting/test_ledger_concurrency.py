@@ -66,6 +66,34 @@ with open(released, "a") as out:
 """
 
 
+# Kill a child *inside* the transaction of its 5th spend: after the INSERT ran, before COMMIT.
+# Per spend, the ledger formats four rationals (two for the INSERT, two for the UPDATE of the
+# totals, evaluated after the INSERT executed), so the 19th call is spend 5's first UPDATE
+# argument. The child then announces itself and sleeps until killed.
+MID_TRANSACTION = r"""
+import os, sys, time
+import dpkit.accounting._ledger as ledger
+from dpkit import Accountant, PureDP
+path, marker, released = sys.argv[1], sys.argv[2], sys.argv[3]
+real = ledger.fraction_to_text
+calls = 0
+def stalling(x):
+    global calls
+    calls += 1
+    if calls == 19:
+        open(marker, "w").close()
+        time.sleep(60)
+    return real(x)
+ledger.fraction_to_text = stalling
+acct = Accountant(PureDP(1.0), ledger=path)
+with open(released, "a") as out:
+    for i in range(10):
+        acct.spend(PureDP(0.125), label=f"r{i}")
+        out.write(f"r{i}\n")
+        out.flush()
+"""
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # dpkit must come from the installed package
@@ -83,6 +111,7 @@ def _ledger_rows(path: Path) -> tuple[list[str], Fraction, int]:
     return labels, Fraction(int(num), int(den)), n
 
 
+@pytest.mark.slow  # about 1.5 s alone, more when the 2 cores are busy
 def test_eight_processes_never_overspend(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"
     gate = tmp_path / "go"
@@ -214,3 +243,45 @@ def test_sigkill_mid_loop_loses_no_spend(tmp_path: Path, delay: float) -> None:
     with Accountant(PureDP(1000.0), ledger=path) as acct:
         acct.spend(PureDP(2.0**-10), label="after the crash")
         assert len(acct.history) == len(labels) + 1
+
+
+def test_sigkill_inside_the_transaction_records_and_releases_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "mid.sqlite"
+    marker = tmp_path / "in-transaction"
+    released = tmp_path / "released.txt"
+    child = subprocess.Popen(
+        [sys.executable, "-c", MID_TRANSACTION, str(path), str(marker), str(released)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the child never reached the transaction"
+            time.sleep(0.005)
+        # the child really is inside its write transaction: the write lock is taken
+        probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                probe.execute("BEGIN IMMEDIATE")
+        finally:
+            probe.close()
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stderr is not None:
+            child.stderr.close()
+    assert released.read_text().split() == ["r0", "r1", "r2", "r3"]
+    with Accountant.open(path) as acct:
+        # the half-written 5th spend was rolled back by SQLite's recovery: not recorded, and
+        # the child never got to release it
+        assert [s.label for s in acct.history] == ["r0", "r1", "r2", "r3"]
+        assert acct.spent == PureDP(0.5)
+        # and the write lock the dead child held is free again
+        acct.spend(PureDP(0.5), label="after")
+        assert acct.remaining == PureDP(0.0)

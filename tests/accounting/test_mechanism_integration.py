@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpkit import Accountant, ApproxDP, BudgetExceededError, PureDP
+from dpkit import Accountant, ApproxDP, BudgetExceededError, LedgerError, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Laplace
 from dpkit.samplers import BitSource, SeededSource
 
@@ -78,3 +78,21 @@ def test_labelled_view_names_the_release(tmp_path: Path) -> None:
         assert "labelled('count of adults')" in repr(view)
         with pytest.raises(BudgetExceededError):
             Laplace(epsilon=0.75, sensitivity=1.0).release(1, rng=1, accountant=view)
+
+
+def test_ledger_failure_means_no_release(tmp_path: Path) -> None:
+    # a crash or lock-out before the spend is recorded must release nothing
+    path = tmp_path / "b.sqlite"
+    Accountant.create(path, PureDP(1.0)).close()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        with Accountant(PureDP(1.0), ledger=path, busy_timeout=0.1) as acct:
+            spy = SpySource(path)
+            with pytest.raises(LedgerError, match="nothing was spent"):
+                Laplace(epsilon=0.5, sensitivity=1.0).release(1.0, rng=spy, accountant=acct)
+            assert spy.committed_at_draw == []
+            blocker.execute("ROLLBACK")
+            assert acct.history == ()
+    finally:
+        blocker.close()
