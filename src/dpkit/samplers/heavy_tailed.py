@@ -35,7 +35,13 @@ import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.samplers._discrete import bernoulli, bernoulli_exp, geometric, uniform_int
-from dpkit.samplers._exact import DecimalReal, ExactReal, bernoulli_table, prefixes64
+from dpkit.samplers._exact import (
+    DecimalReal,
+    ExactReal,
+    RationalReal,
+    bernoulli_table,
+    prefixes64,
+)
 from dpkit.samplers._source import BitSource, as_source
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "rounded_laplace",
     "rounded_student_t",
     "student_t_cdf",
+    "uniform_below",
     "uniform_on_grid",
 ]
 
@@ -473,22 +480,23 @@ def exp_weighted_choice(
         raise ParameterError("exp_weighted_choice: weights and exponents must be equal 1-d arrays")
     if not np.all(np.isfinite(w)) or np.any(w < 0) or np.any(e < 0):
         raise ParameterError("exp_weighted_choice: weights must be finite >= 0, exponents >= 0")
-    live = np.flatnonzero(w > 0)
-    if live.size == 0:
+    if not np.any(w > 0):
         raise ParameterError("exp_weighted_choice: every weight is zero")
     rate = Fraction(rate)
     if rate < 0:
         raise ParameterError(f"exp_weighted_choice: `rate` must be >= 0; got {rate}")
     source = as_source(rng)
-    wl, el = w[live], e[live]
-    e_min = int(el.min())
+    # Zero weights keep a proposal mass of 1 but their acceptance probability is exactly 0.
+    e_min = int(e[w > 0].min())
     with np.errstate(under="ignore"):
-        v = wl * np.exp(-float(rate) * (el - e_min).astype(np.float64))
+        v = np.exp(np.maximum(e - e_min, 0) * -float(rate))
+        v *= w
     v_max = float(v.max())
-    m = int(live.size)
+    m = int(w.size)
     s = 62 - m.bit_length()
-    scaled = np.ceil(v * ((1 + 2.0**-30) * 2.0**s / v_max))
-    prop = scaled.astype(np.int64) + 1
+    v *= (1 + 2.0**-30) * 2.0**s / v_max
+    prop = np.ceil(v, out=v).astype(np.int64)
+    prop += 1
     cum = np.cumsum(prop)
     total = int(cum[-1])
     if total >= 2**63:  # pragma: no cover - excluded by the choice of s
@@ -500,9 +508,12 @@ def exp_weighted_choice(
     def accept_real(j: int) -> ExactReal:
         real = cache.get(j)
         if real is None:
-            idx = int(live[j])
-            wi = exact_weight(idx) if exact_weight is not None else Fraction(float(w[idx]))
-            real = _AcceptReal(rate * (int(el[j]) - e_min), wi / (scale_c * int(prop[j])))
+            wi = exact_weight(j) if exact_weight is not None else Fraction(float(w[j]))
+            if wi == 0 or w[j] == 0:
+                real = RationalReal(Fraction(0))
+                cache[j] = real
+                return real
+            real = _AcceptReal(rate * (int(e[j]) - e_min), wi / (scale_c * int(prop[j])))
             cache[j] = real
         return real
 
@@ -515,9 +526,61 @@ def exp_weighted_choice(
         reals: Sequence[ExactReal] = [accept_real(int(j)) for j in uniq]
         thr, one = prefixes64(reals)
         ok = bernoulli_table(thr, one, reals, inv.astype(np.intp), source)
-        out[pending[ok]] = live[cand[ok]]
+        out[pending[ok]] = cand[ok]
         pending = pending[~ok]
     return out
+
+
+# ----------------------------------------------------------------------------- uniform
+
+
+def uniform_below(n: Any, rng: Any = None) -> np.ndarray:
+    """One exactly uniform integer in ``[0, n_i)`` for each entry of ``n`` (vectorised).
+
+    Parameters
+    ----------
+    n : array_like
+        Integers ``1 <= n_i <= 2**62``.
+    rng
+        Bit source, seed or ``None`` (secure).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array shaped like ``n``.
+
+    Notes
+    -----
+    Rejection: entry ``i`` keeps the top ``ceil(log2 n_i)`` bits of a fresh word and retries
+    when they are ``>= n_i`` (probability below 1/2), so each value has probability exactly
+    ``1 / n_i``.
+
+    Examples
+    --------
+    >>> uniform_below([1, 2, 10, 1000], rng=0).tolist()
+    [0, 0, 8, 731]
+    """
+    arr = np.asarray(n)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"uniform_below: `n` must hold integers; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64).ravel()
+    if arr.size and (arr.min() < 1 or arr.max() > 2**62):
+        raise ParameterError("uniform_below: every `n` must be in [1, 2**62]")
+    source = as_source(rng)
+    bits = np.zeros(arr.size, dtype=np.uint64)
+    m = arr - 1
+    while np.any(m > 0):  # bit length of n - 1, vectorised
+        bits += (m > 0).astype(np.uint64)
+        m >>= 1
+    out = np.zeros(arr.size, dtype=np.int64)
+    pending = np.flatnonzero(arr > 1)
+    while pending.size:
+        w = source.words(pending.size)
+        v = (w >> (np.uint64(64) - bits[pending])).astype(np.int64)
+        ok = v < arr[pending]
+        out[pending[ok]] = v[ok]
+        pending = pending[~ok]
+    return out.reshape(np.shape(n))
 
 
 # ----------------------------------------------------------------------------- grid point

@@ -1,0 +1,580 @@
+"""The inverse-sensitivity mechanism (Asi and Duchi 2020) for the median and percentiles.
+
+The mechanism samples an output ``t`` with probability (or density) proportional to
+``exp(-epsilon * len(x; t) / 2)``, where ``len(x; t)`` is the number of records of ``x``
+that must change for the statistic to equal ``t``. It is the exponential mechanism
+(McSherry and Talwar 2007) with score ``-len``, whose sensitivity is 1.
+
+Proof sketch (docs/proofs/inverse_sensitivity.md has the long form)
+-------------------------------------------------------------------
+*Statistic.* A ``p``-quantile in the set-valued sense: ``t`` is one for ``x`` (``n``
+records, clipped to the public bounds ``[a, b]``) when ``#{x_i < t} <= p n`` and
+``#{x_i > t} <= (1 - p) n``. For ``p = 1/2`` and even ``n`` that is every point between the
+two middle values (NumPy's median among them); for odd ``n`` the middle value. Clipping is a
+per-record map, so neighbours stay neighbours.
+
+*Loss.* With ``L(t) = #{x_i < t}``, ``E(t) = #{x_i <= t}``, ``q = floor(p n)`` and
+``[frac] = 1`` when ``p n`` is not an integer (else 0), the fewest replaced records making
+``t`` a ``p``-quantile is ``len(t) = max(0, L - q, q + [frac] - E)``: move ``L - q`` records
+from below ``t`` to ``t``, or the missing ones from above ``t`` to ``t``; both deficits cannot
+occur together, and one replacement fixes at most one unit (``loss_at``). On the open gap
+``x_(g-1) < t < x_(g)`` (sorted, ``x_(-1) = a``, ``x_(n) = b``) ``L = E = g``, so
+``len = ceil(|g - p n|)``: constant between order statistics, each loss value held by at most
+two gaps (``_Classes``).
+
+*Privacy.* Under replace-one neighbours ``len(x; t)`` and ``len(x'; t)`` differ by at most 1
+(triangle inequality for the Hamming distance). Under add/remove neighbours ``L - p n`` moves
+by ``1 - p`` or ``-p`` and ``p n - E`` by ``p - 1`` or ``p``, so each ceiling, hence their
+maximum with 0, moves by at most 1. Either way the density ratio at every ``t`` is at most
+``e^(eps/2)`` and the normalisers' ratio at most ``e^(eps/2)``: ``eps``-DP under both
+relations (McSherry and Talwar 2007, Theorem 6). The sampler draws *exactly* from this law
+(below), then rounds to a fixed grid: post-processing.
+
+*Exact sampling.* First every record is rounded to the output grid
+``g = 2**(floor(log2(b - a)) - 30)`` (a per-record map, like clipping), so every gap length
+is an exact integer number of cells (``_units``). The loss class ``l`` is drawn with
+probability proportional to ``W_l exp(-eps l / 2)``, ``W_l`` the total length of the class's
+gaps, by :func:`dpkit.samplers.heavy_tailed.exp_weighted_choice` (floating point only
+proposes; acceptance is an exact comparison with digits from :mod:`decimal`). Within the
+class a gap is chosen with probability proportional to its length and a cell uniformly
+inside it (:func:`~dpkit.samplers.heavy_tailed.uniform_below`, exact integers); the cell's
+midpoint is released. That is the continuous mechanism's uniform point followed by "report
+the midpoint of its cell": post-processing. No floating-point value decides a draw; the
+only floats are the proposal weights, which change the speed, never the law.
+
+References
+----------
+H. Asi and J. Duchi. Instance-optimality in differential privacy via approximate inverse
+sensitivity mechanisms. NeurIPS 2020; and Near instance-optimality in differential privacy,
+arXiv:2005.10630 (2020).
+F. McSherry and K. Talwar. Mechanism design via differential privacy. FOCS 2007.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit.accounting.loss import PureDP
+from dpkit.errors import ParameterError
+from dpkit.frameworks._common import (
+    as_sorted,
+    grid_for_bounds,
+    quantile_of,
+    spend,
+)
+from dpkit.mechanisms.release import Release
+from dpkit.samplers import as_source
+from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
+
+__all__ = [
+    "inverse_sensitivity",
+    "inverse_sensitivity_finite",
+    "inverse_sensitivity_sample",
+    "loss_at",
+    "utility_bound",
+]
+
+_OWNER = "inverse_sensitivity"
+
+
+def loss_at(
+    data: Any,
+    points: Any,
+    *,
+    bounds: tuple[float, float],
+    query: Any = "median",
+    percentile: float | None = None,
+) -> np.ndarray:
+    """The inverse-sensitivity loss ``len(x; t)`` of each point ``t`` (vectorised).
+
+    Parameters
+    ----------
+    data : array_like
+        Finite real values; clipped to ``bounds``.
+    points : array_like
+        Points ``t`` inside ``bounds``.
+    bounds : (float, float)
+        Public ``(a, b)`` with ``a < b``.
+    query : {"median", "percentile"}
+        The statistic (``percentile=`` in [0, 100] for the latter).
+    percentile : float, optional
+        The percentile for ``query="percentile"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``max(0, L(t) - q, q + [frac] - E(t))``: the fewest replaced records after which
+        ``t`` is a ``p``-quantile (module docstring), ``q = floor(p n)``.
+
+    Raises
+    ------
+    ParameterError
+        Empty data, NaN or infinite values, points outside the bounds.
+
+    Notes
+    -----
+    ``O((n + m) log n)``: one sort and two binary searches per point.
+
+    Examples
+    --------
+    >>> loss_at([1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 3.5, 1.5, 0.0], bounds=(0, 10)).tolist()
+    [0, 1, 2, 3]
+    >>> loss_at([1.0, 2.0, 3.0, 4.0], [2.0, 2.5, 3.0, 3.5], bounds=(0, 10)).tolist()
+    [0, 0, 0, 1]
+    """
+    owner = "loss_at"
+    arr = check_finite_array(owner, "data", data)
+    lower, upper = check_bounds(owner, bounds)
+    _name, p = quantile_of(owner, query, percentile)
+    pts = check_finite_array(owner, "points", points, allow_empty=True)
+    if pts.size and (pts.min() < lower or pts.max() > upper):
+        raise ParameterError(f"{owner}: `points` must lie inside bounds [{lower}, {upper}]")
+    xs = as_sorted(arr, lower, upper)
+    return _point_loss(xs, pts, p)
+
+
+def _center(n: int, p: float) -> tuple[int, int]:
+    """``(q, frac)``: ``q = floor(p n)`` and ``frac = 1`` if ``p n`` is not an integer."""
+    pn = Fraction(p) * n
+    q = math.floor(pn)
+    return q, int(pn != q)
+
+
+def _point_loss(xs: np.ndarray, pts: np.ndarray, p: float) -> np.ndarray:
+    q, frac = _center(xs.size, p)
+    lt = np.searchsorted(xs, pts, side="left")
+    le = np.searchsorted(xs, pts, side="right")
+    return np.maximum(0, np.maximum(lt - q, q + frac - le)).astype(np.int64)
+
+
+class _Classes:
+    """Gap lengths grouped by loss ``l = ceil(|g - p n|)``: gaps ``q + l`` and ``q + frac - l``.
+
+    ``units`` are the sorted data in grid units (integers, as float64) and ``lo``/``hi`` the
+    bounds in grid units, so every gap length is an exact integer. Gap ``g`` (``0 <= g <= n``)
+    is ``[ext[g], ext[g + 1]]`` with ``ext = (lo, units, hi)``. For an integer ``p n``
+    (``frac = 0``) class 0 is the single gap ``g = q``, counted once. Built with slices only.
+    """
+
+    def __init__(self, units: np.ndarray, p: float, lo: float, hi: float) -> None:
+        n = units.size
+        q, frac = _center(n, p)
+        self.n, self.q, self.frac = n, q, frac
+        ext = np.empty(n + 2)
+        ext[0], ext[1:-1], ext[-1] = lo, units, hi
+        self.ext = ext
+        lengths = np.diff(ext)  # exact: integers below 2**53
+        start = 1 if frac else 0
+        top = max(n - q, q + frac)
+        self.start = start
+        self.ell = np.arange(start, top + 1)
+        self.w_right = np.zeros(self.ell.size)
+        self.w_left = np.zeros(self.ell.size)
+        right = lengths[q + start :]  # gaps q + l for l = start .. n - q
+        self.w_right[: right.size] = right
+        first_left = q + frac - max(start, 1)  # class 0 has no separate left gap
+        if first_left >= 0:
+            left = lengths[first_left::-1]  # gaps q + frac - l, l = max(start, 1) ..
+            off = max(start, 1) - start
+            self.w_left[off : off + left.size] = left
+        self.weights = self.w_right + self.w_left
+
+    def right_gap(self, i: np.ndarray) -> np.ndarray:
+        return self.q + self.ell[i]
+
+    def left_gap(self, i: np.ndarray) -> np.ndarray:
+        return self.q + self.frac - self.ell[i]
+
+
+def _units(xs: np.ndarray, lower: float, upper: float) -> tuple[np.ndarray, float, float, float]:
+    """Data and bounds in units of the output grid: integers (as float64), exactly.
+
+    Each record is rounded to the nearest grid point and clipped to the grid points inside
+    the bounds: a per-record map, so neighbours stay neighbours.
+    """
+    spacing = grid_for_bounds(lower, upper)
+    lo = math.ceil(lower / spacing)  # lower / spacing is exact (power-of-two scaling)
+    hi = math.floor(upper / spacing)
+    if max(abs(lo), abs(hi)) >= 2**52:
+        raise ParameterError(
+            f"{_OWNER}: bounds ({lower}, {upper}) are too far from 0 for their width; "
+            "shift the data (a public offset) so that the bounds straddle or touch 0"
+        )
+    units = np.rint(xs / spacing)
+    np.clip(units, lo, hi, out=units)
+    return units, float(lo), float(hi), spacing
+
+
+def inverse_sensitivity_sample(
+    data: Any,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    query: Any = "median",
+    percentile: float | None = None,
+    grid: Any = None,
+    size: int = 1,
+    rng: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` independent draws of the mechanism: ``(values, losses)``.
+
+    The vectorised core of :func:`inverse_sensitivity` (used by :mod:`dpkit.compare`); the
+    same parameters, the same guarantee *per draw* (``size`` draws cost ``size * epsilon``).
+    No accountant is charged here. The returned losses are diagnostics read from the data.
+
+    Examples
+    --------
+    >>> vals, losses = inverse_sensitivity_sample(np.arange(101.0), epsilon=1.0,
+    ...                                           bounds=(0, 100), size=3, rng=1)
+    >>> vals.round(3).tolist(), losses.tolist()
+    ([45.871, 50.999, 48.243], [5, 1, 2])
+    """
+    owner = _OWNER
+    arr = check_finite_array(owner, "data", data)
+    eps = check_positive(owner, "epsilon", epsilon)
+    lower, upper = check_bounds(owner, bounds)
+    _name, p = quantile_of(owner, query, percentile)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    source = as_source(rng)
+    rate = Fraction(eps) / 2
+    xs = as_sorted(arr, lower, upper)
+    if grid is not None:
+        pts = _check_grid(owner, grid, lower, upper)
+        losses = _point_loss(xs, pts, p)
+        idx = exp_weighted_choice(np.ones(pts.size), losses, rate, size, source)
+        return pts[idx].copy(), losses[idx]
+    units, lo, hi, spacing = _units(xs, lower, upper)
+    cls = _Classes(units, p, lo, hi)
+    chosen = exp_weighted_choice(cls.weights, cls.ell, rate, size, source)
+    # the gap inside the class, with probability proportional to its (integer) length
+    w_r = cls.w_right[chosen].astype(np.int64)
+    w_l = cls.w_left[chosen].astype(np.int64)
+    take_right = uniform_below(w_r + w_l, source) < w_r
+    gap = np.where(take_right, cls.right_gap(chosen), cls.left_gap(chosen))
+    start = cls.ext[gap].astype(np.int64)
+    length = cls.ext[gap + 1].astype(np.int64) - start
+    # a uniform point of the gap, reported as the midpoint of its grid cell
+    cell = start + uniform_below(length, source)
+    values = (cell + 0.5) * spacing  # exact: |cell| < 2**52 and spacing a power of two
+    return values, cls.ell[chosen].astype(np.int64)
+
+
+def _check_grid(owner: str, grid: Any, lower: float, upper: float) -> np.ndarray:
+    pts = check_finite_array(owner, "grid", grid)
+    if pts.ndim != 1:
+        raise ParameterError(f"{owner}: `grid` must be one-dimensional; got shape {pts.shape}")
+    if pts.min() < lower or pts.max() > upper:
+        raise ParameterError(
+            f"{owner}: every `grid` point must lie inside bounds [{lower}, {upper}]; "
+            f"got range [{pts.min()}, {pts.max()}]"
+        )
+    return np.unique(pts)
+
+
+def inverse_sensitivity(
+    data: Any,
+    query: Any = "median",
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    grid: Any = None,
+    percentile: float | None = None,
+    rng: Any = None,
+    accountant: Any = None,
+) -> Release:
+    """Release a median or percentile with the inverse-sensitivity mechanism.
+
+    Parameters
+    ----------
+    data : array_like
+        Finite real values (one per person); clipped to ``bounds``.
+    query : {"median", "percentile"}
+        The statistic: a ``p``-quantile in the set-valued sense (module docstring; for the
+        median, any point between the two middle values when ``n`` is even);
+        ``percentile=`` gives ``p`` in [0, 100].
+    epsilon : float
+        Privacy parameter, finite and > 0.
+    bounds : (float, float)
+        Public ``(lower, upper)``, chosen without looking at the data.
+    grid : array_like, optional
+        A finite, data-independent set of candidate outputs inside the bounds. Without it
+        the exact continuous mechanism runs (data and output on a grid of ``2**-30`` times
+        the width).
+    percentile : float, optional
+        For ``query="percentile"``.
+    rng
+        ``None`` (secure), an ``int`` seed or a bit source.
+    accountant : optional
+        Charged ``PureDP(epsilon)`` (``spend(cost, label=...)``) before sampling.
+
+    Returns
+    -------
+    Release
+        ``value``; ``privacy = PureDP(epsilon)``; ``details``: ``loss`` (the sampled loss
+        ``len(x; value)``), ``percentile``, ``spacing`` or ``grid_size``. The loss is
+        a diagnostic computed from the data: only ``value`` is private.
+
+    Raises
+    ------
+    TypeError
+        Non-numeric data or parameters.
+    ParameterError
+        ``epsilon <= 0`` or not finite, missing or inverted bounds, NaN/infinite or empty
+        data, grid points outside the bounds.
+
+    Privacy
+    -------
+    ``epsilon``-DP under both replace-one and add/remove neighbours (module docstring;
+    Asi and Duchi 2020 Proposition 2.1, McSherry and Talwar 2007 Theorem 6).
+
+    Notes
+    -----
+    Continuous version: ``P[t in gap] ∝ length(gap) exp(-epsilon len / 2)`` then a uniform
+    point of the gap; ``O(n log n)`` for the sort plus ``O(n)`` vectorised work. Grid
+    version: ``P[t] ∝ exp(-epsilon len(t) / 2)`` over the grid, ``O((n + m) log n)``.
+    :func:`utility_bound` gives the high-probability error.
+
+    References
+    ----------
+    H. Asi and J. Duchi. Instance-optimality in differential privacy via approximate inverse
+    sensitivity mechanisms. NeurIPS 2020.
+
+    Examples
+    --------
+    >>> rel = inverse_sensitivity(np.arange(101.0), "median", epsilon=1.0, bounds=(0, 100),
+    ...                           rng=3)
+    >>> round(rel.value, 3), rel.details["loss"], rel.privacy
+    (50.377, 1, PureDP(epsilon=1.0))
+    >>> inverse_sensitivity(np.arange(101.0), epsilon=1.0, bounds=(0, 100),
+    ...                     grid=np.arange(0, 101, 5.0), rng=1).value
+    55.0
+    """
+    eps = check_positive(_OWNER, "epsilon", epsilon)
+    name, p = quantile_of(_OWNER, query, percentile)
+    lower, upper = check_bounds(_OWNER, bounds)
+    check_finite_array(_OWNER, "data", data)
+    if grid is not None:
+        _check_grid(_OWNER, grid, lower, upper)
+    cost = PureDP(eps)
+    spend(accountant, cost, _OWNER)
+    values, losses = inverse_sensitivity_sample(
+        data,
+        epsilon=eps,
+        bounds=(lower, upper),
+        query=name,
+        percentile=p * 100 if name == "percentile" else None,
+        grid=grid,
+        size=1,
+        rng=rng,
+    )
+    details: dict[str, Any] = {"loss": int(losses[0]), "percentile": p * 100}
+    if grid is None:
+        details["spacing"] = grid_for_bounds(lower, upper)
+    else:
+        details["grid_size"] = int(np.unique(np.asarray(grid, dtype=float)).size)
+    return Release(
+        value=float(values[0]),
+        mechanism="inverse_sensitivity",
+        privacy=cost,
+        details=details,
+    )
+
+
+def _modulus(xs: np.ndarray, p: float, k: int, lower: float, upper: float) -> float:
+    """Largest distance from NumPy's percentile to a point of loss ``<= k``.
+
+    Points of loss ``<= k`` lie in gaps ``q + frac - k .. q + k``, that is in
+    ``[ext[q + frac - k], ext[q + k + 1]]`` (clamped to the data range and the bounds).
+    """
+    n = xs.size
+    q, frac = _center(n, p)
+    ext = np.concatenate(([lower], xs, [upper]))
+    lo = float(ext[min(max(q + frac - k, 0), n + 1)])
+    hi = float(ext[min(max(q + k + 1, 0), n + 1)])
+    center = float(np.quantile(xs, p))
+    return max(hi - center, center - lo, 0.0)
+
+
+def utility_bound(
+    data: Any,
+    query: Any = "median",
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    beta: float = 0.05,
+    grid: Any = None,
+    percentile: float | None = None,
+) -> float:
+    """High-probability error bound of :func:`inverse_sensitivity` on this data.
+
+    With probability at least ``1 - beta``, ``|release - f(x)| <= utility_bound(...)``.
+    It reads the data: an analysis tool, **not** a private statistic.
+
+    Parameters
+    ----------
+    data, query, epsilon, bounds, grid, percentile
+        As for :func:`inverse_sensitivity`.
+    beta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound ``omega(K)``: the largest distance from NumPy's percentile of the clipped
+        data to a point of loss at most ``K`` (a point ``k`` replacements away from being a
+        quantile; beyond the data the bounds stand in), where ``K`` is the loss level
+        exceeded with probability at most ``beta``.
+
+    Notes
+    -----
+    *Finite grid of m points* (Asi and Duchi 2020, the finite-range utility theorem):
+    ``P[len >= l_min + K'] <= m exp(-epsilon K' / 2)``, so with
+    ``K = l_min + ceil((2/epsilon) log(m / beta)) - 1`` the loss is at most ``K``
+    with probability ``1 - beta``.
+
+    *Continuous version* (their continuous lemma): with ``q = exp(-epsilon/2)`` and
+    ``Z = sum_l W_l q**l``, ``P[len >= K] <= (b - a) q**K / Z``; the smallest ``K`` with
+    this below ``beta`` gives loss ``<= K - 1``. Any point of loss ``<= k`` lies in
+    ``[x_(q+frac-k-1), x_(q+k)]``, whence the bound (plus half the output grid spacing).
+
+    Examples
+    --------
+    >>> b = utility_bound(np.arange(101.0), epsilon=1.0, bounds=(0, 100), beta=0.05)
+    >>> 0 < b < 20
+    True
+    """
+    owner = "utility_bound"
+    arr = check_finite_array(owner, "data", data)
+    eps = check_positive(owner, "epsilon", epsilon)
+    lower, upper = check_bounds(owner, bounds)
+    _name, p = quantile_of(owner, query, percentile)
+    b = check_positive(owner, "beta", beta)
+    if b >= 1:
+        raise ParameterError(f"{owner}: `beta` must be in (0, 1); got {beta!r}")
+    xs = as_sorted(arr, lower, upper)
+    if grid is not None:
+        pts = _check_grid(owner, grid, lower, upper)
+        losses = _point_loss(xs, pts, p)
+        k = int(losses.min()) + math.ceil(2 / eps * math.log(pts.size / b)) - 1
+        # the released grid point has loss <= k: within omega(k) of the percentile
+        return _modulus(xs, p, max(k, 0), lower, upper)
+    units, lo, hi, spacing = _units(xs, lower, upper)
+    cls = _Classes(units, p, lo, hi)
+    w = cls.weights * spacing
+    ell = cls.ell.astype(np.float64)
+    live = w > 0
+    logz_terms = np.log(w[live]) - eps / 2 * ell[live]
+    m = logz_terms.max()
+    log_z = m + math.log(float(np.exp(logz_terms - m).sum()))
+    big_k = math.ceil(2 / eps * (math.log(upper - lower) - math.log(b) - log_z))
+    k = max(big_k - 1, 0)
+    # data rounded to the grid move the quantile by <= g/2; the cell midpoint by <= g/2
+    return _modulus(xs, p, k, lower, upper) + spacing
+
+
+def inverse_sensitivity_finite(
+    data: Sequence[Any],
+    func: Callable[[tuple[Any, ...]], Any],
+    outputs: Sequence[Any],
+    universe: Sequence[Any],
+    *,
+    epsilon: float,
+    relation: str = "bounded",
+    rng: Any = None,
+) -> Release:
+    """The inverse-sensitivity mechanism by brute force, for any function on tiny universes.
+
+    ``len(x; t)`` is found by enumerating every dataset drawn from ``universe`` (multisets of
+    the same size for ``relation="bounded"``; of sizes ``1 .. 2n`` for ``"unbounded"``) and
+    taking the smallest distance to ``data`` among those with ``func(x') == t``. Then ``t`` is
+    drawn from ``outputs`` with probability ``∝ exp(-epsilon len / 2)`` (outputs no dataset
+    reaches get probability 0). An oracle for tests and teaching: exponential cost.
+
+    Parameters
+    ----------
+    data : sequence
+        The dataset (its records must belong to ``universe``).
+    func : callable
+        Maps a sorted tuple of records to an output (compared with ``==``).
+    outputs : sequence
+        The finite output space, chosen without looking at the data.
+    universe : sequence
+        The possible records (at most 12 distinct).
+    epsilon : float
+        Finite and > 0.
+    relation : {"bounded", "unbounded"}
+        Replace-one or add/remove neighbours (the distance used for ``len``).
+    rng
+        ``None`` (secure), an ``int`` seed or a bit source.
+
+    Returns
+    -------
+    Release
+        ``value`` (one of ``outputs``); ``details["losses"]`` the tuple of ``len`` per output
+        (``-1`` for unreachable) and ``details["loss"]`` the sampled one.
+
+    Raises
+    ------
+    ParameterError
+        Empty outputs, records outside the universe, more than 12 universe values, no
+        reachable output, bad epsilon or relation.
+
+    Privacy
+    -------
+    ``epsilon``-DP under ``relation``: ``len`` is a distance to a set, so it changes by at
+    most one between neighbours (Asi and Duchi 2020).
+
+    Examples
+    --------
+    >>> rel = inverse_sensitivity_finite([1, 2, 2], lambda x: x[len(x) // 2], [1, 2, 3],
+    ...                                  [1, 2, 3], epsilon=1.0, rng=0)
+    >>> rel.details["losses"]
+    (1, 0, 2)
+    """
+    owner = "inverse_sensitivity_finite"
+    eps = check_positive(owner, "epsilon", epsilon)
+    if relation not in ("bounded", "unbounded"):
+        raise ParameterError(
+            f"{owner}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
+        )
+    uni = sorted(set(universe))
+    if not 1 <= len(uni) <= 12:
+        raise ParameterError(f"{owner}: `universe` must hold 1 to 12 distinct values")
+    outs = list(outputs)
+    if not outs:
+        raise ParameterError(f"{owner}: `outputs` is empty")
+    x = sorted(data)
+    if not x or any(v not in uni for v in x):
+        raise ParameterError(f"{owner}: `data` must be non-empty with records from `universe`")
+    n = len(x)
+    counts = {v: x.count(v) for v in uni}
+    sizes = [n] if relation == "bounded" else range(1, 2 * n + 1)
+    best: dict[int, int] = {}
+    for size in sizes:
+        for cand in itertools.combinations_with_replacement(uni, size):
+            common = sum(min(counts[v], cand.count(v)) for v in uni)
+            dist = n - common if relation == "bounded" else (n - common) + (size - common)
+            val = func(cand)
+            for j, t in enumerate(outs):
+                if val == t and dist < best.get(j, 1 << 62):
+                    best[j] = dist
+    if not best:
+        raise ParameterError(f"{owner}: no dataset from the universe reaches any output")
+    losses = tuple(best.get(j, -1) for j in range(len(outs)))
+    weights = np.array([1.0 if v >= 0 else 0.0 for v in losses])
+    expo = np.array([max(v, 0) for v in losses], dtype=np.int64)
+    idx = int(exp_weighted_choice(weights, expo, Fraction(eps) / 2, 1, as_source(rng))[0])
+    return Release(
+        value=outs[idx],
+        mechanism="inverse_sensitivity_finite",
+        privacy=PureDP(eps),
+        details={"losses": losses, "loss": losses[idx], "relation": relation},
+    )
