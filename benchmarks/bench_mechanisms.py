@@ -266,7 +266,7 @@ def bench_gaussian(table: Table, x: np.ndarray) -> None:
             lambda v: mech.release(v),
             x,
             n_target=N_NOISE,
-            note=f"exact, secure default rng, analytic sigma {float(mech.scale):.4f}",
+            note=f"exact, secure default rng; its .scale is {float(mech.scale):.4f}",
         )
 
     _guard(table, GAUSSIAN, "dpkit", dpkit_row)
