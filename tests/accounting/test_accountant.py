@@ -242,3 +242,17 @@ def test_summary_and_repr() -> None:
     assert "count of adults" in text and "ZCDP(rho=0.5)" in text
     assert "remaining  ZCDP(rho=0.5)" in text
     assert repr(acct) == "Accountant(budget=ZCDP(rho=1.0), spent=ZCDP(rho=0.5))"
+
+
+def test_refusal_names_the_conversion_even_when_numbers_coincide() -> None:
+    # PureDP(2.0) converts to rho = 2^2 / 2 = 2.0: the same number, still a conversion
+    acct = Accountant(ZCDP(1.0))
+    with pytest.raises(BudgetExceededError, match=r"charged as ZCDP\(rho=2.0\)"):
+        acct.spend(PureDP(2.0), label="big")
+
+
+def test_design_sketch_keywords_and_multiline_labels() -> None:
+    acct = Accountant(budget=ApproxDP(epsilon=2.0, delta=1e-6))
+    acct.spend(PureDP(0.5), label="first line\nsecond line")
+    assert acct.history[0].label == "first line\nsecond line"
+    assert "first line second line" in acct.summary()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import pickle
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpkit import (
     ZCDP,
@@ -123,8 +126,8 @@ def test_other_sqlite_database_is_refused(path: Path) -> None:
 
 def test_truncated_ledger_is_refused(path: Path) -> None:
     with Accountant(PureDP(100.0), ledger=path) as acct:
-        for i in range(300):  # enough rows to span several pages
-            acct.spend(PureDP(0.01), label=f"a fairly long label number {i:05d} " * 3)
+        for i in range(40):  # long labels: enough data to span several pages
+            acct.spend(PureDP(0.01), label=f"a long label number {i:05d} " * 40)
     data = path.read_bytes()
     assert len(data) > 3 * 4096
     path.write_bytes(data[: len(data) // 2])
@@ -248,3 +251,37 @@ def test_racing_creators_agree_on_one_ledger(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
         "race.sqlite"
     ]
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(min_value=0.0, max_value=0.6, allow_nan=False),
+            st.sampled_from([0.0, 1e-7, 3e-7]),
+        ),
+        max_size=12,
+    )
+)
+def test_ledger_decides_exactly_like_memory(costs: list[tuple[float, float]]) -> None:
+    budget = ApproxDP(1.0, 1e-6)
+    memory = Accountant(budget)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Accountant(budget, ledger=Path(tmp) / "b.sqlite") as ledger,
+    ):
+        for i, (eps, delta) in enumerate(costs):
+            cost = ApproxDP(eps, delta)
+            outcomes = []
+            for acct in (memory, ledger):
+                try:
+                    acct.spend(cost, label=f"q{i}")
+                    outcomes.append(True)
+                except BudgetExceededError as err:
+                    outcomes.append(err.remaining)
+            assert outcomes[0] == outcomes[1]
+        assert ledger.spent == memory.spent
+        assert ledger.remaining == memory.remaining
+        assert [(s.label, s.cost) for s in ledger.history] == [
+            (s.label, s.cost) for s in memory.history
+        ]

@@ -401,9 +401,9 @@ class Accountant:
         if index is None:
             remaining = self._remaining_from(totals)
             converted = (
-                ""
-                if charge == self._as_pair(cost)
-                else f" (charged as {self._pair_to_loss(charge, up=True)!r})"
+                f" (charged as {self._pair_to_loss(charge, up=True)!r})"
+                if isinstance(self._budget, ZCDP) != isinstance(cost, ZCDP)
+                else ""
             )
             raise BudgetExceededError(
                 f"Accountant: spending {cost!r}{converted} for {label!r} would exceed the budget "
@@ -483,7 +483,7 @@ class Accountant:
                 (
                     str(s.index),
                     s.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
-                    s.label,
+                    " ".join(s.label.split()),  # one line per spend, whatever the label
                     repr(s.cost),
                     "same" if s.charge == s.cost else repr(s.charge),
                 )
