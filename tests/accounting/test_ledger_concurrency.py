@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -111,8 +112,42 @@ def _ledger_rows(path: Path) -> tuple[list[str], Fraction, int]:
     return labels, Fraction(int(num), int(den)), n
 
 
-@pytest.mark.slow  # about 1.5 s alone, more when the 2 cores are busy
-def test_eight_processes_never_overspend(tmp_path: Path) -> None:
+def _spend_in_threads(path: Path, *, shared: bool, prefix: str) -> list[int]:
+    """8 threads x 500 attempts on the ledger; returns each thread's successful spends."""
+    common = Accountant(PureDP(1.0), ledger=path) if shared else None
+    wins = [0] * WORKERS
+    errors: list[BaseException] = []
+    gate = threading.Barrier(WORKERS)
+
+    def work(k: int) -> None:
+        acct = common or Accountant(PureDP(1.0), ledger=path)
+        try:
+            gate.wait()
+            for i in range(ATTEMPTS):
+                try:
+                    acct.spend(PureDP(COST), label=f"{prefix}{k}-{i}")
+                    wins[k] += 1
+                except BudgetExceededError:
+                    pass
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            if common is None:
+                acct.close()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if common is not None:
+        common.close()
+    assert errors == []
+    return wins
+
+
+@pytest.mark.slow  # about 2 s alone, more when the 2 cores are busy
+def test_eight_processes_and_eight_threads_never_overspend(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"
     gate = tmp_path / "go"
     Accountant.create(path, PureDP(1.0)).close()
@@ -140,23 +175,27 @@ def test_eight_processes_never_overspend(tmp_path: Path) -> None:
             assert p.stdout is not None
             assert p.stdout.readline().strip() == "ready"
         gate.touch()
-        wins = []
+        # ... and 8 threads of this process race them at the same time
+        thread_wins = _spend_in_threads(path, shared=False, prefix="t")
+        proc_wins = []
         for p in procs:
             out, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
-            wins.append(int(out.strip()))
+            proc_wins.append(int(out.strip()))
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
     labels, total, n = _ledger_rows(path)
-    # Every attempt that could fit did (4000 attempts for 333 slots), no more.
-    assert sum(wins) == ALLOWED == len(labels) == n
+    # 8000 attempts for 333 slots: every slot was taken, none twice, and the recorded spends
+    # are exactly the successful calls
+    assert sum(proc_wins) + sum(thread_wins) == ALLOWED == len(labels) == n
     assert total == ALLOWED * Fraction(COST) <= 1
     assert len(set(labels)) == len(labels)
-    # the work was really shared: more than one process got spends in
-    assert sum(1 for w in wins if w > 0) >= 2
+    assert all(re.fullmatch(r"[pt][0-7]-\d{1,3}", label) for label in labels)
+    # the work was really shared: more than one worker got spends in
+    assert sum(1 for w in proc_wins + thread_wins if w > 0) >= 2
     with Accountant.open(path) as acct:
         assert len(acct.history) == ALLOWED
 
@@ -165,35 +204,7 @@ def test_eight_processes_never_overspend(tmp_path: Path) -> None:
 def test_eight_threads_never_overspend(tmp_path: Path, shared: bool) -> None:
     path = tmp_path / "threads.sqlite"
     Accountant.create(path, PureDP(1.0)).close()
-    common = Accountant(PureDP(1.0), ledger=path) if shared else None
-    wins = [0] * WORKERS
-    errors: list[BaseException] = []
-    gate = threading.Barrier(WORKERS)
-
-    def work(k: int) -> None:
-        acct = common or Accountant(PureDP(1.0), ledger=path)
-        try:
-            gate.wait()
-            for i in range(ATTEMPTS):
-                try:
-                    acct.spend(PureDP(COST), label=f"t{k}-{i}")
-                    wins[k] += 1
-                except BudgetExceededError:
-                    pass
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-        finally:
-            if common is None:
-                acct.close()
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(WORKERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if common is not None:
-        common.close()
-    assert errors == []
+    wins = _spend_in_threads(path, shared=shared, prefix="t")
     labels, total, n = _ledger_rows(path)
     assert sum(wins) == ALLOWED == len(labels) == n
     assert total == ALLOWED * Fraction(COST) <= 1
