@@ -19,6 +19,7 @@ from dpkit import (
     ApproxDP,
     BudgetExceededError,
     LedgerError,
+    ParameterError,
     PureDP,
     sequential_composition,
     zcdp_to_approx,
@@ -285,3 +286,14 @@ def test_ledger_decides_exactly_like_memory(costs: list[tuple[float, float]]) ->
         assert [(s.label, s.cost) for s in ledger.history] == [
             (s.label, s.cost) for s in memory.history
         ]
+
+
+def test_bad_options_never_create_a_file(path: Path) -> None:
+    with pytest.raises(ParameterError, match="`zcdp_delta` only applies"):
+        Accountant.create(path, PureDP(1.0), zcdp_delta=1e-6)
+    with pytest.raises(ParameterError, match="`zcdp_delta`"):
+        Accountant(ApproxDP(1.0, 1e-6), ledger=path, zcdp_delta=2.0)
+    assert not path.exists()
+    Accountant.create(path, ZCDP(1.0)).close()
+    with pytest.raises(ParameterError, match="`zcdp_delta` only applies"):
+        Accountant.open(path, zcdp_delta=1e-6)

@@ -225,6 +225,18 @@ class Accountant:
         exclusive: bool,
     ) -> None:
         self._timeout = check_positive("Accountant", "busy_timeout", busy_timeout)
+        # validate everything that can be validated before a ledger file is touched
+        if zcdp_delta is not None:
+            zcdp_delta = check_delta("Accountant", zcdp_delta, allow_zero=False, name="zcdp_delta")
+            if budget is not None:
+                self._check_zcdp_delta_applies(budget)
+        if ledger is not None and (
+            not isinstance(ledger, str | os.PathLike) or isinstance(ledger, bytes)
+        ):
+            raise TypeError(
+                "Accountant: `ledger` must be a path (str or os.PathLike) or None; got "
+                f"{type(ledger).__name__} {ledger!r}"
+            )
         self._store: MemoryStore | SQLiteStore
         if ledger is None:
             if budget is None:  # pragma: no cover - guarded by the public constructors
@@ -233,24 +245,26 @@ class Accountant:
             self._store = MemoryStore()
             self._budget = budget
         else:
-            if not isinstance(ledger, str | os.PathLike) or isinstance(ledger, bytes):
-                raise TypeError(
-                    "Accountant: `ledger` must be a path (str or os.PathLike) or None; got "
-                    f"{type(ledger).__name__} {ledger!r}"
-                )
             self.ledger = Path(os.fspath(ledger))
             store = SQLiteStore(self.ledger, budget, timeout=self._timeout, exclusive=exclusive)
             self._store = store
             self._budget = store.budget
-        if zcdp_delta is not None:
-            if not isinstance(self._budget, ApproxDP):
-                raise ParameterError(
-                    "Accountant: `zcdp_delta` only applies to an ApproxDP budget; the budget "
-                    f"is {self._budget!r}"
-                )
-            zcdp_delta = check_delta("Accountant", zcdp_delta, allow_zero=False, name="zcdp_delta")
+            if zcdp_delta is not None:
+                try:
+                    self._check_zcdp_delta_applies(self._budget)
+                except ParameterError:
+                    store.close()
+                    raise
         self._zcdp_delta: float | None = zcdp_delta
         self._limit = self._as_pair(self._budget)
+
+    @staticmethod
+    def _check_zcdp_delta_applies(budget: PrivacyLoss) -> None:
+        if not isinstance(budget, ApproxDP):
+            raise ParameterError(
+                f"Accountant: `zcdp_delta` only applies to an ApproxDP budget; the budget is "
+                f"{budget!r}"
+            )
 
     @classmethod
     def open(
