@@ -1,4 +1,13 @@
-"""Privacy-loss values, their composition and conversions, and the budget accountant."""
+"""Privacy-loss values, their composition and conversions, and the budget accountant.
+
+* :mod:`~dpkit.accounting.loss` — :class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`.
+* :mod:`~dpkit.accounting.conversions` — :func:`pure_to_zcdp`, :func:`bounded_range_to_zcdp`,
+  :func:`zcdp_to_approx` (standard and Canonne-Kamath-Steinke).
+* :mod:`~dpkit.accounting.composition` — :func:`sequential_composition`,
+  :func:`parallel_composition`, :func:`advanced_composition`.
+* :mod:`~dpkit.accounting.accountant` — :class:`Accountant`, which refuses any spend that would
+  exceed its budget and can keep every spend in a durable SQLite ledger.
+"""
 
 from dpkit.accounting.accountant import Accountant, Spend
 from dpkit.accounting.composition import (

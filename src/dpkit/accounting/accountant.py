@@ -276,8 +276,25 @@ class Accountant:
     ) -> Accountant:
         """Open an existing ledger with the budget it was created with.
 
-        Raises :class:`~dpkit.errors.LedgerError` if there is no ledger at ``ledger`` (it is
-        never created here) or the file is unreadable or corrupt.
+        Parameters
+        ----------
+        ledger : str or os.PathLike
+            An existing ledger file (never created here).
+        zcdp_delta, busy_timeout
+            As for :class:`Accountant`.
+
+        Returns
+        -------
+        Accountant
+            An accountant spending from the ledger's own budget.
+
+        Raises
+        ------
+        LedgerError
+            If there is no ledger at ``ledger``, or the file is unreadable, corrupt, not a
+            dpkit ledger, or its totals disagree with its spends.
+        ParameterError
+            If ``zcdp_delta`` is invalid or the ledger's budget is not ApproxDP.
 
         Examples
         --------
@@ -303,7 +320,35 @@ class Accountant:
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
     ) -> Accountant:
-        """Create a new ledger with ``budget``; a :class:`LedgerError` if the file exists."""
+        """Create a new ledger with ``budget``, refusing to touch an existing file.
+
+        Parameters
+        ----------
+        ledger : str or os.PathLike
+            The file to create; its folder must exist.
+        budget : PureDP, ApproxDP or ZCDP
+            The total allowed, recorded in the ledger for good.
+        zcdp_delta, busy_timeout
+            As for :class:`Accountant`.
+
+        Returns
+        -------
+        Accountant
+            An accountant on the new, empty ledger.
+
+        Raises
+        ------
+        LedgerError
+            If ``ledger`` already exists (whatever it holds) or cannot be created.
+        TypeError, ParameterError
+            As for :class:`Accountant`.
+
+        Notes
+        -----
+        The ledger is built in a private temporary file and linked into place with
+        ``os.link``, which fails if the name exists: of several processes racing to create the
+        same ledger exactly one succeeds, and nobody ever sees a half-initialised file.
+        """
         self = cls.__new__(cls)
         self._setup(_check_budget(budget), ledger, zcdp_delta, busy_timeout, exclusive=True)
         return self
