@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,18 @@ def test_demo_section_spends_and_refuses(
     assert main(["demo", "--only", "demo_budget", "--seed", "3", "--out", str(tmp_path)]) == 0
     with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
         assert len(acct.history) == 4
+
+
+def test_show_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "b.sqlite"
+    with Accountant(ZCDP(0.5), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="count")
+    assert main(["budget", "show", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["budget"] == {"type": "ZCDP", "rho": 0.5}
+    assert data["spent"] == {"type": "ZCDP", "rho": 0.125}
+    assert data["remaining"] == {"type": "ZCDP", "rho": 0.375}
+    [spend] = data["spends"]
+    assert spend["label"] == "count" and spend["index"] == 1
+    assert spend["cost"] == {"type": "PureDP", "epsilon": 0.5}
+    assert spend["charge"] == {"type": "ZCDP", "rho": 0.125}

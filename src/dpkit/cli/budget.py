@@ -4,11 +4,13 @@ Examples::
 
     dpkit budget init budget.sqlite --epsilon 1 --delta 1e-6
     dpkit budget show budget.sqlite
+    dpkit budget show budget.sqlite --json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from dpkit.errors import ParameterError
@@ -42,6 +44,9 @@ def register(sub: Any) -> None:
 
     show = actions.add_parser("show", help="print the spends and what remains")
     show.add_argument("file", metavar="FILE", help="an existing ledger file")
+    show.add_argument(
+        "--json", action="store_true", help="print JSON (budget, spent, remaining, spends)"
+    )
     show.set_defaults(func=run_show)
 
 
@@ -78,5 +83,33 @@ def run_show(args: argparse.Namespace) -> int:
     from dpkit.accounting import Accountant
 
     with Accountant.open(args.file) as acct:
-        print(acct.summary())
+        if args.json:
+            print(json.dumps(_as_json(acct), indent=2))
+        else:
+            print(acct.summary())
     return 0
+
+
+def _loss_dict(loss: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {"type": type(loss).__name__, **asdict(loss)}
+
+
+def _as_json(acct: Any) -> dict[str, Any]:
+    return {
+        "ledger": str(acct.ledger),
+        "budget": _loss_dict(acct.budget),
+        "spent": _loss_dict(acct.spent),
+        "remaining": _loss_dict(acct.remaining),
+        "spends": [
+            {
+                "index": s.index,
+                "timestamp": s.timestamp.isoformat(),
+                "label": s.label,
+                "cost": _loss_dict(s.cost),
+                "charge": _loss_dict(s.charge),
+            }
+            for s in acct.history
+        ],
+    }
