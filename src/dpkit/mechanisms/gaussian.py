@@ -45,7 +45,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
     Examples
     --------
     >>> round(classic_gaussian_sigma(0.5, 1e-5, 1.0), 6)
-    9.689802
+    9.689611
     """
     owner = "classic_gaussian_sigma"
     epsilon = check_positive(owner, "epsilon", epsilon)
@@ -76,7 +76,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     Examples
     --------
     >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
-    3.7305
+    3.7306
     """
     owner = "analytic_gaussian_sigma"
     epsilon = check_positive(owner, "epsilon", epsilon)
@@ -236,9 +236,9 @@ class Gaussian:
     --------
     >>> gau = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
     >>> round(gau.sigma, 4)
-    3.7305
+    3.7306
     >>> gau.release(10.0, rng=3)
-    12.484375
+    7.671875
 
     References
     ----------
@@ -357,7 +357,7 @@ class DiscreteGaussian:
     Examples
     --------
     >>> DiscreteGaussian(epsilon=1.0, delta=1e-5).release(10, rng=3)
-    8
+    11
     """
 
     epsilon: float

@@ -44,7 +44,7 @@ def _chacha20_words(key: bytes, nonce: bytes, n: int) -> np.ndarray:
     if n == 0:
         return out
     enc = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
-    view = memoryview(out).cast("B")
+    view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]
     for start in range(0, n, _SEGMENT_WORDS):
         stop = min(n, start + _SEGMENT_WORDS)
         enc.update_into(_ZEROS[: 8 * (stop - start)], view[8 * start : 8 * stop])
