@@ -7,6 +7,7 @@ import pickle
 import sqlite3
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -297,3 +298,27 @@ def test_bad_options_never_create_a_file(path: Path) -> None:
     Accountant.create(path, ZCDP(1.0)).close()
     with pytest.raises(ParameterError, match="`zcdp_delta` only applies"):
         Accountant.open(path, zcdp_delta=1e-6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_opens_its_own_connection(path: Path) -> None:
+    acct = Accountant(PureDP(1.0), ledger=path)
+    try:
+        acct.spend(PureDP(0.25), label="parent before")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+            pid = os.fork()
+        if pid == 0:  # child: spend through the inherited object, then leave without cleanup
+            code = 1
+            try:
+                acct.spend(PureDP(0.25), label="child")
+                code = 0 if len(acct.history) == 2 else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # the parent's connection was left alone by the child and still works
+        acct.spend(PureDP(0.25), label="parent after")
+        assert [s.label for s in acct.history] == ["parent before", "child", "parent after"]
+    finally:
+        acct.close()
