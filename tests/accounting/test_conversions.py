@@ -147,3 +147,14 @@ def test_zcdp_to_approx_rejects_bad_inputs() -> None:
         zcdp_to_approx(PureDP(1.0), 1e-6)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="`method`"):
         zcdp_to_approx(0.5, 1e-6, method="rdp")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.1, 0.3])
+@pytest.mark.parametrize("delta", [0.3, 0.5, 0.9])
+def test_cks_sound_when_terms_cancel(rho: float, delta: float) -> None:
+    # With delta near 1 the positive and negative terms of the CKS expression nearly cancel;
+    # the returned epsilon must still imply at most delta (independent scipy computation).
+    got = zcdp_to_approx(rho, delta).epsilon
+    if got > 0:
+        assert _cks_delta(rho, got) <= delta * (1 + 1e-9)
+    assert got >= _cks_epsilon(rho, delta) - 1e-12
