@@ -551,5 +551,13 @@ def discrete_gaussian_tc(t: int, c: int, size: int, rng: Any = None) -> np.ndarr
         raise ParameterError("discrete_gaussian_tc: sigma too large (sigma**2 must be <= 2**56)")
     source = as_source(rng)
     geo = _geometric_sampler(Fraction(1, t))
+    if t * c <= _TABLE_MAX_S2:
+        # small sigma: one lookup in the exact acceptance table beats the byte-wise test
+        acc = _gauss_acceptance(Fraction(t * c), t)
+        return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size)
     x = Fraction(1, 2 * t * c)
     return _blocked(lambda k: _discrete_gaussian_tc_block(geo, t, c, x, k, source), size)
+
+
+#: sigma**2 up to which the acceptance test uses the O(sigma) exact table (sigma <= 2**14)
+_TABLE_MAX_S2 = 2**28
