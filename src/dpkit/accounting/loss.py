@@ -29,7 +29,7 @@ from typing import Any, Union
 from dpkit._validate import check_delta, check_number
 from dpkit.errors import ParameterError
 
-__all__ = ["ApproxDP", "PrivacyLoss", "PureDP", "ZCDP"]
+__all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP"]
 
 
 def _nonneg(owner: str, name: str, value: Any) -> float:
