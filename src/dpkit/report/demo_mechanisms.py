@@ -19,6 +19,7 @@ def run(ctx: Any) -> None:
     true_count = int((ages >= 40).sum())
     lap = Laplace(epsilon=0.1, sensitivity=1.0)
     rel = lap.measure(true_count, alpha=0.05, rng=ctx.rng(1))
+    assert rel.interval is not None  # a scalar release always carries its interval
     _, hi = rel.interval
     echo("People aged 40 or more (Laplace, sensitivity 1, epsilon 0.1):")
     echo(f"  true count   {true_count:>12,d}")
@@ -62,7 +63,7 @@ def _histogram(path: Any, lap_noise: np.ndarray, gau_noise: np.ndarray) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    bins = np.linspace(-15, 15, 121)
+    bins = np.linspace(-15, 15, 121).tolist()
     ax.hist(lap_noise, bins=bins, alpha=0.6, label="Laplace (epsilon 1)", density=True)
     ax.hist(gau_noise, bins=bins, alpha=0.6, label="Gaussian (epsilon 1, delta 1e-5)", density=True)
     ax.set_xlabel("noise added to the true answer")
