@@ -4,7 +4,7 @@ See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` e
 secure randomness.
 """
 
-from dpkit import datasets, errors, mechanisms, samplers
+from dpkit import datasets, errors, mechanisms, queries, samplers, sensitivity
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
 from dpkit.accounting.accountant import Accountant
 from dpkit.accounting.composition import (
@@ -60,7 +60,9 @@ __all__ = [
     "mechanisms",
     "parallel_composition",
     "pure_to_zcdp",
+    "queries",
     "samplers",
+    "sensitivity",
     "sequential_composition",
     "zcdp_to_approx",
 ]

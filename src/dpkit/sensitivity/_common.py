@@ -1,0 +1,90 @@
+"""Shared boundary checks of the sensitivity functions (relation, distance, data, bounds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit.errors import ParameterError
+from dpkit.queries import Query, resolve
+
+RELATIONS = ("bounded", "unbounded")
+NORMS = ("l1", "l2")
+
+
+def check_relation(owner: str, relation: Any) -> str:
+    """``"bounded"`` or ``"unbounded"`` (no default: the choice changes the answer)."""
+    if relation not in RELATIONS:
+        raise ParameterError(
+            f"{owner}: `relation` must be 'bounded' (same size, replace records) or "
+            f"'unbounded' (add or remove records); got {relation!r}"
+        )
+    return str(relation)
+
+
+def check_distance(owner: str, distance: Any, *, name: str = "distance", minimum: int = 1) -> int:
+    """A Hamming distance: an int >= ``minimum``."""
+    if isinstance(distance, bool) or not isinstance(distance, int | np.integer):
+        raise TypeError(
+            f"{owner}: `{name}` must be an int >= {minimum}; "
+            f"got {type(distance).__name__} {distance!r}"
+        )
+    if distance < minimum:
+        raise ParameterError(f"{owner}: `{name}` must be an int >= {minimum}; got {distance!r}")
+    return int(distance)
+
+
+def check_norm(owner: str, norm: Any) -> str:
+    if norm not in NORMS:
+        raise ParameterError(f"{owner}: `norm` must be 'l1' or 'l2'; got {norm!r}")
+    return str(norm)
+
+
+def check_beta(owner: str, beta: Any) -> float:
+    return check_positive(owner, "beta", beta)
+
+
+def query_of(owner: str, query: Any) -> Query:
+    return resolve(query, owner=owner)
+
+
+def sorted_data(
+    owner: str, data: Any, bounds: tuple[float, float] | None, query: Query
+) -> np.ndarray:
+    """The data as a sorted float array, checked finite, non-empty and within ``bounds``."""
+    arr = check_finite_array(owner, "data", data).ravel()
+    if arr.size < max(query.min_size, 1):
+        raise ParameterError(
+            f"{owner}: `data` must hold at least {max(query.min_size, 1)} value(s) for "
+            f"{query.name!r}; got {arr.size}"
+        )
+    if bounds is not None:
+        lower, upper = bounds
+        outside = int(np.count_nonzero((arr < lower) | (arr > upper)))
+        if outside:
+            raise ParameterError(
+                f"{owner}: {outside} value(s) of `data` lie outside `bounds` "
+                f"[{lower!r}, {upper!r}]; clip them first (for example numpy.clip) with bounds "
+                "chosen without looking at the data"
+            )
+    return np.sort(arr)
+
+
+def needs_bounds(owner: str, query: Query, bounds: Any) -> tuple[float, float] | None:
+    """Bounds are required for every catalogue query except ``count``."""
+    if query.kind == "count" and bounds is None:
+        return None
+    if query.kind == "custom":
+        raise ParameterError(
+            f"{owner}: {query.name!r} is a user function, for which no exact algorithm exists; "
+            "use empirical_local or empirical_global (brute force over a universe)"
+        )
+    if bounds is None:
+        raise ParameterError(
+            f"{owner}: `bounds` is required for {query.name!r}: pass (lower, upper) chosen "
+            "without looking at the data (added or replacing records may take any value in "
+            "between); bounds derived from the data are not private"
+        )
+    return check_bounds(owner, bounds)

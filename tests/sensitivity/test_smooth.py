@@ -1,0 +1,88 @@
+"""Smooth sensitivity: exact maximum over every k, smoothness, and the stopping rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpkit import ParameterError
+from dpkit import sensitivity as sens
+
+L, U = 0.0, 20.0
+
+
+def _by_scan(query: str, x: list[float], beta: float, relation: str) -> tuple[float, int]:
+    # Independent of the stopping rule: scan k until exp(-beta k) (U - L), a bound on every
+    # later term since A <= U - L for these queries, drops below the best value seen.
+    best, best_k, k = -1.0, 0, 0
+    while math.exp(-beta * k) * (U - L) > best or k <= x.__len__() + 3:
+        a = sens.local_at_distance(query, x, k, relation=relation, bounds=(L, U))
+        val = math.exp(-beta * k) * a
+        if val > best * (1 + 1e-12):
+            best, best_k = val, k
+        k += 1
+    return best, best_k
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.lists(st.integers(0, 20), min_size=1, max_size=7).map(lambda v: [float(i) for i in v]),
+    beta=st.sampled_from([0.3, 0.7, 1.5]),
+    relation=st.sampled_from(["bounded", "unbounded"]),
+    query=st.sampled_from(["count", "sum", "mean", "median", "p10", "p90"]),
+)
+def test_equals_full_scan(x: list[float], beta: float, relation: str, query: str) -> None:
+    got = sens.smooth(query, x, beta=beta, relation=relation, bounds=(L, U))
+    best, best_k = _by_scan(query, x, beta, relation)
+    assert got.sensitivity == pytest.approx(best, rel=1e-9, abs=1e-15)
+    assert got.k == best_k
+    assert got.beta == beta
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+@pytest.mark.parametrize("query", ["mean", "median"])
+def test_smooth_upper_bound_on_local_and_beta_smooth(relation: str, query: str) -> None:
+    # Definition 2.1 of NRS07: S(x) >= LS_1(x) and S(x) <= exp(beta) S(y) for neighbours.
+    rng = np.random.default_rng(5)
+    beta = 0.2
+    for _ in range(30):
+        x = rng.integers(0, 21, size=int(rng.integers(2, 15))).astype(float)
+        y = x.copy()
+        if relation == "bounded":
+            y[rng.integers(y.size)] = rng.integers(0, 21)
+        else:
+            y = np.append(y, rng.integers(0, 21))
+        sx = sens.smooth(query, x, beta=beta, relation=relation, bounds=(L, U)).sensitivity
+        sy = sens.smooth(query, y, beta=beta, relation=relation, bounds=(L, U)).sensitivity
+        assert sx >= sens.local(query, x, relation=relation, bounds=(L, U)) - 1e-12
+        assert sx <= math.exp(beta) * sy * (1 + 1e-12)
+        assert sy <= math.exp(beta) * sx * (1 + 1e-12)
+
+
+def test_median_ties_need_large_k() -> None:
+    # 201 equal values: LS_1 = 0 until k reaches about half the data; a fixed cut-off would
+    # report 0 and the stopping rule must not.
+    x = np.full(201, 5.0)
+    got = sens.smooth("median", x, beta=0.05, relation="bounded", bounds=(L, U))
+    assert got.k == 100
+    assert got.sensitivity == pytest.approx(math.exp(-0.05 * 100) * 15.0)
+
+
+def test_large_input_is_fast_enough_to_run() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 100, size=200_000)
+    got = sens.smooth("median", x, beta=0.05, relation="unbounded", bounds=(0, 100))
+    assert 0 < got.sensitivity < 1
+
+
+def test_bad_beta_and_query() -> None:
+    with pytest.raises(ParameterError, match="smooth: `beta` must be a finite number > 0"):
+        sens.smooth("median", [1.0], beta=0.0, relation="bounded", bounds=(0, 1))
+    with pytest.raises(ParameterError, match="no exact algorithm for 'std'"):
+        sens.smooth("std", [1.0], beta=1.0, relation="bounded", bounds=(0, 1))
+    with pytest.raises(ParameterError, match="outside"):
+        sens.smooth("median", [2.0], beta=1.0, relation="bounded", bounds=(0, 1))
