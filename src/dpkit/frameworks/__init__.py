@@ -12,10 +12,13 @@ from dpkit.frameworks.inverse import (
     loss_at,
     utility_bound,
 )
+from dpkit.frameworks.sample_aggregate import chunk_outputs, sample_and_aggregate
 
 __all__ = [
+    "chunk_outputs",
     "inverse_sensitivity",
     "inverse_sensitivity_finite",
     "loss_at",
+    "sample_and_aggregate",
     "utility_bound",
 ]

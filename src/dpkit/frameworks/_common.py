@@ -89,3 +89,35 @@ def as_sorted(arr: np.ndarray, lower: float, upper: float) -> np.ndarray:
     out = np.clip(arr, lower, upper)
     out.sort()
     return out
+
+
+def spacing_for(scale: float, bits: int = GRID_BITS) -> float:
+    """Power-of-two grid about ``2**-bits`` times a public ``scale`` (never data-derived)."""
+    return math.ldexp(1.0, math.floor(math.log2(scale)) - bits)
+
+
+def laplace_on_grid(
+    value: float | np.ndarray,
+    sensitivity: float,
+    epsilon: float,
+    spacing: float,
+    rng: Any,
+) -> tuple[np.ndarray, float]:
+    """``value`` rounded to the grid plus exactly sampled rounded Laplace noise.
+
+    The statistic rounded to the grid ``g`` has sensitivity at most ``sensitivity + g``;
+    the released ``g * round((f~ + X) / g)`` with ``X ~ Laplace((sensitivity + g) / epsilon)``
+    is a post-processing of the Laplace mechanism on ``f~`` (Dwork et al. 2006), so it is
+    ``epsilon``-DP. ``K = round(X / g)`` comes from
+    :func:`dpkit.samplers.heavy_tailed.rounded_laplace`. Works on an array of values (one
+    independent draw each). Returns the released values and the noise scale.
+    """
+    from dpkit.samplers.heavy_tailed import rounded_laplace
+
+    g = Fraction(spacing)
+    scale = (Fraction(sensitivity) + g) / Fraction(epsilon)
+    vals = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    units = np.rint(vals / spacing)  # exact power-of-two scaling, then round half to even
+    k = rounded_laplace(scale / g, vals.size, rng)
+    out = (units + k) * spacing  # exact while |units + k| < 2**53
+    return out, float(scale)

@@ -112,7 +112,7 @@ def rounded_laplace(ratio: Any, size: int, rng: Any = None) -> np.ndarray:
     Examples
     --------
     >>> rounded_laplace(4, 8, rng=0).tolist()
-    [2, 2, -8, -2, -1, -6, -1, 14]
+    [2, 4, 8, -3, -2, 8, -1, 13]
     """
     r = _ratio("rounded_laplace", ratio)
     n = _size("rounded_laplace", size)
