@@ -95,7 +95,7 @@ class Exponential:
 
     Examples
     --------
-    >>> Exponential(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    >>> Exponential(epsilon=1.0).select(["a", "b", "c"], [1, 50, 2], rng=0)
     'b'
     """
 
@@ -162,7 +162,7 @@ class PermuteAndFlip:
 
     Examples
     --------
-    >>> PermuteAndFlip(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    >>> PermuteAndFlip(epsilon=1.0).select(["a", "b", "c"], [1, 50, 2], rng=0)
     'b'
     """
 
@@ -221,7 +221,7 @@ class ReportNoisyMax:
 
     Examples
     --------
-    >>> ReportNoisyMax(epsilon=1.0).select(["a", "b", "c"], [1, 5, 2], rng=0)
+    >>> ReportNoisyMax(epsilon=1.0).select(["a", "b", "c"], [1, 50, 2], rng=0)
     'b'
     """
 

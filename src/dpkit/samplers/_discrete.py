@@ -36,6 +36,8 @@ import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.samplers._exact import (
+    _FB,
+    _MASK64,
     DecimalReal,
     ExactReal,
     RationalReal,
@@ -43,6 +45,7 @@ from dpkit.samplers._exact import (
     bernoulli_table,
     exp_neg,
     less_than_deep,
+    powers_prefix64,
     prefixes64,
 )
 from dpkit.samplers._source import BitSource, as_source
@@ -186,19 +189,31 @@ def bernoulli_exp(x: Any, size: int, rng: Any = None) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _byte_table(x: Fraction, byte: int) -> tuple[np.ndarray, np.ndarray, list[ExactReal]]:
-    reals = [exp_neg(x * v * (1 << (8 * byte))) for v in range(256)]
-    thr, one = prefixes64(reals)
-    return thr, one, reals
+def _digit_table(
+    x: Fraction, pos: int, width: int
+) -> tuple[np.ndarray, np.ndarray, Callable[[int], ExactReal]]:
+    """Exact 64-bit prefixes of exp(-x v 2**(width pos)) for v < 2**width (cached)."""
+    unit = x * (1 << (width * pos))
+    _, pre = powers_prefix64(exp_neg(unit), 1 << width)
+
+    def real_at(v: int) -> ExactReal:
+        return exp_neg(unit * v)
+
+    fixed = [p if p >= 0 else real_at(v).prefix(64) for v, p in enumerate(pre)]
+    fixed[0] = _MASK64  # v = 0: probability exactly one
+    one = np.zeros(1 << width, dtype=bool)
+    one[0] = True
+    return np.array(fixed, dtype=np.uint64), one, real_at
 
 
 def bernoulli_exp_int(x: Any, k: Any, rng: Any = None) -> np.ndarray:
     """Exact Bernoulli(exp(-x * k_i)) for a rational ``x >= 0`` and integers ``k_i >= 0``.
 
-    ``exp(-x k) = prod_b exp(-x * k_b * 256**b)`` over the bytes ``k_b`` of ``k``, so the
-    draw succeeds exactly when independent draws succeed for every byte; each byte is one
-    lookup in a 256-entry exact table. High bytes are tested first, so entries that fail
-    early cost nothing further.
+    ``exp(-x k) = prod_d exp(-x * k_d * B**d)`` over the base-``B`` digits ``k_d`` of ``k``,
+    so the draw succeeds exactly when independent draws succeed for every digit; each digit
+    is one lookup in an exact table (``B = 2**16`` for large batches, ``2**8`` otherwise, so
+    small calls do not pay for building big tables). High digits are tested first, so
+    entries that fail early cost nothing further.
     """
     xf = _rational("bernoulli_exp_int", "x", x, positive=False)
     karr = np.asarray(k)
@@ -212,35 +227,49 @@ def bernoulli_exp_int(x: Any, k: Any, rng: Any = None) -> np.ndarray:
     out = np.ones(flat.size, dtype=bool)
     if flat.size == 0 or xf == 0:
         return out.reshape(karr.shape)
-    nbytes = max(1, (int(flat.max()).bit_length() + 7) // 8)
+    width = 16 if flat.size >= 4096 else 8
+    mask = (1 << width) - 1
+    ndigits = max(1, (int(flat.max()).bit_length() + width - 1) // width)
     alive = np.arange(flat.size)
-    for b in range(nbytes - 1, -1, -1):
-        if alive.size == 0:
-            break
-        v = ((flat[alive] >> (8 * b)) & 0xFF).astype(np.intp)
+    for d in range(ndigits - 1, -1, -1):
+        v = (flat[alive] >> (width * d)) & mask
         sel = np.flatnonzero(v)
         if sel.size == 0:
             continue
-        thr, one, reals = _byte_table(xf, b)
-        ok = bernoulli_table(thr, one, reals, v[sel], source)
-        out[alive[sel[~ok]]] = False
-        alive = np.delete(alive, sel[~ok])
+        thr, one, real_at = _digit_table(xf, d, width)
+        ok = bernoulli_table(thr, one, real_at, v[sel], source)
+        failed = sel[~ok]
+        out[alive[failed]] = False
+        if d and failed.size:
+            keep = np.ones(alive.size, dtype=bool)
+            keep[failed] = False
+            alive = alive[keep]
+            if alive.size == 0:
+                break
     return out.reshape(karr.shape)
 
 
 # ----------------------------------------------------------------------------- geometric
 
 
-def _trunc_geometric_boundaries(a: Fraction, width: int) -> list[ExactReal]:
-    """Survival values S_j = (r^j - r^V) / (1 - r^V), j = 1..V-1, r = exp(-a), V = 2**width.
+def _trunc_geometric_table(a: Fraction, width: int) -> SurvivalTable:
+    """Inversion table of the geometric truncated to [0, V), V = 2**width, ratio r = exp(-a).
 
-    Error amplification: the denominator 1 - r^V >= 1 - exp(-a V) with a V >= 2**-50
-    (scale capped at 2**50), so rounding errors grow by at most ~1e16 < 10**(slack - 2).
+    Survival values ``S_j = (r^j - r^V) / (1 - r^V)`` for ``j = 1..V-1``. The powers come
+    from :func:`powers_prefix64` with certified error (``r^j 2**192`` lies in
+    ``[p_j, p_j + 2j]``), so ``2**64 S_j`` lies between
+    ``(p_j - p_V - 2V) 2**64 / (2**192 - p_V)`` and ``(p_j + 2j - p_V) 2**64 / (2**192 - p_V - 2V)``;
+    where their floors agree that is the prefix, elsewhere it is computed exactly with
+    :mod:`decimal` (error amplification there: ``1 - r^V >= 1 - exp(-a V)`` with
+    ``a V >= 2**-50``, at most ~1e16 < 10**(slack - 2)).
     """
     v_total = 1 << width
+    powers, _ = powers_prefix64(exp_neg(a), v_total + 1)
+    one = 1 << _FB
+    p_v = powers[v_total]
     an, ad = a.numerator, a.denominator
 
-    def boundary(j: int) -> DecimalReal:
+    def real_at(j: int) -> ExactReal:
         def fn() -> Decimal:
             r_j = (-Decimal(an * j) / Decimal(ad)).exp()
             r_v = (-Decimal(an * v_total) / Decimal(ad)).exp()
@@ -248,7 +277,13 @@ def _trunc_geometric_boundaries(a: Fraction, width: int) -> list[ExactReal]:
 
         return DecimalReal(fn, slack=25)
 
-    return [boundary(j) for j in range(1, v_total)]
+    den_hi, den_lo = one - p_v, one - p_v - 2 * v_total
+    prefixes = []
+    for j in range(1, v_total):
+        lo = ((powers[j] - p_v - 2 * v_total) << 64) // den_hi
+        hi = ((powers[j] + 2 * j - p_v) << 64) // den_lo
+        prefixes.append(lo if lo == hi else real_at(j).prefix(64))
+    return SurvivalTable(prefixes, real_at)
 
 
 class _Geometric:
@@ -268,12 +303,14 @@ class _Geometric:
             while Fraction(1 << (m + 1)) <= t:
                 m += 1
         self.m = m
+        # low digits in at most 10-bit chunks of balanced width (a 2**10-entry table each)
         self.chunks: list[tuple[int, SurvivalTable]] = []
-        for lo in range(0, m, 8):
-            width = min(8, m - lo)
-            self.chunks.append(
-                (lo, SurvivalTable(_trunc_geometric_boundaries(x * (1 << lo), width)))
-            )
+        nchunks = -(-m // 10)
+        lo = 0
+        for i in range(nchunks):
+            width = (m - lo) // (nchunks - i)
+            self.chunks.append((lo, _trunc_geometric_table(x * (1 << lo), width)))
+            lo += width
         # H ~ geometric with ratio s = exp(-x M); table of P[H >= h] = s**h while s**h >= 2**-60.
         xm = x * (1 << m)
         reals: list[ExactReal] = []
@@ -286,7 +323,7 @@ class _Geometric:
             h += 1
             if h > 4096:  # cannot happen: x M > 1/2 bounds the table by ~84 entries
                 raise InternalError("geometric: tail table too long")
-        self.high = SurvivalTable(reals)
+        self.high = SurvivalTable.from_reals(reals)
 
     def _sample_high(self, n: int, source: BitSource) -> np.ndarray:
         out = self.high.sample(n, source)
@@ -296,9 +333,17 @@ class _Geometric:
         return out
 
     def sample(self, n: int, source: BitSource) -> np.ndarray:
-        g = self._sample_high(n, source) << self.m
-        for lo, table in self.chunks:
-            g += table.sample(n, source) << lo
+        # one request for all the words of the batch: the high part and every chunk
+        words = source.words(n * (len(self.chunks) + 1))
+        g = self.high.sample_from_words(words[:n], source)
+        tail = np.flatnonzero(g == self.high.size)
+        if tail.size:  # memoryless: H >= K  =>  H = K + fresh H
+            g[tail] += self._sample_high(tail.size, source)
+        g <<= self.m
+        for i, (lo, table) in enumerate(self.chunks, start=1):
+            part = table.sample_from_words(words[i * n : (i + 1) * n], source)
+            part <<= lo
+            g += part
         return g
 
 
@@ -319,7 +364,7 @@ def geometric(x: Any, size: int, rng: Any = None) -> np.ndarray:
     Examples
     --------
     >>> geometric(0.5, 6, rng=7)
-    array([2, 7, 0, 1, 3, 4])
+    array([2, 6, 0, 1, 3, 4])
     """
     xf = _rational("geometric", "x", x)
     size = _size("geometric", size)
@@ -372,7 +417,7 @@ def discrete_laplace(scale: Any, size: int, rng: Any = None) -> np.ndarray:
     Examples
     --------
     >>> discrete_laplace(3, 6, rng=7)
-    array([ 2,  9,  0, -1, -5,  6])
+    array([-2, -8,  0,  1, -5,  6])
     """
     sf = _rational("discrete_laplace", "scale", scale)
     if sf > _MAX_SCALE:
@@ -476,14 +521,37 @@ def _gauss_acceptance(s2: Fraction, t: int) -> _GaussAcceptance:
     return _GaussAcceptance(s2, t)
 
 
+def _accept_first(
+    propose: Callable[[int], np.ndarray],
+    accept: Callable[[np.ndarray], np.ndarray],
+    size: int,
+) -> np.ndarray:
+    """Rejection sampling in few rounds: propose ~1.45x what is missing, keep the first hits.
+
+    Accepted proposals are i.i.d. draws from the target, and which of them are kept (the
+    first ones in index order) does not depend on their values, so the output is exact. The
+    CKS proposal is accepted with probability ~0.76, so one round usually suffices.
+    """
+    out = np.empty(size, dtype=np.int64)
+    filled = 0
+    while filled < size:
+        need = size - filled
+        y = propose(int(need * 1.45) + 16)
+        hits = y[accept(y)]
+        take = min(hits.size, need)
+        out[filled : filled + take] = hits[:take]
+        filled += take
+    return out
+
+
 def _discrete_gaussian_block(
     geo: _Geometric, acc: _GaussAcceptance, size: int, source: BitSource
 ) -> np.ndarray:
-    y = _discrete_laplace_block(geo, size, source)
-    rejected = np.flatnonzero(~acc.accept(np.abs(y), source))
-    if rejected.size:
-        y[rejected] = _discrete_gaussian_block(geo, acc, rejected.size, source)
-    return y
+    return _accept_first(
+        lambda m: _discrete_laplace_block(geo, m, source),
+        lambda y: acc.accept(np.abs(y), source),
+        size,
+    )
 
 
 def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
@@ -506,7 +574,7 @@ def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = N
     Examples
     --------
     >>> discrete_gaussian(2.0, 6, rng=5)
-    array([ 3, -1,  4, -3,  2,  1])
+    array([ 3, -3, -4,  3,  0,  0])
     """
     if sigma2 is None:
         sf = _rational("discrete_gaussian", "sigma", sigma)
@@ -523,15 +591,15 @@ def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = N
 def _discrete_gaussian_tc_block(
     geo: _Geometric, t: int, c: int, x: Fraction, size: int, source: BitSource
 ) -> np.ndarray:
-    y = _discrete_laplace_block(geo, size, source)
-    d = np.abs(y) - c
-    # |d| > 2**31 has acceptance below exp(-2**62 x) < 2**-(10**6) for every allowed t, c;
-    # capping d**2 there (instead of overflowing int64) changes no probability by more.
-    np.minimum(d, 2**31, out=d)
-    rejected = np.flatnonzero(~bernoulli_exp_int(x, d * d, source))
-    if rejected.size:
-        y[rejected] = _discrete_gaussian_tc_block(geo, t, c, x, rejected.size, source)
-    return y
+    def accept(y: np.ndarray) -> np.ndarray:
+        d = np.abs(y) - c
+        # |d| > 2**31 has acceptance below exp(-2**62 x) < 2**-(10**6) for every allowed
+        # t, c; capping d**2 there (instead of overflowing int64) changes no probability
+        # by more.
+        np.minimum(d, 2**31, out=d)
+        return bernoulli_exp_int(x, d * d, source)
+
+    return _accept_first(lambda m: _discrete_laplace_block(geo, m, source), accept, size)
 
 
 def discrete_gaussian_tc(t: int, c: int, size: int, rng: Any = None) -> np.ndarray:

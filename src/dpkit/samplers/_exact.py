@@ -157,20 +157,27 @@ def prefixes64(reals: Sequence[ExactReal]) -> tuple[np.ndarray, np.ndarray]:
 def bernoulli_table(
     thresholds: np.ndarray,
     one: np.ndarray,
-    reals: Sequence[ExactReal],
+    reals: Sequence[ExactReal] | Callable[[int], ExactReal],
     index: np.ndarray,
     source: BitSource,
+    words: np.ndarray | None = None,
 ) -> np.ndarray:
     """Vectorised ``U_i < p[index_i]`` for a table of exact probabilities ``p``.
 
-    ``thresholds`` and ``one`` come from :func:`prefixes64` applied to ``reals``.
+    ``thresholds`` and ``one`` come from :func:`prefixes64` applied to ``reals`` (a sequence,
+    or a function of the table index that builds the exact real lazily). ``words``, when
+    given, are the first 64 bits of each ``U``; otherwise they are drawn here.
     """
-    w = source.words(index.size)
+    w = source.words(index.size) if words is None else words
     thr = thresholds[index]
-    out = (w < thr) | one[index]
-    tie = np.flatnonzero((w == thr) & ~one[index])
+    out = w < thr
+    out |= one[index]
+    tie = np.flatnonzero(w == thr)
     if tie.size:
-        out[tie] = less_than_deep([reals[int(j)] for j in index[tie]], source)
+        real_at = reals if callable(reals) else reals.__getitem__
+        tie = tie[~one[index[tie]]]
+        if tie.size:
+            out[tie] = less_than_deep([real_at(int(j)) for j in index[tie]], source)
     return out
 
 
@@ -179,31 +186,48 @@ class SurvivalTable:
 
     Parameters
     ----------
-    reals
-        ``S_1 > S_2 > ... > S_J``, all in (0, 1), with strictly decreasing 64-bit prefixes
-        (callers make every mass at least ``2**-60`` so this holds).
+    prefixes
+        ``floor(2**64 * S_j)`` for ``S_1 > S_2 > ... > S_J``, all in (0, 1), strictly
+        decreasing (callers make every mass at least ``2**-60`` so this holds).
+    real_at
+        ``real_at(j)`` gives ``S_j`` (1-based) as an :class:`ExactReal`, for the rare
+        comparisons that tie on all 64 bits; called lazily.
     """
 
-    def __init__(self, reals: Sequence[ExactReal]) -> None:
-        if not reals:
+    def __init__(self, prefixes: Sequence[int], real_at: Callable[[int], ExactReal]) -> None:
+        b = list(prefixes)
+        if not b:
             raise InternalError("SurvivalTable needs at least one boundary")
-        self.reals = list(reals)
-        b = [r.prefix(64) for r in self.reals]
-        if any(r.is_one() for r in self.reals) or any(b[i] <= b[i + 1] for i in range(len(b) - 1)):
+        if b[0] > _MASK64 or any(b[i] <= b[i + 1] for i in range(len(b) - 1)):
             raise InternalError("SurvivalTable: boundaries must be < 1 and strictly decreasing")
         self.size = len(b)
+        self.real_at = real_at
         self._asc = np.array(b[::-1], dtype=np.uint64)
-        top = (self._asc >> np.uint64(64 - _GUIDE_BITS)).astype(np.intp)
-        hist = np.bincount(top, minlength=1 << _GUIDE_BITS)
+        # a finer guide for larger tables keeps the share of buckets holding a boundary
+        # small (measured: 2**18 int16 entries are as fast as 2**16 int64 ones)
+        self._bits = _GUIDE_BITS if self.size < 256 else 18
+        top = (self._asc >> np.uint64(64 - self._bits)).astype(np.intp)
+        hist = np.bincount(top, minlength=1 << self._bits)
         above = self.size - np.cumsum(hist)  # boundaries whose bucket lies above bucket k
-        guide = above.astype(np.int64)
+        if self.size >= 1 << 15:
+            raise InternalError("SurvivalTable: at most 2**15 boundaries")
+        guide = above.astype(np.int16 if self.size >= 256 else np.int64)
         guide[hist > 0] = -1  # the bucket holds a boundary: finish by search
         self._guide = guide
 
+    @classmethod
+    def from_reals(cls, reals: Sequence[ExactReal]) -> SurvivalTable:
+        reals = list(reals)
+        if any(r.is_one() for r in reals):
+            raise InternalError("SurvivalTable: boundaries must be < 1")
+        return cls([r.prefix(64) for r in reals], lambda j: reals[j - 1])
+
     def sample_from_words(self, u: np.ndarray, source: BitSource) -> np.ndarray:
-        """Map uniform words ``u`` (the first 64 bits of each ``U``) to ``X``."""
-        # the shifted words are < 2**16, so viewing them as int64 indexes without a copy
-        out = self._guide[(u >> np.uint64(64 - _GUIDE_BITS)).view(np.int64)]
+        """Map uniform words ``u`` (the first 64 bits of each ``U``) to ``X`` (int64)."""
+        # the shifted words are < 2**bits, so viewing them as int64 indexes without a copy
+        out = self._guide[(u >> np.uint64(64 - self._bits)).view(np.int64)]
+        if out.dtype != np.int64:
+            out = out.astype(np.int64)
         amb = np.flatnonzero(out < 0)
         if amb.size:
             ua = u[amb]
@@ -214,10 +238,35 @@ class SurvivalTable:
             if tie.size:
                 # u equals the prefix of S_j with j = size - left (1-based, descending order)
                 js = self.size - left[tie]
-                won = less_than_deep([self.reals[int(j) - 1] for j in js], source)
+                won = less_than_deep([self.real_at(int(j)) for j in js], source)
                 count[tie] += won
             out[amb] = count
         return out
 
     def sample(self, n: int, source: BitSource) -> np.ndarray:
         return self.sample_from_words(source.words(n), source)
+
+
+_FB = 192  # fixed-point fraction bits of the table builders
+
+
+def powers_prefix64(base: ExactReal, count: int) -> tuple[list[int], list[int]]:
+    """Fixed-point ``base**v`` for ``v < count`` with a certified error, and 64-bit prefixes.
+
+    ``p_v = floor(p_{v-1} * floor(base 2**192) / 2**192)`` starting from ``p_0 = 2**192``.
+    Every step truncates and multiplies by a factor at most one, so ``p_v`` never exceeds
+    ``base**v 2**192`` and falls short of it by at most ``2 v`` units (induction:
+    ``e_v <= e_{v-1} + 2``). Returns the list of ``p_v`` and, for each ``v``,
+    ``floor(2**64 base**v)`` where the interval ``[p_v, p_v + 2v]`` settles it, or -1 where
+    it does not (the caller computes those few exactly).
+    """
+    b = base.prefix(_FB)
+    shift = _FB - 64
+    p = 1 << _FB
+    powers, pre = [], []
+    for v in range(count):
+        powers.append(p)
+        lo, hi = p >> shift, (p + 2 * v) >> shift
+        pre.append(lo if lo == hi else -1)
+        p = (p * b) >> _FB
+    return powers, pre
