@@ -258,7 +258,8 @@ def _trunc_geometric_table(a: Fraction, width: int) -> SurvivalTable:
     Survival values ``S_j = (r^j - r^V) / (1 - r^V)`` for ``j = 1..V-1``. The powers come
     from :func:`powers_prefix64` with certified error (``r^j 2**192`` lies in
     ``[p_j, p_j + 2j]``), so ``2**64 S_j`` lies between
-    ``(p_j - p_V - 2V) 2**64 / (2**192 - p_V)`` and ``(p_j + 2j - p_V) 2**64 / (2**192 - p_V - 2V)``;
+    ``(p_j - p_V - 2V) 2**64 / (2**192 - p_V)`` and
+    ``(p_j + 2j - p_V) 2**64 / (2**192 - p_V - 2V)``;
     where their floors agree that is the prefix, elsewhere it is computed exactly with
     :mod:`decimal` (error amplification there: ``1 - r^V >= 1 - exp(-a V)`` with
     ``a V >= 2**-50``, at most ~1e16 < 10**(slack - 2)).

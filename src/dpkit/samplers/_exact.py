@@ -225,7 +225,7 @@ class SurvivalTable:
     def sample_from_words(self, u: np.ndarray, source: BitSource) -> np.ndarray:
         """Map uniform words ``u`` (the first 64 bits of each ``U``) to ``X`` (int64)."""
         # the shifted words are < 2**bits, so viewing them as int64 indexes without a copy
-        out = self._guide[(u >> np.uint64(64 - self._bits)).view(np.int64)]
+        out: np.ndarray = self._guide[(u >> np.uint64(64 - self._bits)).view(np.int64)]
         if out.dtype != np.int64:
             out = out.astype(np.int64)
         amb = np.flatnonzero(out < 0)
