@@ -127,7 +127,12 @@ class Exponential:
         return w / w.sum()
 
     def select(
-        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+        self,
+        candidates: Sequence[Any] | np.ndarray,
+        scores: Any,
+        *,
+        rng: Any = None,
+        accountant: Any = None,
     ) -> Any:
         """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
         cands, arr = _scores("Exponential", candidates, scores)
@@ -185,7 +190,12 @@ class PermuteAndFlip:
         return PureDP(self.epsilon)
 
     def select(
-        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+        self,
+        candidates: Sequence[Any] | np.ndarray,
+        scores: Any,
+        *,
+        rng: Any = None,
+        accountant: Any = None,
     ) -> Any:
         cands, arr = _scores("PermuteAndFlip", candidates, scores)
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
@@ -249,7 +259,12 @@ class ReportNoisyMax:
         return PureDP(self.epsilon)
 
     def select(
-        self, candidates: Sequence[Any], scores: Any, *, rng: Any = None, accountant: Any = None
+        self,
+        candidates: Sequence[Any] | np.ndarray,
+        scores: Any,
+        *,
+        rng: Any = None,
+        accountant: Any = None,
     ) -> Any:
         if self.noise == "gumbel":
             exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
