@@ -18,6 +18,7 @@ Local sensitivity is never used directly to scale noise: the frameworks in
 :mod:`dpkit.frameworks` (propose-test-release, smooth sensitivity) use it safely.
 """
 
+from dpkit.sensitivity.analytic import global_sensitivity
 from dpkit.sensitivity.at_distance import local_at_distance
 from dpkit.sensitivity.empirical import (
     DEFAULT_MAX_DATASETS,
@@ -34,6 +35,7 @@ __all__ = [
     "empirical_at_distance",
     "empirical_global",
     "empirical_local",
+    "global_sensitivity",
     "local",
     "local_at_distance",
     "smooth",

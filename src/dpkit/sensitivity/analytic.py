@@ -1,0 +1,221 @@
+"""Global sensitivity in closed form for the query catalogue."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_bounds
+from dpkit.errors import ParameterError
+from dpkit.queries import Query
+from dpkit.sensitivity._common import check_distance, check_norm, check_relation, query_of
+
+__all__ = ["global_sensitivity"]
+
+
+def global_sensitivity(
+    query: Any,
+    *,
+    bounds: tuple[float, float] | None = None,
+    relation: str,
+    n: int | None = None,
+    distance: int = 1,
+    norm: str | None = None,
+) -> float:
+    """Global sensitivity of a catalogue query, analytically.
+
+    Parameters
+    ----------
+    query : Query or str
+        ``count``, ``sum``, ``mean``, ``median``, a percentile or a histogram.
+    bounds : (float, float)
+        ``(lower, upper)``: every record lies in this range. Required except for ``count`` and
+        histograms.
+    relation : {"bounded", "unbounded"}
+        Neighbour relation.
+    n : int, optional
+        Dataset size. Required for the bounded mean, median and percentiles (their sensitivity
+        depends on it); for the unbounded relation it restricts the datasets to size ``n``
+        (their neighbours have other sizes); ``None`` means every size ``>= 1``.
+    distance : int, default 1
+        Hamming radius ``k``: the result is ``max_x LS_k(f, x)``.
+    norm : {"l1", "l2"}, optional
+        Required for histograms.
+
+    Returns
+    -------
+    float
+        ``max LS_k(f, x)`` over every dataset ``x`` in scope (values within ``bounds``; size
+        ``n`` when given).
+
+    Raises
+    ------
+    ParameterError
+        Infinite sensitivity (``sum`` or ``mean`` without bounds), no closed form (``var``,
+        ``std``, user functions: the message names :func:`empirical_global`), a missing ``n``,
+        inverted bounds, ``distance < 1``, an unknown query or relation.
+    TypeError
+        Non-integer ``n`` or ``distance``.
+
+    Notes
+    -----
+    With ``k`` the distance, ``w = upper - lower`` and ``j = min(k, n)``:
+
+    ==========  ===============================  ======================================
+    query       unbounded                        bounded
+    ==========  ===============================  ======================================
+    count       ``k``                            0
+    sum         ``k max(|lower|, |upper|)``      ``j w``
+    mean        see below                        ``j w / n``
+    percentile  see below                        ``w max_c |[c, c+1] ∩ [h, h + j]|``
+    histogram   L1 ``k``, L2 ``k``               L1 ``2j``, L2 ``sqrt(2) j``
+    ==========  ===============================  ======================================
+
+    *Mean, unbounded.* ``mean(x') - mean(x)`` is linear in every record, so its extremes sit at
+    datasets whose records are all at the bounds; the function maximises over ``c`` records at
+    ``upper`` (only the two ends of its range can win, by linearity in ``c``) and over the
+    counts of removed and added records at each bound, ``O(k^4)``. With ``n=None`` the sizes
+    ``1 .. 2k + 1`` suffice: ``LS_k <= k w / (n - k)`` for ``n > k``, which is at most the
+    ``k w / (k + 1)`` reached at ``n = 1`` once ``n >= 2k + 1``.
+
+    *Percentiles* (``h = q (n - 1)``). ``LS_k`` is the largest change of the interpolant of
+    the data padded with the bounds over an interval in positions (see :func:`local`); the
+    gaps between consecutive padded order statistics add up to ``w``, so the worst data put all
+    of ``w`` into one unit cell, and the answer is ``w`` times the largest overlap of a cell
+    with one of the intervals. Unbounded, ``r`` removals and ``a`` additions give intervals of
+    length ``r (1 - q) + a q`` (up) and ``r q + a (1 - q)`` (down); with ``n=None`` the
+    supremum over sizes is ``w max min(length, 1)`` (reached for sizes where ``h`` is an
+    integer). The median with ``k = 1`` gives ``w`` bounded for odd ``n`` and ``w / 2``
+    unbounded.
+
+    Time ``O(k^2 + n)`` for percentiles, ``O(k^4)`` for the unbounded mean, ``O(1)`` otherwise.
+
+    Examples
+    --------
+    >>> from dpkit import sensitivity as sens
+    >>> sens.global_sensitivity("median", bounds=(0, 100), relation="bounded", n=1001)
+    100.0
+    >>> sens.global_sensitivity("median", bounds=(0, 100), relation="unbounded")
+    50.0
+    >>> sens.global_sensitivity("mean", bounds=(0, 100), relation="bounded", n=1000)
+    0.1
+    >>> sens.global_sensitivity("count", relation="unbounded", distance=3)
+    3.0
+    """
+    owner = "global_sensitivity"
+    q = query_of(owner, query)
+    rel = check_relation(owner, relation)
+    k = check_distance(owner, distance)
+    size = None if n is None else check_distance(owner, n, name="n")
+    kind = q.kind
+    if kind in ("var", "std", "custom"):
+        what = "a user function" if kind == "custom" else f"{q.name!r}"
+        raise ParameterError(
+            f"{owner}: no closed form for the global sensitivity of {what}; compute it by "
+            "brute force with empirical_global(query, universe, size, relation=...)"
+        )
+    if kind == "count":
+        return 0.0 if rel == "bounded" else float(k)
+    if kind == "histogram":
+        return _histogram(owner, q, rel, k, size, norm)
+    if bounds is None and kind in ("sum", "mean"):
+        raise ParameterError(
+            f"{owner}: the sensitivity of {q.name!r} is infinite without bounds (one record "
+            "can be arbitrarily large); pass bounds=(lower, upper) chosen without looking "
+            "at the data"
+        )
+    lower, upper = check_bounds(owner, bounds)
+    w = upper - lower
+    if kind == "sum":
+        if rel == "unbounded":
+            return k * max(abs(lower), abs(upper))
+        return min(k, size if size is not None else k) * w
+    if rel == "bounded" and size is None:
+        raise ParameterError(
+            f"{owner}: the bounded sensitivity of {q.name!r} depends on the dataset size; pass n="
+        )
+    if kind == "mean":
+        if rel == "bounded":
+            assert size is not None
+            return min(k, size) * w / size
+        sizes = [size] if size is not None else list(range(1, 2 * k + 2))
+        return w * max(_mean_unbounded(s, k) for s in sizes)
+    assert q.q is not None
+    return w * _percentile_overlap(q.q, rel, k, size)
+
+
+def _mean_unbounded(n: int, k: int) -> float:
+    """Largest ``|mean(x') - mean(x)|`` for ``lower = 0, upper = 1``, ``|x| = n``, distance k."""
+    best = 0.0
+    for ru in range(k + 1):
+        for rl in range(k + 1 - ru):
+            r = ru + rl
+            if r > n:
+                continue
+            for au in range(k + 1 - r):
+                for al in range(k + 1 - r - au):
+                    m = n - r + au + al
+                    if m < 1 or r + au + al == 0:
+                        continue
+                    lo_c, hi_c = ru, n - rl
+                    if lo_c > hi_c:
+                        continue
+                    for c in (lo_c, hi_c):
+                        best = max(best, abs((c - ru + au) / m - c / n))
+    return best
+
+
+def _overlap(start: float, end: float, cells: range | None) -> float:
+    """Largest overlap of ``[start, end]`` with a unit cell ``[c, c + 1]``, ``c`` in ``cells``."""
+    if end <= start:
+        return 0.0
+    if cells is None:
+        return min(end - start, 1.0)
+    c = np.arange(cells.start, cells.stop)
+    ov = np.minimum(end, c + 1) - np.maximum(start, c)
+    return float(max(0.0, float(np.max(ov)))) if c.size else 0.0
+
+
+def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float:
+    if n is None:
+        # supremum over sizes: an interval of length l overlaps one cell by min(l, 1), reached
+        # when q (n - 1) is an integer (n = 1 + multiples of q's denominator)
+        assert relation == "unbounded"
+        best = 0.0
+        for r in range(k + 1):
+            for a in range(k + 1 - r):
+                if r + a == 0:
+                    continue
+                best = max(best, min(r * (1 - q) + a * q, 1.0), min(r * q + a * (1 - q), 1.0))
+        return best
+    cells = range(-1, n)
+    h = q * (n - 1)
+    if relation == "bounded":
+        j = min(k, n)
+        return max(_overlap(h, h + j, cells), _overlap(h - j, h, cells))
+    best = 0.0
+    for r in range(min(k, n) + 1):
+        for a in range(k + 1 - r):
+            m = n - r + a
+            if m < 1 or r + a == 0:
+                continue
+            hm = q * (m - 1)
+            best = max(best, _overlap(h, r + hm, cells), _overlap(hm - a, h, cells))
+    return best
+
+
+def _histogram(owner: str, q: Query, relation: str, k: int, n: int | None, norm: Any) -> float:
+    if norm is None:
+        raise ParameterError(
+            f"{owner}: `norm` ('l1' or 'l2') is required for the vector query {q.name!r}"
+        )
+    nrm = check_norm(owner, norm)
+    if relation == "unbounded":
+        return float(k)
+    assert q.bins is not None
+    if len(q.bins) < 3:
+        return 0.0
+    j = min(k, n) if n is not None else k
+    return 2.0 * j if nrm == "l1" else math.sqrt(2.0) * j
