@@ -11,6 +11,7 @@ import pytest
 from scipy import optimize, stats
 
 import dpkit as dp
+from dpkit.errors import ParameterError
 from dpkit.mechanisms import analytic_gaussian_sigma, classic_gaussian_sigma
 
 N = 200_000
@@ -201,3 +202,29 @@ def test_laplace_accuracy_is_a_valid_interval() -> None:
     rel = lap.measure(10.0, rng=3)
     assert rel.interval == (rel.value - half, rel.value + half)
     assert rel.privacy == dp.PureDP(1.0)
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [
+        dp.Exponential(epsilon=1.0, sensitivity=1.0),
+        dp.PermuteAndFlip(epsilon=1.0, sensitivity=1.0),
+        dp.ReportNoisyMax(epsilon=1.0, sensitivity=1.0),
+    ],
+)
+def test_selection_accuracy_bound_holds(mech: object) -> None:
+    # 50 candidates with evenly spread scores; the utility loss exceeds accuracy(0.1, 50)
+    # in at most 10% of 2,000 selections (binomial sd 0.0067: 0.1 + 5 sd = 0.134 bounds it;
+    # the union bound is loose, so the observed rate is far lower).
+    scores = np.linspace(0, 30, 50)
+    bound = mech.accuracy(0.1, n=50)
+    source = dp.samplers.SeededSource(12)
+    losses = np.array(
+        [30 - scores[mech.select(range(50), scores, rng=source)] for _ in range(2000)]
+    )
+    assert np.mean(losses > bound) < 0.134
+    assert bound == pytest.approx(
+        (2 if isinstance(mech, dp.ReportNoisyMax) else 1) * 2 * math.log(50 / 0.1)
+    )
+    with pytest.raises(ParameterError):
+        mech.accuracy(1.5, n=50)

@@ -71,6 +71,17 @@ def _lattice(owner: str, sensitivity: float, scores: np.ndarray) -> tuple[np.nda
     return qi.max() - qi, math.ceil(sensitivity / h)
 
 
+def _selection_accuracy(owner: str, scale: float, alpha: float, n: int, factor: float) -> float:
+    """``factor * scale * ln(n / alpha)``: with probability >= 1 - alpha the selected
+    candidate's utility is within this of the best one (union bound over the candidates)."""
+    alpha = check_positive(f"{owner}.accuracy", "alpha", alpha)
+    if not alpha < 1:
+        raise ParameterError(f"{owner}.accuracy: `alpha` must be in (0, 1); got {alpha!r}")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
+        raise ParameterError(f"{owner}.accuracy: `n` (number of candidates) must be an int >= 1")
+    return factor * scale * math.log(int(n) / alpha)
+
+
 def _pick(candidates: Sequence[Any], index: int) -> Any:
     return candidates[index]
 
@@ -114,6 +125,16 @@ class Exponential:
     @property
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
+
+    @property
+    def scale(self) -> float:
+        """The temperature ``2 sensitivity / epsilon`` (``sensitivity / epsilon`` if monotonic)."""
+        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
+
+    def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
+        """Utility loss bound: with probability >= 1 - alpha the chosen candidate's score is
+        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11)."""
+        return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
     def _x(self, lattice_sens: int) -> Fraction:
         factor = 1 if self.monotonic else 2
@@ -189,6 +210,17 @@ class PermuteAndFlip:
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
 
+    @property
+    def scale(self) -> float:
+        """The temperature ``2 sensitivity / epsilon`` (``sensitivity / epsilon`` if monotonic)."""
+        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
+
+    def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
+        """Utility loss bound ``scale * ln(n / alpha)`` with probability >= 1 - alpha: a
+        candidate ``g`` below the best is returned only if its coin, of probability
+        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates)."""
+        return _selection_accuracy("PermuteAndFlip", self.scale, alpha, n, 1.0)
+
     def select(
         self,
         candidates: Sequence[Any] | np.ndarray,
@@ -257,6 +289,18 @@ class ReportNoisyMax:
     @property
     def privacy(self) -> PureDP:
         return PureDP(self.epsilon)
+
+    @property
+    def scale(self) -> float:
+        """Scale of the Laplace noise, ``2 sensitivity / epsilon`` (halved if monotonic)."""
+        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
+
+    def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
+        """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
+        Laplace noise (each of ``n`` noises exceeds ``scale ln(n / alpha)`` in magnitude with
+        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel."""
+        factor = 2.0 if self.noise == "laplace" else 1.0
+        return _selection_accuracy("ReportNoisyMax", self.scale, alpha, n, factor)
 
     def select(
         self,
