@@ -26,12 +26,14 @@ from dpkit.sensitivity.empirical import (
     empirical_global,
     empirical_local,
 )
-from dpkit.sensitivity.local import local
-from dpkit.sensitivity.smooth import SmoothSensitivity, smooth
+from dpkit.sensitivity.local_exact import local
+from dpkit.sensitivity.smooth_sensitivity import SmoothSensitivity, smooth
+from dpkit.sensitivity.table import SweepRow, sweep
 
 __all__ = [
     "DEFAULT_MAX_DATASETS",
     "SmoothSensitivity",
+    "SweepRow",
     "empirical_at_distance",
     "empirical_global",
     "empirical_local",
@@ -39,4 +41,5 @@ __all__ = [
     "local",
     "local_at_distance",
     "smooth",
+    "sweep",
 ]
