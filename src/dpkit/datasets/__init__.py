@@ -81,9 +81,11 @@ def load_adult(*, backend: str = "polars", include_fnlwgt: bool = False) -> Any:
         df = df.drop("fnlwgt")
     if backend == "pandas":
         try:
-            return df.to_pandas()
+            import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 "load_adult(backend='pandas') needs pandas: pip install 'dpkit[pandas]'"
             ) from exc
+        # column by column through NumPy: no pyarrow needed
+        return pd.DataFrame({c: df[c].to_numpy() for c in df.columns})
     return df
