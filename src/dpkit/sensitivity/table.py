@@ -97,7 +97,7 @@ def sweep(
     >>> from dpkit.sensitivity import sweep
     >>> rows = sweep(["median"], [1, 2, 3, 10, 11], size=3, distances=[1, 2])
     >>> [(r.relation, r.distance, r.sensitivity) for r in rows]
-    [('bounded', 1, 8.0), ('bounded', 2, 9.0), ('unbounded', 1, 4.5), ('unbounded', 2, 8.0)]
+    [('bounded', 1, 8.0), ('bounded', 2, 8.0), ('unbounded', 1, 4.5), ('unbounded', 2, 9.0)]
     """
     owner = "sweep"
     if (size is None) == (data is None):
