@@ -20,6 +20,7 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.demo",
     "dpkit.cli.budget",
+    "dpkit.cli.sensitivity",
 )
 
 
