@@ -1,0 +1,266 @@
+"""Propose-test-release (Dwork and Lei 2009).
+
+The analyst proposes a bound ``b`` on the local sensitivity. The mechanism computes the
+distance to high sensitivity ``D(f, x, b) = min { k : A(f, x, k) > b }`` (``A`` from
+:func:`dpkit.sensitivity.local_at_distance`, exact), tests a noisy copy of it against a
+threshold, and releases ``f(x)`` with Laplace noise of scale ``b / epsilon_release`` only when
+the test passes; otherwise it refuses.
+
+Theorem and threshold (the derivation the code follows)
+-------------------------------------------------------
+Let ``D~ = min(D, C) + X``, ``X ~ Laplace((1 + g) / epsilon_test)`` rounded to the grid ``g``,
+with a cap ``C >= 1`` fixed from public parameters (``_cap``); ``min(D, C)`` still changes by
+at most 1 between neighbours (``D`` does, Vadhan 2017 section 3.2), so publishing ``D~`` is
+``epsilon_test``-DP. The test passes when ``D~ > T``.
+
+1. If ``D(x) = 0`` (``x`` itself has local sensitivity above ``b``), the pass probability is
+   ``P[round(X) > T] <= P[X > T - g/2] = exp(-epsilon_test (T - g/2) / (1 + g)) / 2``. With
+   ``T = (1 + g) ln(1 / (2 delta)) / epsilon_test + g`` this is at most ``delta``.
+2. If ``D(x) >= 1`` then ``LS(f, x) <= b``: every neighbour ``x'`` has
+   ``|f(x) - f(x')| <= b``, and after rounding ``f`` to the grid, ``<= b + g``. The release
+   ``f~(x) + Laplace((b + g) / epsilon_release)`` (rounded: post-processing) is
+   ``epsilon_release``-DP for the pair ``(x, x')``, and the pass/refuse bit is
+   ``epsilon_test``-DP, so for every output set ``S``
+   ``P[M(x) in S] <= exp(epsilon_test + epsilon_release) P[M(x') in S]``.
+3. In case 1, ``P[M(x) in S] <= delta + P[refuse at x] 1{refuse in S}
+   <= delta + exp(epsilon_test) P[M(x') in S]``.
+
+So the whole mechanism is ``(epsilon_test + epsilon_release, delta)``-DP (Dwork and Lei 2009;
+Vadhan 2017, Proposition 3.3 and the PTR theorem in Dwork and Roth 2014, section 7.3; the
+verified proof of Barthe et al. 2014), and the cost is charged whether or not it refuses.
+``epsilon`` is the total; ``test_fraction`` of it goes to the test.
+
+References
+----------
+C. Dwork and J. Lei. Differential privacy and robust statistics. STOC 2009.
+S. Vadhan. The complexity of differential privacy. 2017, section 3.2.
+G. Barthe, M. Gaboardi, E. J. Gallego Arias, J. Hsu, C. Kunz, P.-Y. Strub. Proving
+differential privacy in Hoare logic. CSF 2014.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit.accounting.loss import ApproxDP
+from dpkit.errors import ParameterError
+from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.mechanisms.release import Release
+from dpkit.samplers import as_source
+
+__all__ = ["distance_to_high_sensitivity", "propose_test_release", "ptr_threshold"]
+
+_OWNER = "propose_test_release"
+
+
+def ptr_threshold(epsilon_test: float, delta: float, spacing: float = 0.0) -> float:
+    """The threshold ``T = (1 + g) ln(1 / (2 delta)) / epsilon_test + g`` (module docstring).
+
+    Examples
+    --------
+    >>> round(ptr_threshold(1.0, 1e-6), 4)
+    13.1224
+    """
+    return (1 + spacing) * math.log(1 / (2 * delta)) / epsilon_test + spacing
+
+
+def _cap(threshold: float, epsilon_test: float) -> int:
+    """Distances are capped at ``C``: past ``T + 60 / epsilon_test`` the test passes except
+    with probability ``exp(-60) / 2``, so exploring further changes nothing visible.
+    ``C`` depends on public parameters only."""
+    return max(1, math.ceil(threshold + 60 / epsilon_test))
+
+
+def _query(query: Any) -> Any:
+    from dpkit.queries import resolve
+
+    return resolve(query, owner=_OWNER)
+
+
+def distance_to_high_sensitivity(
+    query: Any,
+    data: Any,
+    proposed_bound: float,
+    *,
+    bounds: tuple[float, float],
+    relation: str = "unbounded",
+    cap: int | None = None,
+) -> int:
+    """``D(f, x, b) = min { k >= 0 : A(f, x, k) > b }``, exactly, or ``cap`` if larger.
+
+    Parameters
+    ----------
+    query : str or Query
+        ``"mean"``, ``"median"``, a percentile, ``"sum"`` or ``"count"``.
+    data : array_like
+        Finite values, clipped to ``bounds``.
+    proposed_bound : float
+        ``b > 0``.
+    bounds : (float, float)
+        Public ``(lower, upper)``.
+    relation : {"unbounded", "bounded"}
+        Neighbour relation.
+    cap : int, optional
+        Stop at this distance (``None``: search until ``A`` provably never exceeds ``b``).
+
+    Returns
+    -------
+    int
+        The distance; ``cap`` (or ``-1`` when uncapped and ``A`` never exceeds ``b``) when no
+        ``k`` below it qualifies.
+
+    Examples
+    --------
+    >>> distance_to_high_sensitivity("mean", [1.0, 2.0, 3.0, 4.0], 30.0, bounds=(0, 100))
+    2
+    """
+    from dpkit.sensitivity import at_distance
+
+    owner = "distance_to_high_sensitivity"
+    b = check_positive(owner, "proposed_bound", proposed_bound)
+    lower, upper = check_bounds(owner, bounds)
+    arr = np.clip(check_finite_array(owner, "data", data), lower, upper)
+    q = _query(query)
+    x, lo, hi = at_distance.prepare(owner, q, arr, (lower, upper))
+    limit = cap if cap is not None else x.size + 4
+    env = at_distance.upper_envelope(q, x, relation, lo, hi, x.size + 3)
+    for k, a in enumerate(at_distance.sequence(q, x, relation, lo, hi)):
+        if a > b:
+            return k
+        if k + 1 >= limit:
+            return limit if cap is not None else -1
+        if env[min(k + 1, env.size - 1) :].max() <= b:  # A(k') <= B(k') <= b for all k' > k
+            return cap if cap is not None else -1
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def propose_test_release(
+    data: Any,
+    query: Any,
+    proposed_bound: float,
+    *,
+    epsilon: float,
+    delta: float,
+    bounds: tuple[float, float],
+    relation: str = "unbounded",
+    test_fraction: float = 0.5,
+    rng: Any = None,
+    accountant: Any = None,
+) -> Release:
+    """Release ``query(data)`` by propose-test-release, or refuse.
+
+    Parameters
+    ----------
+    data : array_like
+        Finite values (one per person), clipped to ``bounds``.
+    query : str or Query
+        ``"mean"``, ``"median"``, a :func:`dpkit.queries.percentile`, ``"sum"``, ``"count"``.
+    proposed_bound : float
+        The proposed local-sensitivity bound ``b > 0``, chosen without looking at the data.
+    epsilon : float
+        Total privacy parameter (test plus release), finite and > 0.
+    delta : float
+        In (0, 1): the probability of releasing when ``x`` is at high sensitivity.
+    bounds : (float, float)
+        Public ``(lower, upper)`` (the book's ``u`` is ``bounds=(0, u)``).
+    relation : {"unbounded", "bounded"}
+        Neighbour relation.
+    test_fraction : float
+        Share of ``epsilon`` spent on the test, in (0, 1).
+    rng
+        ``None`` (secure), an ``int`` seed or a bit source.
+    accountant : optional
+        Charged ``ApproxDP(epsilon, delta)`` before the test, whatever its outcome.
+
+    Returns
+    -------
+    Release
+        ``refused=False`` with ``value`` and ``scale = (b + g) / epsilon_release``, or
+        ``refused=True`` with ``value=None``. ``privacy = ApproxDP(epsilon, delta)`` either
+        way. ``details``: ``noisy_distance`` and ``threshold`` (private / public),
+        ``proposed_bound``, ``epsilon_test``, ``epsilon_release``, ``cap``, and the
+        diagnostic ``distance`` (``min(D, cap)``, read from the data: not private).
+
+    Raises
+    ------
+    TypeError
+        Non-numeric input.
+    ParameterError
+        ``proposed_bound <= 0``, ``delta`` outside (0, 1), ``epsilon <= 0``, bad bounds, NaN or
+        empty data, ``test_fraction`` outside (0, 1), queries without an exact ``A``.
+
+    Privacy
+    -------
+    ``(epsilon, delta)``-DP under ``relation`` (module docstring: the test and the release each
+    spend their share; ``delta`` covers the test passing at high sensitivity).
+
+    Notes
+    -----
+    Cost: one sort plus the exact ``A(f, x, k)`` for ``k <= min(D, C)``,
+    ``C = ceil(T + 60 / epsilon_test)``.
+
+    Examples
+    --------
+    >>> ages = np.arange(20.0, 70.0).repeat(100)
+    >>> rel = propose_test_release(ages, "mean", 0.05, epsilon=2.0, delta=1e-6,
+    ...                            bounds=(0, 100), rng=0)
+    >>> rel.refused, round(rel.value, 2), round(rel.details["threshold"], 2)
+    (False, 44.47, 13.12)
+    >>> propose_test_release(ages, "mean", 0.001, epsilon=2.0, delta=1e-6, bounds=(0, 100),
+    ...                      rng=0).refused
+    True
+    """
+    b = check_positive(_OWNER, "proposed_bound", proposed_bound)
+    eps = check_positive(_OWNER, "epsilon", epsilon)
+    dlt = check_delta(_OWNER, delta, allow_zero=False)
+    lower, upper = check_bounds(_OWNER, bounds)
+    frac = check_positive(_OWNER, "test_fraction", test_fraction)
+    if not frac < 1:
+        raise ParameterError(f"{_OWNER}: `test_fraction` must be in (0, 1); got {test_fraction!r}")
+    if relation not in ("bounded", "unbounded"):
+        raise ParameterError(
+            f"{_OWNER}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
+        )
+    arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
+    q = _query(query)
+    eps_test, eps_rel = eps * frac, eps * (1 - frac)
+    g_test = spacing_for(1 / eps_test)
+    threshold = ptr_threshold(eps_test, dlt, g_test)
+    cap = _cap(threshold, eps_test)
+    distance = distance_to_high_sensitivity(
+        q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
+    )
+    cost = ApproxDP(eps, dlt)
+    spend(accountant, cost, _OWNER)
+    source = as_source(rng)
+    noisy, _ = laplace_on_grid(float(distance), 1.0, eps_test, g_test, source)
+    noisy_distance = float(noisy[0])
+    details: dict[str, Any] = {
+        "noisy_distance": noisy_distance,
+        "threshold": threshold,
+        "proposed_bound": b,
+        "epsilon_test": eps_test,
+        "epsilon_release": eps_rel,
+        "cap": cap,
+        "distance": distance,
+    }
+    if not noisy_distance > threshold:
+        return Release(
+            value=None,
+            mechanism="propose_test_release",
+            privacy=cost,
+            refused=True,
+            details=details,
+        )
+    vals, scale = laplace_on_grid(q(arr), b, eps_rel, spacing_for(b / eps_rel), source)
+    return Release(
+        value=float(vals[0]),
+        mechanism="propose_test_release",
+        privacy=cost,
+        scale=scale,
+        details=details,
+    )

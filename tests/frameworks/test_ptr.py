@@ -1,0 +1,169 @@
+"""Propose-test-release: distance against brute force, refusal rates, privacy cost, errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import dpkit
+from dpkit.frameworks import distance_to_high_sensitivity, propose_test_release, ptr_threshold
+
+UNI = [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def _ls1(y: tuple[float, ...], f) -> float:
+    if len(y) < 1:
+        return 0.0
+    fy = f(y)
+    nbrs = [(*y, v) for v in UNI] + [y[:i] + y[i + 1 :] for i in range(len(y)) if len(y) > 1]
+    return max(abs(fy - f(z)) for z in nbrs)
+
+
+def _ball(x: tuple[float, ...], k: int) -> set[tuple[float, ...]]:
+    out = set()
+    for r in range(k + 1):
+        for removed in itertools.combinations(range(len(x)), r):
+            kept = [v for i, v in enumerate(x) if i not in removed]
+            for a in range(k - r + 1):
+                for added in itertools.combinations_with_replacement(UNI, a):
+                    if kept or added:  # datasets of size 0 are out of scope
+                        out.add(tuple(sorted(kept + list(added))))
+    return out
+
+
+def _brute_distance(x: list[float], f, b: float, kmax: int = 4) -> int:
+    for k in range(kmax + 1):
+        if max(_ls1(y, f) for y in _ball(tuple(sorted(x)), k)) > b:
+            return k
+    return kmax + 1
+
+
+@pytest.mark.parametrize("name", ["mean", "median"])
+def test_distance_matches_brute_force(name: str) -> None:
+    f = (lambda y: float(np.mean(y))) if name == "mean" else (lambda y: float(np.median(y)))
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        x = rng.integers(0, 5, int(rng.integers(2, 5))).astype(float).tolist()
+        b = float(rng.choice([0.2, 0.4, 0.6, 1.0, 1.5]))
+        want = _brute_distance(x, f, b, kmax=3)
+        got = distance_to_high_sensitivity(name, x, b, bounds=(0, 4), cap=4)
+        assert got == want, (x, b)
+
+
+def test_threshold_is_the_derived_formula() -> None:
+    assert ptr_threshold(0.5, 1e-6) == pytest.approx(math.log(1 / 2e-6) / 0.5)
+
+
+def test_refuses_at_high_sensitivity_at_the_rate_the_theorem_predicts() -> None:
+    # D = 0 (b below LS): passing needs Lap(1/eps_t) > T, probability exp(-eps_t T)/2 = delta
+    delta = 0.05
+    x = [1.0, 2.0, 3.0]
+    passes = sum(
+        not propose_test_release(
+            x, "mean", 0.01, epsilon=2.0, delta=delta, bounds=(0, 10), rng=s
+        ).refused
+        for s in range(2000)
+    )
+    # binomial(2000, 0.05): 4 standard deviations = 39
+    assert abs(passes - 2000 * delta) <= 4 * math.sqrt(2000 * delta * (1 - delta))
+
+
+def test_pass_rate_at_known_distance_matches_laplace_tail() -> None:
+    # the distance (checked against brute force above) is 3 here
+    x = [2.0, 2.0, 2.0, 2.0]
+    d = distance_to_high_sensitivity("median", x, 0.5, bounds=(0, 4))
+    assert d == _brute_distance(x, lambda y: float(np.median(y)), 0.5, kmax=3) == 3
+    eps_t, delta = 1.0, 0.02
+    t = ptr_threshold(eps_t, delta)  # ln(25) = 3.22 > d
+    p_pass = 0.5 * math.exp(-(t - d) * eps_t)  # P[Lap(1) > T - d]
+    n = 2000
+    passes = sum(
+        not propose_test_release(
+            x, "median", 0.5, epsilon=2.0, delta=delta, bounds=(0, 4), rng=s
+        ).refused
+        for s in range(n)
+    )
+    assert abs(passes - n * p_pass) <= 4 * math.sqrt(n * p_pass * (1 - p_pass))
+
+
+def test_release_and_refusal_both_charge_the_full_cost() -> None:
+    spends = []
+
+    class Fake:
+        def spend(self, cost, *, label):
+            spends.append((cost, label))
+
+    ages = np.arange(20.0, 70.0).repeat(100)
+    ok = propose_test_release(
+        ages, "mean", 0.05, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=Fake()
+    )
+    no = propose_test_release(
+        ages, "mean", 1e-4, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=Fake()
+    )
+    assert not ok.refused and no.refused and no.value is None
+    assert ok.privacy == no.privacy == dpkit.ApproxDP(2.0, 1e-6)
+    assert [c for c, _ in spends] == [dpkit.ApproxDP(2.0, 1e-6)] * 2
+    assert ok.scale == pytest.approx(0.05 / 1.0, rel=1e-6)
+    assert ok.details["threshold"] == pytest.approx(ptr_threshold(1.0, 1e-6), rel=1e-6)
+    assert abs(ok.value - ages.mean()) < 1
+
+
+def test_released_values_on_neighbours_respect_the_claim() -> None:
+    # both datasets are far from high sensitivity, so releases are Laplace(b / eps_r) around
+    # each mean; the means differ by at most b. Bins with mass >= 0.05 over 1500 draws have
+    # log-ratio standard error <= sqrt(2 / 75) = 0.16; allow 3.
+    x = np.full(50, 10.0)
+    y = x.copy()
+    y[0] = 0.0  # a neighbour under replacement; mean moves by 0.2 = b
+    b, eps = 0.2, 2.0
+    a = [
+        propose_test_release(
+            x, "mean", b, epsilon=eps, delta=1e-3, bounds=(0, 10), relation="bounded", rng=s
+        ).value
+        for s in range(1500)
+    ]
+    c = [
+        propose_test_release(
+            y, "mean", b, epsilon=eps, delta=1e-3, bounds=(0, 10), relation="bounded", rng=9000 + s
+        ).value
+        for s in range(1500)
+    ]
+    assert None not in a and None not in c
+    edges = np.linspace(9.0, 10.6, 9)
+    ha = np.histogram(a, edges)[0] / 1500
+    hc = np.histogram(c, edges)[0] / 1500
+    keep = (ha >= 0.05) & (hc >= 0.05)
+    assert keep.sum() >= 3
+    assert np.abs(np.log(ha[keep] / hc[keep])).max() <= eps / 2 + 3 * math.sqrt(2 / 75)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"delta": -0.1}, "delta"),
+        ({"proposed_bound": 0.0}, "proposed_bound"),
+        ({"proposed_bound": -1.0}, "proposed_bound"),
+        ({"epsilon": 0}, "epsilon"),
+        ({"data": [1.0, float("nan")]}, "NaN"),
+        ({"bounds": (10, 0)}, "lower < upper"),
+        ({"test_fraction": 1.0}, "test_fraction"),
+        ({"relation": "sideways"}, "relation"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(kwargs: dict, match: str) -> None:
+    args = {
+        "data": [1.0, 2.0, 3.0],
+        "query": "mean",
+        "proposed_bound": 0.5,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "bounds": (0, 10),
+    }
+    args.update(kwargs)
+    with pytest.raises(dpkit.ParameterError, match=match):
+        propose_test_release(**args)
