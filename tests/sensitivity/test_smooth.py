@@ -86,3 +86,34 @@ def test_bad_beta_and_query() -> None:
         sens.smooth("std", [1.0], beta=1.0, relation="bounded", bounds=(0, 1))
     with pytest.raises(ParameterError, match="outside"):
         sens.smooth("median", [2.0], beta=1.0, relation="bounded", bounds=(0, 1))
+
+
+def test_envelope_bounds_every_distance() -> None:
+    # The stopping rule is only as sound as its envelope B(k) >= A(f, x, k).
+    from dpkit.queries import resolve
+    from dpkit.sensitivity import at_distance
+
+    rng = np.random.default_rng(8)
+    for _ in range(150):
+        n = int(rng.integers(1, 15))
+        x = np.sort(rng.integers(0, 11, n).astype(float))
+        for rel in ("bounded", "unbounded"):
+            for name in ("median", "p10", "p75", "p0", "p100", "mean", "sum", "count"):
+                q = resolve(name)
+                env = at_distance.upper_envelope(q, x, rel, 0.0, 10.0, n + 3)
+                seq = at_distance.sequence(q, x, rel, 0.0, 10.0)
+                for k, a in zip(range(n + 4), seq, strict=False):
+                    assert a <= env[k] + 1e-12
+
+
+def test_long_ties_are_fast() -> None:
+    # Adult-like ages: the middle value repeats ~900 times, so the maximum sits near
+    # k = 800 (unbounded); the envelope lets the scan skip the distances that cannot matter.
+    rng = np.random.default_rng(9)
+    ages = rng.integers(17, 91, size=32_561).astype(float)
+    got = sens.smooth("median", ages, beta=0.1, relation="unbounded", bounds=(0, 100))
+    assert got.k > 100
+    assert got.sensitivity == pytest.approx(
+        math.exp(-0.1 * got.k)
+        * sens.local_at_distance("median", ages, got.k, relation="unbounded", bounds=(0, 100))
+    )

@@ -9,7 +9,7 @@ built on it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -136,8 +136,22 @@ def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, f
     return x, lower, upper
 
 
-def sequence(q: Query, x: np.ndarray, relation: str, lower: float, upper: float) -> Iterator[float]:
-    """Yield ``A(f, x, 0), A(f, x, 1), ...`` forever (non-decreasing)."""
+def sequence(
+    q: Query,
+    x: np.ndarray,
+    relation: str,
+    lower: float,
+    upper: float,
+    floor: Callable[[int], float] | None = None,
+) -> Iterator[float]:
+    """Yield ``A(f, x, 0), A(f, x, 1), ...`` forever (non-decreasing).
+
+    With ``floor``, the ``k``-th value is only guaranteed exact when it exceeds ``floor(k)``;
+    otherwise it is some value ``<= max(floor(k), A(f, x, k))`` no smaller than the previous
+    one. Callers that only compare ``A`` with a threshold (the smooth-sensitivity scan,
+    propose-test-release's distance) pass the threshold and skip every dataset shape that
+    provably cannot exceed it, which keeps data with long runs of ties fast.
+    """
     n = x.size
     kind = q.kind
     if kind == "count":
@@ -160,7 +174,8 @@ def sequence(q: Query, x: np.ndarray, relation: str, lower: float, upper: float)
     best = 0.0
     k = 0
     while True:
-        best = max(best, diag(q, x, relation, lower, upper, k))
+        cut = -1.0 if floor is None else max(floor(k), best)
+        best = max(best, diag(q, x, relation, lower, upper, k, cut))
         yield best
         k += 1
 
@@ -178,7 +193,7 @@ def _diagonal_pairs(n: int, k: int, relation: str) -> tuple[np.ndarray, np.ndarr
 
 
 def _mean_diagonal(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int
+    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int, cut: float
 ) -> float:
     """Largest ``LS_1`` (unbounded mean) over datasets with exactly ``r`` removals, ``a`` adds."""
     n = x.size
@@ -243,17 +258,31 @@ def _move_intervals(
 
 
 def _percentile_diagonal(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int
+    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int, cut: float
 ) -> float:
     n = x.size
     assert q.q is not None
-    r, a = _diagonal_pairs(n, k, relation)
-    if r.size == 0:
+    if cut >= 0:
+        env = _percentile_envelope(x, lower, upper, q.q, relation, np.asarray([k]))
+        if env[0] <= cut:  # O(1) test: nothing at this distance can beat the threshold
+            return 0.0
+    r0, a0 = _diagonal_pairs(n, k, relation)
+    if r0.size == 0:
         return 0.0
-    m = n - r + a
+    m0 = n - r0 + a0
     best = 0.0
-    for start, end, allowed in _move_intervals(q.q, m, relation):
-        t = np.floor(start).astype(np.int64)
+    for start0, end0, allowed0 in _move_intervals(q.q, m0, relation):
+        t0 = np.floor(start0).astype(np.int64)
+        # Pruning: every value below is w0 g0 + w1 g1 <= (end - start) (y[t+2] - y[t]) and
+        # y[t] >= xt[t - a], y[t+2] <= xt[t + r + 2]; shapes that cannot beat `cut` are skipped.
+        ub = (end0 - start0) * (
+            _order.padded(x, lower, upper, t0 + r0 + 2) - _order.padded(x, lower, upper, t0 - a0)
+        )
+        keep = allowed0 & (ub > max(cut, best))
+        if not np.any(keep):
+            continue
+        r, a, start, end, allowed = r0[keep], a0[keep], start0[keep], end0[keep], allowed0[keep]
+        t = t0[keep]
         w0 = np.minimum(end, t + 1) - start
         w1 = np.maximum(end - (t + 1), 0.0)
         # expand over p = 0..a (records added at `lower`), i = t - p
@@ -280,25 +309,43 @@ def _percentile_diagonal(
     return best
 
 
+def _percentile_envelope(
+    x: np.ndarray, lower: float, upper: float, q: float, relation: str, ks: np.ndarray
+) -> np.ndarray:
+    h = q * (x.size - 1)
+    c = 1.0 if relation == "bounded" else max(q, 1.0 - q)
+    spread = np.ceil(c * ks).astype(np.int64)
+    hi = _order.padded(x, lower, upper, math.ceil(h) + spread + 3)
+    lo = _order.padded(x, lower, upper, math.floor(h) - spread - 3)
+    return np.asarray(hi - lo, dtype=np.float64)
+
+
 def upper_envelope(
     q: Query, x: np.ndarray, relation: str, lower: float, upper: float, kmax: int
 ) -> np.ndarray:
     """An upper bound ``B[k] >= A(f, x, k)`` for ``k = 0..kmax``, non-decreasing in ``k``.
 
-    Used by the smooth-sensitivity stopping rule. Percentiles: every order statistic of a
-    dataset within distance ``k`` at position ``j`` lies in ``[xt[j - k], xt[j + k]]`` and the
-    positions that matter lie within ``k + 2`` of ``q (n - 1)``, so ``A(f, x, k) <=
-    xt[ceil(h) + 2k + 3] - xt[floor(h) - 2k - 3]``. Mean (unbounded): ``LS_1(y) <= (upper -
-    lower) / max(|y|, 2)`` and ``|y| >= n - k``.
+    Used by the smooth-sensitivity stopping rule and to skip hopeless distances.
+    Percentiles, with ``h = q (n - 1)``: a dataset with ``r`` removals and ``a`` additions has
+    its percentile position at ``h + q (a - r)``, and every term of ``LS_1`` is at most the
+    spread of its order statistics ``t .. t + 2`` around that position; those lie between
+    data positions ``h - c k - 2`` and ``h + c k + 2`` with ``c = max(q, 1 - q)`` unbounded
+    and ``c = 1`` bounded, so ``A(f, x, k) <= xt[ceil(h) + ceil(c k) + 3] - xt[floor(h) -
+    ceil(c k) - 3]``. Mean (unbounded): ``LS_1(y) <= (upper - lower) / max(|y|, 2)`` and
+    ``|y| >= n - k``; bounded ``(upper - lower) / n``. Sum and count: their constant ``A``.
     """
     ks = np.arange(kmax + 1, dtype=np.int64)
     n = x.size
     if q.kind == "percentile":
         assert q.q is not None
-        h = q.q * (n - 1)
-        hi = _order.padded(x, lower, upper, math.ceil(h) + 2 * ks + 3)
-        lo = _order.padded(x, lower, upper, math.floor(h) - 2 * ks - 3)
-        return np.asarray(hi - lo, dtype=np.float64)
+        return _percentile_envelope(x, lower, upper, q.q, relation, ks)
     if q.kind == "mean":
+        if relation == "bounded":
+            return np.full(ks.size, (upper - lower) / n)
         return (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
+    if q.kind == "sum":
+        top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
+        return np.full(ks.size, float(top))
+    if q.kind == "count":
+        return np.full(ks.size, 0.0 if relation == "bounded" else 1.0)
     raise InternalError(f"no envelope for {q.kind!r}")

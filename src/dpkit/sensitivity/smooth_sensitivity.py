@@ -104,7 +104,13 @@ def smooth(
     b = check_beta(owner, beta)
     rel = check_relation(owner, relation)
     x, lower, upper = at_distance.prepare(owner, q, data, bounds)
-    seq = at_distance.sequence(q, x, rel, lower, upper)
+    best, best_k = -1.0, 0
+
+    def floor(k: int) -> float:
+        # A(k) only matters if exp(-beta k) A(k) can beat the best value so far
+        return best * math.exp(min(b * k, 700.0)) if best > 0 else 0.0
+
+    seq = at_distance.sequence(q, x, rel, lower, upper, floor)
     if q.kind in ("count", "sum") or (q.kind == "mean" and rel == "bounded"):
         # A(f, x, k) is the same for every k >= 1, so only k = 0 and k = 1 can attain the max
         a0, a1 = next(seq), next(seq)
@@ -118,7 +124,6 @@ def smooth(
     weighted = np.exp(-b * np.arange(kmax + 1)) * env
     # tail[k] = max_{k' >= k} exp(-beta k') B(k'); past kmax B is constant and exp decreases
     tail = np.maximum.accumulate(weighted[::-1])[::-1]
-    best, best_k = -1.0, 0
     for k, a in enumerate(seq):
         val = math.exp(-b * k) * a
         if val > best:
