@@ -4,7 +4,7 @@ See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` e
 secure randomness.
 """
 
-from dpkit import datasets, errors, mechanisms, queries, samplers, sensitivity
+from dpkit import compare, datasets, errors, frameworks, mechanisms, queries, samplers, sensitivity
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
 from dpkit.accounting.accountant import Accountant
 from dpkit.accounting.composition import (
@@ -20,6 +20,13 @@ from dpkit.errors import (
     LedgerError,
     ParameterError,
     UnsafeReleaseError,
+)
+from dpkit.frameworks import (
+    inverse_sensitivity,
+    inverse_sensitivity_finite,
+    propose_test_release,
+    sample_and_aggregate,
+    smooth_sensitivity_release,
 )
 from dpkit.mechanisms import (
     DiscreteGaussian,
@@ -55,14 +62,21 @@ __all__ = [
     "UnsafeReleaseError",
     "advanced_composition",
     "bounded_range_to_zcdp",
+    "compare",
     "datasets",
     "errors",
+    "frameworks",
+    "inverse_sensitivity",
+    "inverse_sensitivity_finite",
     "mechanisms",
     "parallel_composition",
+    "propose_test_release",
     "pure_to_zcdp",
     "queries",
+    "sample_and_aggregate",
     "samplers",
     "sensitivity",
     "sequential_composition",
+    "smooth_sensitivity_release",
     "zcdp_to_approx",
 ]

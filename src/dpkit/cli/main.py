@@ -21,6 +21,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.demo",
     "dpkit.cli.budget",
     "dpkit.cli.sensitivity",
+    "dpkit.cli.compare",
 )
 
 

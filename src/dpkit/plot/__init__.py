@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpkit.plot.compare import plot_comparison
 from dpkit.plot.sensitivity import median_neighbours, sensitivity_by_distance
 
-__all__ = ["median_neighbours", "require_pyplot", "sensitivity_by_distance"]
+__all__ = ["median_neighbours", "plot_comparison", "require_pyplot", "sensitivity_by_distance"]
 
 
 def require_pyplot() -> Any:
