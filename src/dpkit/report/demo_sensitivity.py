@@ -55,6 +55,7 @@ def _figures(ctx: Any, rows: Any) -> None:
     fig, ax = plt.subplots(figsize=(9, 5))
     sensitivity_by_distance(rows=rows, ax=ax)
     ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_ylim(bottom=0)
     fig.tight_layout()
     path = ctx.out / "sensitivity_by_distance.png"
     fig.savefig(path, dpi=120)
