@@ -18,6 +18,7 @@ __all__ = ["SECTIONS", "DemoContext", "run_demo"]
 SECTIONS: tuple[str, ...] = (
     "dpkit.report.demo_mechanisms",
     "dpkit.report.demo_sensitivity",
+    "dpkit.report.demo_frameworks",
     "dpkit.report.demo_budget",
 )
 
