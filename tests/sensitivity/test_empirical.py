@@ -105,3 +105,13 @@ def test_bad_input() -> None:
         sens.empirical_local("mean", [], SEED_UNIVERSE, relation="bounded")
     with pytest.raises(ParameterError, match="`norm`"):
         sens.empirical_global(queries.histogram([0, 5, 12]), SEED_UNIVERSE, 3, relation="bounded")
+
+
+def test_progress_bar_only_when_asked_or_long_on_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sens.empirical_global("mean", SEED_UNIVERSE, 3, relation="unbounded")
+    assert capsys.readouterr().err == ""  # short run, and stderr is not a terminal here
+    value = sens.empirical_global("mean", SEED_UNIVERSE, 3, relation="unbounded", progress=True)
+    assert "empirical_global" in capsys.readouterr().err
+    assert value == sens.empirical_global("mean", SEED_UNIVERSE, 3, relation="unbounded")
