@@ -1,0 +1,163 @@
+"""Local-sensitivity framework benchmarks.
+
+Tasks:
+
+``inverse median 1e6``
+    A private median of 10^6 values uniform on [0, 100], epsilon 1, bounds [0, 100]. Rows:
+    NumPy's sort of the same array (the reference: the mechanism needs sorted data), dpkit's
+    exact continuous inverse-sensitivity mechanism, OpenDP's ``make_private_quantile`` (on a
+    grid of 1,001 candidates; ``scale`` set so that ``map(1) == 1``, symmetric distance) and
+    diffprivlib's ``tools.median``. Error: the median over 20 releases of
+    ``|release - numpy.median(x)|``.
+``smooth median 1e6``
+    dpkit's smooth-sensitivity release of the median of the same data, with Laplace
+    (``delta = 1e-6``) and Cauchy noise; NumPy's median as the reference time. Error: the
+    median over 20 releases of ``|release - median|``.
+``compare adult 1000``
+    ``dpkit.compare`` with 1,000 trials of every method on Adult's Age (mean, then median).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks._harness import Table, optional_import, timeit
+
+N = 10**6
+EPSILON = 1.0
+BOUNDS = (0.0, 100.0)
+SEED = 20261122  # the data only; dpkit rows use secure randomness
+RELEASES = 20
+
+INVERSE = "inverse median 1e6"
+SMOOTH = "smooth median 1e6"
+COMPARE = "compare adult 1000"
+
+
+def _guard(table: Table, task: str, impl: str, fn: Any) -> None:
+    try:
+        fn()
+    except Exception as exc:  # a competitor's failure becomes a row, not a crash
+        table.missing(task, impl, exc)
+
+
+def _median_error(release: Any, truth: float) -> float:
+    return float(np.median([abs(float(release()) - truth) for _ in range(RELEASES)]))
+
+
+def bench_inverse(table: Table, x: np.ndarray) -> None:
+    truth = float(np.median(x))
+    table.add(INVERSE, "numpy", timeit(lambda: np.sort(x)), note="np.sort of the data")
+
+    def dpkit_row() -> None:
+        from dpkit.frameworks import inverse_sensitivity
+
+        def rel() -> float:
+            return inverse_sensitivity(x, "median", epsilon=EPSILON, bounds=BOUNDS).value
+
+        table.add(
+            INVERSE,
+            "dpkit",
+            timeit(rel),
+            error=_median_error(rel, truth),
+            note="exact continuous mechanism, secure rng",
+        )
+
+    _guard(table, INVERSE, "dpkit", dpkit_row)
+
+    def opendp_row() -> None:
+        dp = optional_import("opendp.prelude")
+        if dp is None:
+            raise ImportError("opendp is not installed (pip install 'dpkit[bench]')")
+        dp.enable_features("contrib")
+        cands = np.linspace(*BOUNDS, 1001).tolist()
+        space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
+        m = dp.m.make_private_quantile(
+            *space, dp.max_divergence(), candidates=cands, alpha=0.5, scale=1.0
+        )
+        scale = 1.0 * float(m.map(1)) / EPSILON
+        m = dp.m.make_private_quantile(
+            *space, dp.max_divergence(), candidates=cands, alpha=0.5, scale=scale
+        )
+        xs = x.tolist()
+        table.add(
+            INVERSE,
+            "opendp",
+            timeit(lambda: m(xs)),
+            error=_median_error(lambda: m(xs), truth),
+            note=f"make_private_quantile, 1001 candidates, eps {float(m.map(1)):g}; list input",
+        )
+
+    _guard(table, INVERSE, "opendp", opendp_row)
+
+    def diffprivlib_row() -> None:
+        from diffprivlib.tools import median
+
+        def rel() -> float:
+            return float(median(x, epsilon=EPSILON, bounds=BOUNDS))
+
+        table.add(
+            INVERSE,
+            "diffprivlib",
+            timeit(rel),
+            error=_median_error(rel, truth),
+            note="tools.median (exponential mechanism over intervals)",
+        )
+
+    _guard(table, INVERSE, "diffprivlib", diffprivlib_row)
+
+
+def bench_smooth(table: Table, x: np.ndarray) -> None:
+    truth = float(np.median(x))
+    table.add(SMOOTH, "numpy", timeit(lambda: np.median(x)), note="np.median (no privacy)")
+
+    def rows() -> None:
+        from dpkit.frameworks import smooth_sensitivity_release
+
+        for noise, delta in (("laplace", 1e-6), ("cauchy", 0.0)):
+
+            def rel(noise: str = noise, delta: float = delta) -> float:
+                out = smooth_sensitivity_release(
+                    x, "median", epsilon=EPSILON, delta=delta, bounds=BOUNDS, noise=noise
+                )
+                return float(out.value)
+
+            table.add(
+                SMOOTH,
+                f"dpkit {noise}",
+                timeit(rel, repeat=3),
+                error=_median_error(rel, truth),
+                note=f"smooth sensitivity + exact {noise} noise on a grid",
+            )
+
+    _guard(table, SMOOTH, "dpkit", rows)
+
+
+def bench_compare(table: Table) -> None:
+    def rows() -> None:
+        from dpkit.compare import compare
+        from dpkit.datasets import load_adult
+
+        ages = load_adult()["Age"].to_numpy().astype(float)
+        delta = 1 / ages.size**2
+        for stat in ("mean", "median"):
+            secs = timeit(
+                lambda stat=stat: compare(
+                    ages, stat, bounds=BOUNDS, epsilon=EPSILON, delta=delta, trials=1000
+                ),
+                repeat=1,
+                warmup=0,
+            )
+            table.add(COMPARE, f"dpkit {stat}", secs, note="all methods x 1,000 trials")
+
+    _guard(table, COMPARE, "dpkit", rows)
+
+
+def run(table: Table) -> None:
+    """Add the ``inverse median``, ``smooth median`` and ``compare`` rows to ``table``."""
+    x = np.random.default_rng(SEED).uniform(*BOUNDS, size=N)
+    bench_inverse(table, x)
+    bench_smooth(table, x)
+    bench_compare(table)
