@@ -282,7 +282,42 @@ class _LazyUniform:
             level += 1
 
 
+def _rational_sqrt(q: Fraction) -> Fraction | None:
+    a, b = math.isqrt(q.numerator), math.isqrt(q.denominator)
+    return Fraction(a, b) if a * a == q.numerator and b * b == q.denominator else None
+
+
+def _cdf_rational(z: Fraction, df: int) -> Fraction | None:
+    """The CDF value when it is rational (digits then come from integer division).
+
+    ``z = 0`` gives 1/2; Cauchy at ``z = +-1`` gives 1/4, 3/4 (``atan(+-1) = +-pi/4``); an
+    even ``df`` gives a rational value exactly when ``df + z**2`` is a rational square (the
+    closed form has no ``atan`` then). Otherwise the value is irrational (``atan(z)/pi`` is
+    rational for rational ``z`` only at 0 and +-1), which :class:`DecimalReal` needs to settle.
+    """
+    if z == 0:
+        return Fraction(1, 2)
+    if df == 1 and abs(z) == 1:
+        return Fraction(1, 2) + (Fraction(1, 4) if z > 0 else Fraction(-1, 4))
+    if df % 2 == 0:
+        root = _rational_sqrt(df + z * z)
+        if root is None:
+            return None
+        sin = z / root
+        cos2 = Fraction(df) / (df + z * z)
+        coef = powc = total = Fraction(1)
+        for j in range(1, (df - 2) // 2 + 1):
+            coef = coef * (2 * j - 1) / (2 * j)
+            powc = powc * cos2
+            total += coef * powc
+        return Fraction(1, 2) + sin * total / 2
+    return None
+
+
 def _cdf_real(z: Fraction, df: int) -> ExactReal:
+    exact = _cdf_rational(z, df)
+    if exact is not None:
+        return RationalReal(exact)
     # amplification: a handful of correctly rounded operations on values of size <= 10**3
     return DecimalReal(lambda: student_t_cdf(z, df), slack=25)
 
@@ -513,7 +548,14 @@ def exp_weighted_choice(
                 real = RationalReal(Fraction(0))
                 cache[j] = real
                 return real
-            real = _AcceptReal(rate * (int(e[j]) - e_min), wi / (scale_c * int(prop[j])))
+            x = rate * (int(e[j]) - e_min)
+            rr = wi / (scale_c * int(prop[j]))
+            if x == 0:  # exp(0) R is rational: exact digits by integer division
+                if rr > 1:
+                    raise InternalError(f"exp_weighted_choice: acceptance probability {rr} > 1")
+                real = RationalReal(rr)
+            else:
+                real = _AcceptReal(x, rr)
             cache[j] = real
         return real
 
