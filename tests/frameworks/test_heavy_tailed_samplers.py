@@ -142,4 +142,4 @@ def test_rational_cdf_boundaries_are_handled_exactly(chi2_pvalue) -> None:
     pmf = _rounded_pmf(stats.cauchy.cdf, 0.5, support)
     assert chi2_pvalue(k, support, pmf) > 1e-3
     # an even df with df + z**2 a square: t_4 at z = 3/2 is exactly 112/125
-    assert rounded_student_t(4, Fraction(2, 3), 50, rng=1).size == 50
+    assert rounded_student_t(4, Fraction(1, 3), 50, rng=1).size == 50  # h = 3: z = 3/2 at k = 0
