@@ -174,7 +174,8 @@ def sequence(
     best = 0.0
     k = 0
     while True:
-        cut = -1.0 if floor is None else max(floor(k), best)
+        # shapes that cannot beat A(k - 1) (or the caller's floor) cannot change the result
+        cut = best if floor is None else max(floor(k), best)
         best = max(best, diag(q, x, relation, lower, upper, k, cut))
         yield best
         k += 1
