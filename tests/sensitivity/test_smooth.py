@@ -94,7 +94,7 @@ def test_envelope_bounds_every_distance() -> None:
     from dpkit.sensitivity import at_distance
 
     rng = np.random.default_rng(8)
-    for _ in range(150):
+    for _ in range(50):
         n = int(rng.integers(1, 15))
         x = np.sort(rng.integers(0, 11, n).astype(float))
         for rel in ("bounded", "unbounded"):
