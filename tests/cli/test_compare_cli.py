@@ -75,4 +75,4 @@ def test_csv_column_and_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["compare", "--data", str(csv), "--column", "nope", "--trials", "5"]) == 2
     assert "--column" in capsys.readouterr().err
     assert main(["compare", "--bounds", "100", "--trials", "5"]) == 2
-    assert main(["compare", "--methods", "inverse_sensitivity", "--trials", "5"]) == 2
+    assert main(["compare", "--methods", "inverse,magic", "--trials", "5"]) == 2

@@ -244,7 +244,8 @@ def test_large_data_accuracy() -> None:
         ({"data": [1.0, float("nan")]}, dpkit.ParameterError, "NaN"),
         ({"data": []}, dpkit.ParameterError, "empty"),
         ({"grid": [1.0, 50.0]}, dpkit.ParameterError, "grid"),
-        ({"query": "mean"}, dpkit.ParameterError, "median"),
+        ({"query": "mean", "grid": [1.0]}, dpkit.ParameterError, "grid"),
+        ({"query": "var"}, dpkit.ParameterError, "median"),
         ({"query": "percentile"}, dpkit.ParameterError, "percentile"),
         ({"query": "percentile", "percentile": 101}, dpkit.ParameterError, "percentile"),
     ],
@@ -254,3 +255,37 @@ def test_bad_input_gets_a_clear_error(kwargs: dict, exc: type, match: str) -> No
     args.update(kwargs)
     with pytest.raises(exc, match=match):
         inverse_sensitivity(**args)
+
+
+def _brute_mean_loss(x: list[float], t: float, lower: float, upper: float) -> int:
+    """Fewest replaced records (values anywhere in the bounds) giving mean t: by subsets."""
+    n = len(x)
+    for k in range(n + 1):
+        for rep in itertools.combinations(range(n), k):
+            kept = sum(v for i, v in enumerate(x) if i not in rep)
+            if (kept + k * lower) / n <= t <= (kept + k * upper) / n:
+                return k
+    raise AssertionError("unreachable")
+
+
+def test_mean_version_losses_match_brute_force() -> None:
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        x = rng.integers(0, 11, int(rng.integers(1, 7))).astype(float).tolist()
+        vals, losses = inverse_sensitivity_sample(
+            x, query="mean", epsilon=0.7, bounds=(0, 10), size=40, rng=int(rng.integers(1000))
+        )
+        for v, loss in zip(vals.tolist(), losses.tolist(), strict=True):
+            assert _brute_mean_loss(x, v, 0.0, 10.0) == loss, (x, v, loss)
+
+
+def test_mean_version_class_law(chi2_pvalue) -> None:
+    # class k has total length (room above + room below of the k-th record in line) / n
+    x = np.array([1.0, 4.0, 4.0, 9.0])
+    up = np.sort(10 - x)[::-1]
+    down = np.sort(x)[::-1]
+    w = (up + down) * np.exp(-0.5 * np.arange(1, 5))
+    _, losses = inverse_sensitivity_sample(
+        x, query="mean", epsilon=1.0, bounds=(0, 10), size=20_000, rng=3
+    )
+    assert chi2_pvalue(losses, np.arange(1, 5), w / w.sum()) > 1e-3

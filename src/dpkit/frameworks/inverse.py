@@ -240,9 +240,13 @@ def inverse_sensitivity_sample(
     arr = check_finite_array(owner, "data", data)
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
-    _name, p = quantile_of(owner, query, percentile)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    if _is_mean(query):
+        if grid is not None:
+            raise ParameterError(f"{owner}: `grid` is supported for the median and percentiles")
+        return _mean_sample(arr, eps, lower, upper, size, as_source(rng))
+    _name, p = quantile_of(owner, query, percentile)
     source = as_source(rng)
     rate = Fraction(eps) / 2
     xs = as_sorted(arr, lower, upper)
@@ -265,6 +269,49 @@ def inverse_sensitivity_sample(
     cell = start + uniform_below(length, source)
     values = (cell + 0.5) * spacing  # exact: |cell| < 2**52 and spacing a power of two
     return values, cls.ell[chosen].astype(np.int64)
+
+
+def _is_mean(query: Any) -> bool:
+    return query == "mean" if isinstance(query, str) else getattr(query, "kind", None) == "mean"
+
+
+def _mean_sample(
+    arr: np.ndarray, eps: float, lower: float, upper: float, size: int, source: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The continuous inverse-sensitivity mechanism for the mean (replace-one neighbours).
+
+    With records in grid units ``u_i`` in ``[lo, hi]``, raising the mean to ``t`` needs the
+    total to grow by ``n t - sum(u)``; one replacement adds at most ``hi - u_i``. So
+    ``len(t) = min{k : C+_k >= n t - sum(u)}`` with ``C+_k`` the sum of the ``k`` largest
+    ``hi - u_i`` (and symmetrically below the mean): constant on intervals of
+    ``s = n t - sum(u)`` of integer length ``hi - u_(i)``. Class ``k`` holds one interval each
+    side; it is drawn with exact weights, then a side and a unit cell of ``s`` uniformly, and
+    the cell's midpoint released (post-processing of the uniform point).
+    """
+    xs = as_sorted(arr, lower, upper)
+    units, lo, hi, spacing = _units(xs, lower, upper)
+    n = units.size
+    total = float(units.sum())
+    if abs(total) >= 2**52 or n * max(abs(lo), abs(hi)) >= 2**52:
+        raise ParameterError(f"{_OWNER}: too many records for the exact mean mechanism")
+    # data sorted ascending: the room above is largest first as is, the room below reversed
+    up = (hi - units).astype(np.int64)
+    down = (units - lo)[::-1].astype(np.int64)
+    c_up = np.concatenate(([0], np.cumsum(up)))
+    c_down = np.concatenate(([0], np.cumsum(down)))
+    ell = np.arange(1, n + 1)
+    weights = (up + down).astype(np.float64)
+    if not np.any(weights > 0):
+        raise ParameterError(f"{_OWNER}: bounds leave no room around the mean")
+    chosen = exp_weighted_choice(weights, ell, Fraction(eps) / 2, size, source)
+    w_up, w_down = up[chosen], down[chosen]
+    go_up = uniform_below(w_up + w_down, source) < w_up
+    width = np.where(go_up, w_up, w_down)
+    start = np.where(go_up, c_up[chosen], c_down[chosen])
+    offset = start + uniform_below(width, source)
+    sgn = np.where(go_up, 1.0, -1.0)
+    values = (total + sgn * (offset + 0.5)) * spacing / n
+    return np.clip(values, lower, upper), ell[chosen].astype(np.int64)
 
 
 def _check_grid(owner: str, grid: Any, lower: float, upper: float) -> np.ndarray:
@@ -296,10 +343,11 @@ def inverse_sensitivity(
     ----------
     data : array_like
         Finite real values (one per person); clipped to ``bounds``.
-    query : {"median", "percentile"}
+    query : {"median", "percentile", "mean"}
         The statistic: a ``p``-quantile in the set-valued sense (module docstring; for the
         median, any point between the two middle values when ``n`` is even);
-        ``percentile=`` gives ``p`` in [0, 100].
+        ``percentile=`` gives ``p`` in [0, 100]. ``"mean"`` runs the continuous mechanism for
+        the mean (``_mean_sample``; no ``grid``), private under replace-one neighbours only.
     epsilon : float
         Privacy parameter, finite and > 0.
     bounds : (float, float)
@@ -332,8 +380,10 @@ def inverse_sensitivity(
 
     Privacy
     -------
-    ``epsilon``-DP under both replace-one and add/remove neighbours (module docstring;
-    Asi and Duchi 2020 Proposition 2.1, McSherry and Talwar 2007 Theorem 6).
+    ``epsilon``-DP under both replace-one and add/remove neighbours for quantiles (module
+    docstring; Asi and Duchi 2020 Proposition 2.1, McSherry and Talwar 2007 Theorem 6); for
+    the mean under replace-one neighbours (``n`` public), where ``len`` is exactly the
+    Hamming distance to the datasets of mean ``t``.
 
     Notes
     -----
@@ -358,7 +408,7 @@ def inverse_sensitivity(
     55.0
     """
     eps = check_positive(_OWNER, "epsilon", epsilon)
-    name, p = quantile_of(_OWNER, query, percentile)
+    name, p = ("mean", 0.5) if _is_mean(query) else quantile_of(_OWNER, query, percentile)
     lower, upper = check_bounds(_OWNER, bounds)
     check_finite_array(_OWNER, "data", data)
     if grid is not None:
@@ -375,7 +425,9 @@ def inverse_sensitivity(
         size=1,
         rng=rng,
     )
-    details: dict[str, Any] = {"loss": int(losses[0]), "percentile": p * 100}
+    details: dict[str, Any] = {"loss": int(losses[0]), "statistic": name}
+    if name != "mean":
+        details["percentile"] = p * 100
     if grid is None:
         details["spacing"] = grid_for_bounds(lower, upper)
     else:
