@@ -118,10 +118,11 @@ def _prepare(
     arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
     q = resolve(query, owner=_OWNER)
     beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
-    kk = EXACT_K if exact_k is None else exact_k
-    if isinstance(kk, bool) or not isinstance(kk, int) or kk < 0:
-        raise ParameterError(f"{_OWNER}: `exact_k` must be an int >= 0; got {exact_k!r}")
-    s_val, s_k, exact = smooth_upper_bound(q, arr, beta, relation, lower, upper, kk)
+    if exact_k is not None and (
+        isinstance(exact_k, bool) or not isinstance(exact_k, int) or exact_k < 0
+    ):
+        raise ParameterError(f"{_OWNER}: `exact_k` must be None or an int >= 0; got {exact_k!r}")
+    s_val, s_k, exact = smooth_upper_bound(q, arr, beta, relation, lower, upper, exact_k)
     spacing = spacing_for((upper - lower) / eps)
     g = Fraction(spacing)
     s_star = Fraction(s_val) + g  # beta-smooth bound for the rounded statistic
@@ -147,7 +148,7 @@ def _prepare(
     }
 
 
-#: Distances up to which ``A(f, x, k)`` is computed exactly; beyond, the toolkit's envelope.
+#: A suggested ``exact_k`` when the exact scan is too slow (long runs of ties, huge data).
 EXACT_K = 128
 
 
@@ -158,7 +159,7 @@ def smooth_upper_bound(
     relation: str,
     lower: float,
     upper: float,
-    exact_k: int = EXACT_K,
+    exact_k: int | None = None,
 ) -> tuple[float, int, bool]:
     """A ``beta``-smooth upper bound on the local sensitivity: ``(S, k, exact)``.
 
@@ -170,15 +171,19 @@ def smooth_upper_bound(
     percentile's position, by at most one index while ``B`` widens by two per step), and
     ``S(x) >= A(x, 0) = LS(x)``; then ``S(x) <= e^beta S(x')`` as in NRS07 Proposition 3.1.
     When the toolkit's proven stopping rule stops before ``K0`` (the usual case), ``S`` *is*
-    the smooth sensitivity and ``exact`` is ``True``. The cap keeps the cost bounded on data
-    with long runs of ties (Adult's ages), where exact ``A`` up to the distance that matters
-    costs minutes.
+    the smooth sensitivity and ``exact`` is ``True``. ``exact_k=None`` (the default) is the
+    toolkit's exact :func:`dpkit.sensitivity.smooth` over every ``k`` that can matter; a
+    finite ``K0`` bounds the cost where that scan is long.
     """
     from dpkit.queries import resolve
     from dpkit.sensitivity import at_distance, smooth
 
     q = resolve(query, owner=_OWNER)
-    if q.kind in ("count", "sum") or (q.kind == "mean" and relation == "bounded"):
+    if (
+        exact_k is None
+        or q.kind in ("count", "sum")
+        or (q.kind == "mean" and relation == "bounded")
+    ):
         ss = smooth(q, data, beta=beta, relation=relation, bounds=(lower, upper))
         return float(ss.sensitivity), int(ss.k), True
     x, lo, hi = at_distance.prepare(_OWNER, q, data, (lower, upper))
@@ -277,10 +282,11 @@ def smooth_sensitivity_release(
     df : int
         Degrees of freedom for Student's t, in [1, 64] (default 3).
     exact_k : int, optional
-        Distances up to which ``A(f, x, k)`` is computed exactly (default ``EXACT_K = 128``);
-        past it a proven envelope keeps ``S`` a valid smooth bound (:func:`smooth_upper_bound`).
-        Raise it when ``details["exact"]`` is ``False``: tighter ``S``, more time
-        (percentiles cost about ``k**3``). A public choice, never derived from the data.
+        ``None`` (default): the exact smooth sensitivity over every ``k`` that can matter.
+        An int ``K0`` computes ``A(f, x, k)`` exactly up to ``K0`` only and uses a proven
+        envelope beyond (:func:`smooth_upper_bound`, still a valid smooth bound, maybe
+        looser; ``details["exact"]`` says which), bounding the time on data where the exact
+        scan is long. A public choice, never derived from the data.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
@@ -293,7 +299,7 @@ def smooth_sensitivity_release(
         otherwise), ``scale`` (the noise scale ``multiplier * (S + g)``); ``details``:
         ``beta``, ``noise``, ``spacing`` and the diagnostics ``smooth_sensitivity`` (``S``),
         ``k`` (the distance attaining it) and ``exact`` (``False`` when the envelope past
-        ``EXACT_K`` dominated, see :func:`smooth_upper_bound`), read from the data: **not
+        ``exact_k`` dominated, see :func:`smooth_upper_bound`), read from the data: **not
         private**.
 
     Raises
@@ -311,11 +317,11 @@ def smooth_sensitivity_release(
 
     Notes
     -----
-    The smooth sensitivity is computed over every ``k`` that can matter: exactly up to
-    ``EXACT_K`` with the toolkit's proven stopping rule, and through a proven envelope beyond
-    (:func:`smooth_upper_bound`; still a valid smooth bound, never a truncation). Cost: one
-    sort, the ``A(f, x, k)`` scan, one noise draw (Cauchy and Student's t: about 0.3 ms by
-    exact inversion).
+    The smooth sensitivity is computed over every ``k`` that can matter (the toolkit's
+    proven stopping rule, no fixed cut-off); with ``exact_k`` the tail past it goes through
+    a proven envelope (:func:`smooth_upper_bound`; a valid smooth bound, never a
+    truncation). Cost: one sort, the ``A(f, x, k)`` scan, one noise draw (Cauchy and
+    Student's t: about 0.3 ms by exact inversion).
 
     References
     ----------
