@@ -75,17 +75,24 @@ def smooth(
     lemma 3.2: ``A(x, k) <= A(y, k + 1)``).
 
     Stopping rule (proven, no fixed cut-off): ``A(f, x, k) <= B(k)`` for an explicit envelope
-    ``B`` (:func:`dpkit.sensitivity.at_distance.upper_envelope`: for percentiles the spread
-    of the sorted data ``k + 2`` positions around the percentile, for the mean ``(upper -
-    lower) / max(n - k, 2)``). The scan over ``k`` stops at the first ``k`` where
-    ``max_{k' > k} exp(-beta k') B(k') <= best so far``; this tail maximum is computed exactly
-    as a suffix maximum over ``k' <= n + 3``, beyond which ``B`` is constant and the factor
-    ``exp(-beta k')`` only decreases. For sum and count ``A`` is constant from ``k = 1`` on, so
-    ``k <= 1``; for the bounded mean likewise.
+    ``B`` (:func:`dpkit.sensitivity.at_distance.upper_envelope`: for percentiles the spread of
+    the sorted data ``ceil(c k) + 3`` positions either side of the percentile, ``c = max(q,
+    1 - q)`` unbounded and 1 bounded; for the mean ``(upper - lower) / max(n - k, 2)``). The
+    scan over ``k`` stops at the first ``k`` where ``max_{k' > k} exp(-beta k') B(k') <= best
+    so far``; this tail maximum is computed exactly as a suffix maximum over ``k' <= n + 3``,
+    beyond which ``B`` is constant and the factor ``exp(-beta k')`` only decreases. For sum
+    and count ``A`` is constant from ``k = 1`` on, so ``k <= 1``; for the bounded mean
+    likewise. The same envelope lets the scan skip, in ``O(1)``, every distance ``k`` with
+    ``exp(-beta k) B(k) <=`` the best value so far, and every dataset shape inside a distance
+    that cannot beat it, so data with long runs of ties stays fast.
 
-    Complexity: ``O(n log n)`` to sort plus ``O(K^3)`` for percentiles (``O(K^2)`` for the
-    mean) where ``K`` is the stopping distance, which is about ``log(spread / LS) / beta``
-    and in the worst case ``O(n)``; memory ``O(n)``.
+    The result is a float: on very stable data (``10^6`` integer ages, where the maximum sits
+    at ``k`` in the tens of thousands) ``exp(-beta k) A(f, x, k)`` can be below the smallest
+    positive double and the function returns 0.0 with ``k = 0``.
+
+    Complexity: ``O(n log n)`` to sort plus ``O(K^3)`` in the worst case for percentiles
+    (``O(K^2)`` for the mean), ``K`` the stopping distance, which is about
+    ``log(spread / LS) / beta``; 0.15 to 0.5 s for ``n = 10^6``. Memory ``O(n)``.
 
     References
     ----------
