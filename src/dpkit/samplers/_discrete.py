@@ -374,19 +374,21 @@ def geometric(x: Any, size: int, rng: Any = None) -> np.ndarray:
 
 
 _BLOCK = 1 << 16
+#: Gaussian blocks propose ~1.45x their size, so a smaller block keeps proposals near 2**16
+_GAUSS_BLOCK = 45_000
 
 
-def _blocked(fill: Callable[[int], np.ndarray], size: int) -> np.ndarray:
+def _blocked(fill: Callable[[int], np.ndarray], size: int, block: int = _BLOCK) -> np.ndarray:
     """Produce ``size`` draws in blocks of 65,536, so temporaries stay small and are reused.
 
     Large fresh allocations are slow (page faults); working block by block keeps every
     temporary in cache and lets the allocator reuse it.
     """
-    if size <= _BLOCK:
+    if size <= block:
         return fill(size)
     out = np.empty(size, dtype=np.int64)
-    for start in range(0, size, _BLOCK):
-        stop = min(size, start + _BLOCK)
+    for start in range(0, size, block):
+        stop = min(size, start + block)
         out[start:stop] = fill(stop - start)
     return out
 
@@ -559,7 +561,7 @@ def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray
     t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
     acc = _gauss_acceptance(s2, t)
     geo = _geometric_sampler(Fraction(1, t))
-    return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size)
+    return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
 
 
 def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = None) -> np.ndarray:
@@ -623,9 +625,11 @@ def discrete_gaussian_tc(t: int, c: int, size: int, rng: Any = None) -> np.ndarr
     if t * c <= _TABLE_MAX_S2:
         # small sigma: one lookup in the exact acceptance table beats the byte-wise test
         acc = _gauss_acceptance(Fraction(t * c), t)
-        return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size)
+        return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
     x = Fraction(1, 2 * t * c)
-    return _blocked(lambda k: _discrete_gaussian_tc_block(geo, t, c, x, k, source), size)
+    return _blocked(
+        lambda k: _discrete_gaussian_tc_block(geo, t, c, x, k, source), size, _GAUSS_BLOCK
+    )
 
 
 #: sigma**2 up to which the acceptance test uses the O(sigma) exact table (sigma <= 2**14)
