@@ -330,7 +330,7 @@ def _run_smooth(
     }
     one = smooth_sensitivity_release(arr, statistic, rng=source, **kw)
     vals = smooth_sensitivity_sample(arr, statistic, size=trials, rng=source, **kw)
-    return vals, one.privacy, "unbounded", dict(one.details) | {"scale": one.scale}
+    return vals, one.privacy, "unbounded", dict(one.details) | dict(one.diagnostics)
 
 
 def _run_saa(

@@ -62,7 +62,7 @@ def test_finite_oracle_matches_fast_loss_for_lower_median() -> None:
     )
     # lower/upper median of 3 records is the middle one: [0,1,3] -> 1; 0 needs one change
     # (3 -> 0), 2 needs one (1 -> 2), 3 needs one (1 -> 3)
-    assert rel.details["losses"] == (1, 0, 1, 1)
+    assert rel.diagnostics["losses"] == (1, 0, 1, 1)
     unb = inverse_sensitivity_finite(
         [0, 1, 3],
         lambda c: c[(len(c) - 1) // 2],
@@ -73,7 +73,7 @@ def test_finite_oracle_matches_fast_loss_for_lower_median() -> None:
         rng=0,
     )
     # unbounded: removing 3 gives [0, 1] whose lower median is 0 -> distance 1
-    assert unb.details["losses"][0] == 1 and unb.details["losses"][1] == 0
+    assert unb.diagnostics["losses"][0] == 1 and unb.diagnostics["losses"][1] == 0
 
 
 def _class_probs(x: np.ndarray, p: float, eps: float, lower: float, upper: float) -> dict:
@@ -191,7 +191,7 @@ def test_release_record_and_accountant_spend_before_sampling() -> None:
     assert rel.privacy == dpkit.PureDP(0.5)
     assert spends == [(dpkit.PureDP(0.5), "inverse_sensitivity")]
     assert 0 <= rel.value <= 10
-    assert rel.details["loss"] == int(loss_at([1.0, 5.0, 7.0], [rel.value], bounds=(0, 10))[0])
+    assert rel.diagnostics["loss"] == int(loss_at([1.0, 5.0, 7.0], [rel.value], bounds=(0, 10))[0])
     # seeded runs repeat
     again = inverse_sensitivity([1.0, 5.0, 7.0], epsilon=0.5, bounds=(0, 10), rng=0)
     assert again.value == rel.value

@@ -401,7 +401,7 @@ def inverse_sensitivity(
     --------
     >>> rel = inverse_sensitivity(np.arange(101.0), "median", epsilon=1.0, bounds=(0, 100),
     ...                           rng=3)
-    >>> round(rel.value, 3), rel.details["loss"], rel.privacy
+    >>> round(rel.value, 3), rel.diagnostics["loss"], rel.privacy
     (50.377, 1, PureDP(epsilon=1.0))
     >>> inverse_sensitivity(np.arange(101.0), epsilon=1.0, bounds=(0, 100),
     ...                     grid=np.arange(0, 101, 5.0), rng=1).value
@@ -425,7 +425,7 @@ def inverse_sensitivity(
         size=1,
         rng=rng,
     )
-    details: dict[str, Any] = {"loss": int(losses[0]), "statistic": name}
+    details: dict[str, Any] = {"statistic": name}
     if name != "mean":
         details["percentile"] = p * 100
     if grid is None:
@@ -437,6 +437,9 @@ def inverse_sensitivity(
         mechanism="inverse_sensitivity",
         privacy=cost,
         details=details,
+        # how many records separate the data from one whose statistic is the output: it
+        # depends on the data beyond the (private) output, so it is not private
+        diagnostics={"loss": int(losses[0])},
     )
 
 
@@ -570,8 +573,8 @@ def inverse_sensitivity_finite(
     Returns
     -------
     Release
-        ``value`` (one of ``outputs``); ``details["losses"]`` the tuple of ``len`` per output
-        (``-1`` for unreachable) and ``details["loss"]`` the sampled one.
+        ``value`` (one of ``outputs``); ``diagnostics["losses"]`` the tuple of ``len`` per output
+        (``-1`` for unreachable) and ``diagnostics["loss"]`` the sampled one (not private).
 
     Raises
     ------
@@ -588,7 +591,7 @@ def inverse_sensitivity_finite(
     --------
     >>> rel = inverse_sensitivity_finite([1, 2, 2], lambda x: x[len(x) // 2], [1, 2, 3],
     ...                                  [1, 2, 3], epsilon=1.0, rng=0)
-    >>> rel.details["losses"]
+    >>> rel.diagnostics["losses"]
     (1, 0, 2)
     """
     owner = "inverse_sensitivity_finite"
@@ -628,5 +631,6 @@ def inverse_sensitivity_finite(
         value=outs[idx],
         mechanism="inverse_sensitivity_finite",
         privacy=PureDP(eps),
-        details={"losses": losses, "loss": losses[idx], "relation": relation},
+        details={"relation": relation},
+        diagnostics={"losses": losses, "loss": losses[idx]},
     )

@@ -246,8 +246,8 @@ def propose_test_release(
         "epsilon_test": eps_test,
         "epsilon_release": eps_rel,
         "cap": cap,
-        "distance": distance,
     }
+    diagnostics = {"distance": distance}  # the exact (capped) distance: not private
     if not noisy_distance > threshold:
         return Release(
             value=None,
@@ -255,6 +255,7 @@ def propose_test_release(
             privacy=cost,
             refused=True,
             details=details,
+            diagnostics=diagnostics,
         )
     vals, scale = laplace_on_grid(q(arr), b, eps_rel, spacing_for(b / eps_rel), source)
     return Release(
@@ -263,4 +264,5 @@ def propose_test_release(
         privacy=cost,
         scale=scale,
         details=details,
+        diagnostics=diagnostics,
     )

@@ -334,7 +334,7 @@ def smooth_sensitivity_release(
     >>> ages = np.arange(20.0, 70.0).repeat(100)
     >>> rel = smooth_sensitivity_release(ages, "mean", epsilon=1.0, delta=1e-6,
     ...                                  bounds=(0, 100), rng=0)
-    >>> round(rel.value, 2), round(rel.details["smooth_sensitivity"], 5)
+    >>> round(rel.value, 2), round(rel.diagnostics["smooth_sensitivity"], 5)
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
@@ -346,13 +346,16 @@ def smooth_sensitivity_release(
         value=value,
         mechanism="smooth_sensitivity",
         privacy=p["privacy"],
-        scale=p["scale"],
+        scale=None,  # the scale is 2 S / epsilon and S depends on the data: a diagnostic
         details={
-            "smooth_sensitivity": p["S"],
-            "k": p["k"],
-            "exact": p["exact"],
             "beta": p["beta"],
             "noise": noise,
             "spacing": p["spacing"],
+        },
+        diagnostics={
+            "smooth_sensitivity": p["S"],
+            "k": p["k"],
+            "exact": p["exact"],
+            "scale": p["scale"],
         },
     )

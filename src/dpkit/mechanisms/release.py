@@ -33,8 +33,14 @@ class Release:
     refused
         ``True`` when a framework (such as propose-test-release) declined to release.
     details
-        Framework-specific figures (noisy distance and threshold for PTR, smooth sensitivity
-        and beta, chunk count, ...), read-only.
+        Framework-specific figures that are safe to publish with the value: public
+        parameters and noisy quantities (noisy distance and threshold for PTR, beta, chunk
+        count, ...), read-only.
+    diagnostics
+        Figures computed from the data *without* noise, for study and teaching (the smooth
+        sensitivity and the noise scale it implies, PTR's true distance, the loss of the
+        sampled inverse-sensitivity output, ...). They are NOT differentially private:
+        never publish them. Read-only; empty for the mechanisms.
     """
 
     value: Any
@@ -45,6 +51,8 @@ class Release:
     alpha: float | None = None
     refused: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))

@@ -48,12 +48,15 @@ def run(ctx: Any) -> None:
     rel = smooth_sensitivity_release(
         ages, "mean", epsilon=1.0, delta=delta, bounds=(0, 100), rng=ctx.rng(42)
     )
-    d = rel.details
+    d, diag = rel.details, rel.diagnostics
     echo("")
     echo("Smooth sensitivity, mean, epsilon 1, delta 1/n^2, Laplace noise Lap(2 S / epsilon)")
     echo(f"  beta = epsilon / (2 ln(2/delta)) = {d['beta']:.5f}")
-    echo(f"  smooth sensitivity S = {d['smooth_sensitivity']:.6g} (attained at k = {d['k']})")
-    echo(f"  released mean {rel.value:.4f}  (noise scale {rel.scale:.4g}); {rel.privacy}")
+    echo(
+        f"  smooth sensitivity S = {diag['smooth_sensitivity']:.6g} (attained at k = "
+        f"{diag['k']}; a diagnostic computed from the data, not private)"
+    )
+    echo(f"  released mean {rel.value:.4f}  (noise scale {diag['scale']:.4g}); {rel.privacy}")
 
     # 3. sample-and-aggregate, 600 chunks, output bounds [20, 80]
     rel = sample_and_aggregate(
@@ -81,12 +84,12 @@ def run(ctx: Any) -> None:
     echo("")
     echo("Inverse sensitivity (Asi and Duchi), median, epsilon 1")
     echo(
-        f"  continuous: released {rel.value:.4f}, sampled loss {rel.details['loss']} "
+        f"  continuous: released {rel.value:.4f}, sampled loss {rel.diagnostics['loss']} "
         "(records to change to make it a median)"
     )
     echo(
         f"  on the grid 0, 1, ..., 100: released {grid.value:g}, "
-        f"sampled loss {grid.details['loss']}"
+        f"sampled loss {grid.diagnostics['loss']} (losses are diagnostics, not private)"
     )
 
     # 5. the comparison: 1,000 releases of each method at the same total cost
