@@ -39,8 +39,29 @@ def _nonneg(owner: str, name: str, value: Any) -> float:
     return out
 
 
+class _EpsilonDelta:
+    """The partial order shared by PureDP and ApproxDP: parameter-wise "at most"."""
+
+    __slots__ = ()
+
+    def _pair(self) -> tuple[float, float]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __le__(self, other: object) -> bool:
+        return _le(self, other)
+
+    def __ge__(self, other: object) -> bool:
+        return _le(other, self)
+
+    def __lt__(self, other: object) -> bool:
+        return _le(self, other) and self != other
+
+    def __gt__(self, other: object) -> bool:
+        return _le(other, self) and self != other
+
+
 @dataclass(frozen=True, slots=True)
-class PureDP:
+class PureDP(_EpsilonDelta):
     """Pure epsilon-differential privacy (Dwork, McSherry, Nissim and Smith 2006)."""
 
     epsilon: float
@@ -58,21 +79,9 @@ class PureDP:
             return ApproxDP(self.epsilon + other.epsilon, other.delta)
         return NotImplemented
 
-    def __le__(self, other: object) -> bool:
-        return _le(self, other)
-
-    def __ge__(self, other: object) -> bool:
-        return _le(other, self)
-
-    def __lt__(self, other: object) -> bool:
-        return _le(self, other) and self != other
-
-    def __gt__(self, other: object) -> bool:
-        return _le(other, self) and self != other
-
 
 @dataclass(frozen=True, slots=True)
-class ApproxDP:
+class ApproxDP(_EpsilonDelta):
     """Approximate (epsilon, delta)-differential privacy (Dwork, Kenthapadi et al. 2006)."""
 
     epsilon: float
@@ -97,18 +106,6 @@ class ApproxDP:
         return NotImplemented
 
     __radd__ = __add__
-
-    def __le__(self, other: object) -> bool:
-        return _le(self, other)
-
-    def __ge__(self, other: object) -> bool:
-        return _le(other, self)
-
-    def __lt__(self, other: object) -> bool:
-        return _le(self, other) and self != other
-
-    def __gt__(self, other: object) -> bool:
-        return _le(other, self) and self != other
 
 
 @dataclass(frozen=True, slots=True)

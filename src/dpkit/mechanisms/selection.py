@@ -86,8 +86,40 @@ def _pick(candidates: Sequence[Any], index: int) -> Any:
     return candidates[index]
 
 
+class _Selection:
+    """What the three selection mechanisms share: validation, privacy and temperature."""
+
+    __slots__ = ()
+    epsilon: float
+    sensitivity: float
+    monotonic: bool
+
+    def _check(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "epsilon", check_positive(owner, "epsilon", self.epsilon))
+        object.__setattr__(
+            self, "sensitivity", check_positive(owner, "sensitivity", self.sensitivity)
+        )
+        if not isinstance(self.monotonic, bool):
+            raise TypeError(f"{owner}: `monotonic` must be a bool; got {self.monotonic!r}")
+
+    @property
+    def privacy(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    @property
+    def _factor(self) -> int:
+        return 1 if self.monotonic else 2
+
+    @property
+    def scale(self) -> float:
+        """``2 sensitivity / epsilon`` (``sensitivity / epsilon`` if monotonic): the
+        exponential mechanism's temperature, or report-noisy-max's Laplace scale."""
+        return self._factor * self.sensitivity / self.epsilon
+
+
 @dataclass(frozen=True, slots=True)
-class Exponential:
+class Exponential(_Selection):
     """The exponential mechanism over a finite set of candidates.
 
     Selects candidate ``r`` with probability proportional to
@@ -115,21 +147,7 @@ class Exponential:
     monotonic: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_positive("Exponential", "epsilon", self.epsilon))
-        object.__setattr__(
-            self, "sensitivity", check_positive("Exponential", "sensitivity", self.sensitivity)
-        )
-        if not isinstance(self.monotonic, bool):
-            raise TypeError(f"Exponential: `monotonic` must be a bool; got {self.monotonic!r}")
-
-    @property
-    def privacy(self) -> PureDP:
-        return PureDP(self.epsilon)
-
-    @property
-    def scale(self) -> float:
-        """The temperature ``2 sensitivity / epsilon`` (``sensitivity / epsilon`` if monotonic)."""
-        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
+        self._check()
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound: with probability >= 1 - alpha the chosen candidate's score is
@@ -137,8 +155,7 @@ class Exponential:
         return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
     def _x(self, lattice_sens: int) -> Fraction:
-        factor = 1 if self.monotonic else 2
-        return Fraction(self.epsilon) / (factor * lattice_sens)
+        return Fraction(self.epsilon) / (self._factor * lattice_sens)
 
     def probabilities(self, scores: Any) -> np.ndarray:
         """The selection probabilities (float64; for inspection and tests, not for sampling)."""
@@ -171,7 +188,7 @@ class Exponential:
 
 
 @dataclass(frozen=True, slots=True)
-class PermuteAndFlip:
+class PermuteAndFlip(_Selection):
     """Permute-and-flip (McKenna and Sheldon 2020).
 
     Visits the candidates in a uniformly random order and stops at the first ``r`` for which
@@ -197,23 +214,7 @@ class PermuteAndFlip:
     monotonic: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", check_positive("PermuteAndFlip", "epsilon", self.epsilon)
-        )
-        object.__setattr__(
-            self, "sensitivity", check_positive("PermuteAndFlip", "sensitivity", self.sensitivity)
-        )
-        if not isinstance(self.monotonic, bool):
-            raise TypeError(f"PermuteAndFlip: `monotonic` must be a bool; got {self.monotonic!r}")
-
-    @property
-    def privacy(self) -> PureDP:
-        return PureDP(self.epsilon)
-
-    @property
-    def scale(self) -> float:
-        """The temperature ``2 sensitivity / epsilon`` (``sensitivity / epsilon`` if monotonic)."""
-        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
+        self._check()
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound ``scale * ln(n / alpha)`` with probability >= 1 - alpha: a
@@ -231,8 +232,7 @@ class PermuteAndFlip:
     ) -> Any:
         cands, arr = _scores("PermuteAndFlip", candidates, scores)
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
-        factor = 1 if self.monotonic else 2
-        x = Fraction(self.epsilon) / (factor * s)
+        x = Fraction(self.epsilon) / (self._factor * s)
         source = as_source(rng)
         spend(accountant, self.privacy, "PermuteAndFlip")
         heads = np.flatnonzero(bernoulli_exp_int(x, gaps, source))  # never empty: a gap is 0
@@ -240,7 +240,7 @@ class PermuteAndFlip:
 
 
 @dataclass(frozen=True, slots=True)
-class ReportNoisyMax:
+class ReportNoisyMax(_Selection):
     """Report-noisy-max: add independent noise to every score and return the arg max.
 
     Parameters
@@ -273,27 +273,11 @@ class ReportNoisyMax:
     noise: str = "laplace"
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", check_positive("ReportNoisyMax", "epsilon", self.epsilon)
-        )
-        object.__setattr__(
-            self, "sensitivity", check_positive("ReportNoisyMax", "sensitivity", self.sensitivity)
-        )
-        if not isinstance(self.monotonic, bool):
-            raise TypeError(f"ReportNoisyMax: `monotonic` must be a bool; got {self.monotonic!r}")
+        self._check()
         if self.noise not in ("laplace", "gumbel"):
             raise ParameterError(
                 f"ReportNoisyMax: `noise` must be 'laplace' or 'gumbel'; got {self.noise!r}"
             )
-
-    @property
-    def privacy(self) -> PureDP:
-        return PureDP(self.epsilon)
-
-    @property
-    def scale(self) -> float:
-        """Scale of the Laplace noise, ``2 sensitivity / epsilon`` (halved if monotonic)."""
-        return (1 if self.monotonic else 2) * self.sensitivity / self.epsilon
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
@@ -315,8 +299,7 @@ class ReportNoisyMax:
             return exp.select(candidates, scores, rng=rng, accountant=accountant)
         cands, arr = _scores("ReportNoisyMax", candidates, scores)
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
-        factor = 1 if self.monotonic else 2
-        t = Fraction(factor * s) / Fraction(self.epsilon)
+        t = Fraction(self._factor * s) / Fraction(self.epsilon)
         source = as_source(rng)
         spend(accountant, self.privacy, "ReportNoisyMax")
         noisy = _discrete_laplace(t, gaps.size, source) - gaps
