@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -100,7 +102,7 @@ def test_zero_is_local_sensitivity_and_monotone() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "exc", "words"),
     [
-        ({"query": "var"}, ParameterError, "empirical_at_distance"),
+        ({"query": "std"}, ParameterError, "empirical_at_distance"),
         ({"query": "nope"}, ParameterError, "unknown query"),
         ({"k": -1}, ParameterError, "`k` must be an int >= 0"),
         ({"k": 1.5}, TypeError, "`k`"),
@@ -131,3 +133,125 @@ def test_bad_input(kwargs: dict, exc: type, words: str) -> None:
         )
     assert words in str(info.value)
     assert "local_at_distance" in str(info.value)
+
+
+# ----------------------------------------------------------------------------- variance
+#
+# The variance's maximisers may add records anywhere in [L, U], so a universe of data and
+# bounds is not enough for the brute force. The oracle below enumerates the ball with the
+# added records drawn from a grid, and takes each member's LS_1 from `local` (itself exact
+# against brute force, including the add-at-the-mean step that a universe cannot offer). Its
+# value is a lower bound of A(var, x, k); on these cases it reaches it exactly.
+
+_GRID = [float(v) for v in np.linspace(L, U, 21)]
+
+
+def _var_ball(x: list[float], k: int, relation: str) -> list[list[float]]:
+    n = len(x)
+    out = []
+    for r in range(min(k, n) + 1):
+        adds = [r] if relation == "bounded" else range(k - r + 1)
+        for removed in itertools.combinations(range(n), r):
+            kept = [v for i, v in enumerate(x) if i not in removed]
+            for a in adds:
+                for extra in itertools.combinations_with_replacement(_GRID, a):
+                    if kept or extra:
+                        out.append(kept + list(extra))
+    return out
+
+
+def _var_oracle(x: list[float], k: int, relation: str) -> float:
+    return max(
+        sens.local("var", y, relation=relation, bounds=(L, U)) for y in _var_ball(x, k, relation)
+    )
+
+
+def _var_cases() -> list[tuple[list[float], int, str]]:
+    rng = np.random.default_rng(20261122)
+    cases = []
+    for i in range(70):
+        n = int(rng.integers(1, 5))
+        if i % 3 == 2:  # two clusters and a middle record: the decrease by removing a datum
+            x = rng.choice([0.0, 0.0, 4.0, 5.0, 6.0, 10.0, 10.0], n + 1)
+        else:
+            x = np.round(rng.uniform(L, U, n), 1)
+        k = int(rng.integers(0, 3))
+        cases.append((sorted(x.tolist()), k, ("bounded", "unbounded")[i % 2]))
+    return cases
+
+
+@pytest.mark.parametrize(("x", "k", "relation"), _var_cases())
+def test_var_matches_brute_force(x: list[float], k: int, relation: str) -> None:
+    exact = sens.local_at_distance("var", x, k, relation=relation, bounds=(L, U))
+    assert exact == pytest.approx(_var_oracle(x, k, relation), rel=1e-9, abs=1e-12)
+
+
+def test_var_cases_need_every_term() -> None:
+    # The decrease by removing a data record near the mean of two clusters decides
+    # [0, 0, 5, 10, 10] at k = 0: V drops from 25 to 20 when 5 joins {0, 0, 10, 10}.
+    x = [0.0, 0.0, 5.0, 10.0, 10.0]
+    assert sens.local_at_distance("var", x, 0, relation="unbounded", bounds=(L, U)) == 5.0
+    # bounded, k = 1: replace the 10 by 0, then the middle 5 by 10: (n-1)/n^2 (z-mu)^2 - ...
+    got = sens.local_at_distance("var", x, 1, relation="bounded", bounds=(L, U))
+    assert got == pytest.approx(_var_oracle(x, 1, "bounded"))
+
+
+def _subsets_best(w: np.ndarray, r: int, objective) -> float:  # type: ignore[no-untyped-def]
+    n = w.size
+    best = -np.inf
+    for removed in itertools.combinations(range(n), r):
+        kept = np.delete(w, list(removed))
+        best = max(best, objective(kept))
+    return best
+
+
+def _with_adds(kept: np.ndarray, lo: float, hi: float, a: int) -> list[np.ndarray]:
+    return [np.concatenate([kept, [hi] * u, [lo] * (a - u)]) for u in range(a + 1)]
+
+
+def test_var_block_lemma_against_all_subsets() -> None:
+    # Fact 2 of _var_distance: the largest variance after removing r records and adding a at
+    # the bounds removes a block, found by bisection; and the decrease term's best block per
+    # removed datum z. Both against every subset.
+    from dpkit.sensitivity import _var_distance as vd
+
+    rng = np.random.default_rng(4)
+    for _ in range(40):
+        n = int(rng.integers(3, 9))
+        x = np.sort(rng.choice(rng.uniform(L, U, 4), n))
+        d = vd.VarData(x, L, U)
+        lo, hi = d.lo, d.hi
+        for r in range(0, n - 1):
+            for a in range(0, 3):
+                brute = _subsets_best(
+                    d.w,
+                    r,
+                    lambda kept, a=a, lo=lo, hi=hi: max(
+                        np.var(s) for s in _with_adds(kept, lo, hi, a)
+                    ),
+                )
+                assert vd._max_var(d, r, a) == pytest.approx(brute, abs=1e-9)
+                m = n - 1 - r + a
+                if m < 2:
+                    continue
+                brute = max(
+                    _subsets_best(
+                        np.delete(d.w, j),
+                        r,
+                        lambda kept, a=a, z=d.w[j], lo=lo, hi=hi: max(
+                            np.var(s) - np.var(np.append(s, z)) for s in _with_adds(kept, lo, hi, a)
+                        ),
+                    )
+                    for j in range(n)
+                )
+                assert vd._decrease_data(d, r, a, m) == pytest.approx(brute, abs=1e-9)
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+def test_var_zero_is_local_and_fast_on_a_million(relation: str) -> None:
+    rng = np.random.default_rng(12)
+    x = np.clip(rng.normal(40, 13, 10**6), 0, 100).round()
+    a0 = sens.local_at_distance("var", x, 0, relation=relation, bounds=(0, 100))
+    assert a0 == pytest.approx(sens.local("var", x, relation=relation, bounds=(0, 100)))
+    a5 = sens.local_at_distance("var", x, 5, relation=relation, bounds=(0, 100))
+    assert a0 <= a5 < 1.01 * a0

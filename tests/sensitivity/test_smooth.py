@@ -16,10 +16,12 @@ L, U = 0.0, 20.0
 
 
 def _by_scan(query: str, x: list[float], beta: float, relation: str) -> tuple[float, int]:
-    # Independent of the stopping rule: scan k until exp(-beta k) (U - L), a bound on every
-    # later term since A <= U - L for these queries, drops below the best value seen.
+    # Independent of the stopping rule: scan k until exp(-beta k) cap, a bound on every later
+    # term since A <= U - L for these queries (A <= (U - L)**2 for the variance: every change
+    # of a variance of values in [L, U] is at most its range's square), drops below the best.
+    cap = (U - L) ** 2 if query == "var" else U - L
     best, best_k, k = -1.0, 0, 0
-    while math.exp(-beta * k) * (U - L) > best or k <= x.__len__() + 3:
+    while math.exp(-beta * k) * cap > best or k <= x.__len__() + 3:
         a = sens.local_at_distance(query, x, k, relation=relation, bounds=(L, U))
         val = math.exp(-beta * k) * a
         if val > best * (1 + 1e-12):
@@ -33,7 +35,7 @@ def _by_scan(query: str, x: list[float], beta: float, relation: str) -> tuple[fl
     x=st.lists(st.integers(0, 20), min_size=1, max_size=7).map(lambda v: [float(i) for i in v]),
     beta=st.sampled_from([0.3, 0.7, 1.5]),
     relation=st.sampled_from(["bounded", "unbounded"]),
-    query=st.sampled_from(["count", "sum", "mean", "median", "p10", "p90"]),
+    query=st.sampled_from(["count", "sum", "mean", "median", "p10", "p90", "var"]),
 )
 def test_equals_full_scan(x: list[float], beta: float, relation: str, query: str) -> None:
     got = sens.smooth(query, x, beta=beta, relation=relation, bounds=(L, U))
@@ -44,7 +46,7 @@ def test_equals_full_scan(x: list[float], beta: float, relation: str, query: str
 
 
 @pytest.mark.parametrize("relation", ["bounded", "unbounded"])
-@pytest.mark.parametrize("query", ["mean", "median"])
+@pytest.mark.parametrize("query", ["mean", "median", "var"])
 def test_smooth_upper_bound_on_local_and_beta_smooth(relation: str, query: str) -> None:
     # Definition 2.1 of NRS07: S(x) >= LS_1(x) and S(x) <= exp(beta) S(y) for neighbours.
     rng = np.random.default_rng(5)
@@ -98,7 +100,7 @@ def test_envelope_bounds_every_distance() -> None:
         n = int(rng.integers(1, 15))
         x = np.sort(rng.integers(0, 11, n).astype(float))
         for rel in ("bounded", "unbounded"):
-            for name in ("median", "p10", "p75", "p0", "p100", "mean", "sum", "count"):
+            for name in ("median", "p10", "p75", "p0", "p100", "mean", "sum", "count", "var"):
                 q = resolve(name)
                 env = at_distance.upper_envelope(q, x, rel, 0.0, 10.0, n + 3)
                 seq = at_distance.sequence(q, x, rel, 0.0, 10.0)

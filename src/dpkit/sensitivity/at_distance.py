@@ -16,7 +16,7 @@ import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity import _order
+from dpkit.sensitivity import _order, _var_distance
 from dpkit.sensitivity._common import (
     check_distance,
     check_relation,
@@ -27,7 +27,7 @@ from dpkit.sensitivity._common import (
 
 __all__ = ["local_at_distance"]
 
-SUPPORTED = ("count", "sum", "mean", "percentile")
+SUPPORTED = ("count", "sum", "mean", "percentile", "var")
 
 
 def local_at_distance(
@@ -43,7 +43,7 @@ def local_at_distance(
     Parameters
     ----------
     query : Query or str
-        ``count``, ``sum``, ``mean``, ``median`` or a :func:`~dpkit.queries.percentile`.
+        ``count``, ``sum``, ``mean``, ``median``, ``var`` or a :func:`~dpkit.queries.percentile`.
     data : array_like
         The dataset ``x``: non-empty, finite, within ``bounds``.
     k : int
@@ -62,7 +62,7 @@ def local_at_distance(
     ------
     ParameterError
         Empty data, NaN, data outside bounds, inverted bounds, ``k < 0``, an unknown query,
-        or a query without an exact algorithm here (``var``, ``std``, user callables: use
+        or a query without an exact algorithm here (``std``, user callables: use
         :func:`empirical_at_distance`).
     TypeError
         Non-numeric data, a non-integer ``k``.
@@ -89,8 +89,18 @@ def local_at_distance(
       block between ``y[t]`` and ``y[t+2]`` and the added records sit at the bounds, ``p`` of
       them at ``lower`` shifting ``y[t]`` to data index ``t - p``. For the odd-size median this
       is NRS07's ``max_{0 <= t <= k+1} (x[m+t] - x[m+t-k-1])``.
+    - ``var``: every pair ``(y, y')`` is a smaller dataset ``s`` and one record ``z``; the
+      change of the variance is a function of the sum and sum of squares of ``s``, and three
+      exchange arguments (proved in :mod:`dpkit.sensitivity._var_distance`) show that the
+      maximisers keep a window of the sorted data (the increases: adding a bound, or removing
+      the largest or smallest record) or remove a block from it (the decreases), with added
+      records at the bounds or all equal to one value found in closed form; the best block
+      is found by bisection, its objective being unimodal in the block's position.
 
-    Time ``O(n log n + k^3)`` for percentiles, ``O(n log n + k^2)`` for the mean.
+    Time ``O(n log n + k^3)`` for percentiles, ``O(n log n + k^2)`` for the mean; for ``var``
+    ``O(n log n + k^3 log n)`` unbounded (plus ``O(n k log n)`` for the decrease by removing a
+    data record, which is skipped in ``O(1)`` unless it can beat the other terms) and
+    ``O(n log n + n k)`` bounded.
 
     References
     ----------
@@ -123,12 +133,12 @@ def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, f
     if q.kind not in SUPPORTED:
         hint = (
             "use empirical_at_distance (brute force over a universe)"
-            if q.kind in ("var", "std", "custom", "histogram")
+            if q.kind in ("std", "custom", "histogram")
             else ""
         )
         raise ParameterError(
             f"{owner}: no exact algorithm for {q.name!r}; supported queries are count, sum, "
-            f"mean, median and percentiles; {hint}"
+            f"mean, median, percentiles and var; {hint}"
         )
     lim = needs_bounds(owner, q, bounds)
     x = sorted_data(owner, data, lim, q)
@@ -168,6 +178,14 @@ def sequence(
         yield max(upper - x[0], x[-1] - lower) / n
         while True:
             yield (upper - lower) / n
+    if kind == "var":
+        data = _var_distance.VarData(x, lower, upper)
+        best, k = 0.0, 0
+        while True:
+            cut = best if floor is None else max(floor(k), best)
+            best = max(best, _var_distance.var_diagonal(data, relation, k, cut))
+            yield best
+            k += 1
     diag = _mean_diagonal if kind == "mean" else _percentile_diagonal
     if kind not in ("mean", "percentile"):
         raise InternalError(f"no A(f, x, k) algorithm for kind {kind!r}")
@@ -326,7 +344,8 @@ def upper_envelope(
 ) -> np.ndarray:
     """An upper bound ``B[k] >= A(f, x, k)`` for ``k = 0..kmax``, non-decreasing in ``k``.
 
-    Used by the smooth-sensitivity stopping rule and to skip hopeless distances.
+    Used by the smooth-sensitivity stopping rule and to skip hopeless distances. Variance:
+    :func:`dpkit.sensitivity._var_distance.var_envelope`.
     Percentiles, with ``h = q (n - 1)``: a dataset with ``r`` removals and ``a`` additions has
     its percentile position at ``h + q (a - r)``, and every term of ``LS_1`` is at most the
     spread of its order statistics ``t .. t + 2`` around that position; those lie between
@@ -344,6 +363,8 @@ def upper_envelope(
         if relation == "bounded":
             return np.full(ks.size, (upper - lower) / n)
         return (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
+    if q.kind == "var":
+        return _var_distance.var_envelope(n, lower, upper, relation, ks)
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
         return np.full(ks.size, float(top))

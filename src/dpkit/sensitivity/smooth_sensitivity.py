@@ -44,7 +44,7 @@ def smooth(
     Parameters
     ----------
     query : Query or str
-        ``count``, ``sum``, ``mean``, ``median`` or a :func:`~dpkit.queries.percentile`.
+        ``count``, ``sum``, ``mean``, ``median``, ``var`` or a :func:`~dpkit.queries.percentile`.
     data : array_like
         Non-empty, finite, within ``bounds``.
     beta : float
@@ -64,7 +64,7 @@ def smooth(
     ------
     ParameterError
         Bad data or bounds (as :func:`local`), ``beta <= 0`` or not finite, a query without an
-        exact algorithm (``var``, ``std``, user callables).
+        exact algorithm (``std``, user callables).
     TypeError
         Non-numeric input.
 
@@ -77,7 +77,9 @@ def smooth(
     Stopping rule (proven, no fixed cut-off): ``A(f, x, k) <= B(k)`` for an explicit envelope
     ``B`` (:func:`dpkit.sensitivity.at_distance.upper_envelope`: for percentiles the spread of
     the sorted data ``ceil(c k) + 3`` positions either side of the percentile, ``c = max(q,
-    1 - q)`` unbounded and 1 bounded; for the mean ``(upper - lower) / max(n - k, 2)``). The
+    1 - q)`` unbounded and 1 bounded; for the mean ``(upper - lower) / max(n - k, 2)``; for
+    the variance ``(upper - lower)**2 / max(n - k, 2)`` unbounded and
+    ``(n - 1) (upper - lower)**2 / n**2`` bounded). The
     scan over ``k`` stops at the first ``k`` where ``max_{k' > k} exp(-beta k') B(k') <= best
     so far``; this tail maximum is computed exactly as a suffix maximum over ``k' <= n + 3``,
     beyond which ``B`` is constant and the factor ``exp(-beta k')`` only decreases. For sum
@@ -91,8 +93,9 @@ def smooth(
     positive double and the function returns 0.0 with ``k = 0``.
 
     Complexity: ``O(n log n)`` to sort plus ``O(K^3)`` in the worst case for percentiles
-    (``O(K^2)`` for the mean), ``K`` the stopping distance, which is about
-    ``log(spread / LS) / beta``; 0.15 to 0.5 s for ``n = 10^6``. Memory ``O(n)``.
+    (``O(K^2)`` for the mean; for the variance ``O(K^3 log n)`` unbounded, ``O(n K)``
+    bounded), ``K`` the stopping distance, which is about ``log(spread / LS) / beta``; 0.15
+    to 0.5 s for ``n = 10^6``. Memory ``O(n)``.
 
     References
     ----------

@@ -1,0 +1,325 @@
+"""``A(var, x, k)`` exactly: the largest ``LS_1`` of the population variance within distance ``k``.
+
+Every pair ``(y, y')`` that ``A(var, x, k)`` looks at (``y`` within distance ``k`` of ``x``,
+``y'`` a neighbour of ``y``) is written through the smaller dataset ``s`` of the pair and one
+record ``z``; with ``m = |s|``, ``mu`` and ``V`` its mean and variance,
+
+- unbounded (``{y, y'} = {s, s + z}``)::
+
+      V(s + z) - V(s) = (m (z - mu)**2 / (m + 1) - V) / (m + 1)
+
+- bounded (``y = c + y_i``, ``y' = c + z``, ``|c| = n - 1``, ``mu``, ``V`` of ``c``)::
+
+      V(c + z) - V(c + y_i) = (n - 1) / n**2 * ((z - mu)**2 - (y_i - mu)**2)
+
+Each term to maximise is, for fixed sizes, a function ``F(S, Q)`` of the sum ``S`` and the sum
+of squares ``Q`` of ``s`` (or ``c``). Three facts pick the maximisers out of the exponentially
+many datasets in the ball (``w`` a record of the data sorted ascending):
+
+1. **Windows.** If ``F`` is jointly convex and non-increasing in ``Q`` (the increase terms:
+   ``F = m/(m+1) (z - S/m)**2 - Q/m + S**2/m**2``), the kept records form a contiguous window of
+   the sorted data. Kept ``w_a < w_c`` around a removed ``w_b``: trading ``w_a`` for ``w_b``
+   moves ``(S, Q)`` by ``d1 (1, w_a + w_b)``, trading ``w_c`` for ``w_b`` by ``-d2 (1, w_b + w_c)``;
+   their ``(d2, d1)``-weighted mean keeps ``S`` and lowers ``Q``, so by convexity one of the
+   two trades does not lower ``F``. Added records (free in ``[lower, upper]``) all take one
+   value ``t``: spreading them at a fixed sum raises ``Q`` only. ``F`` is quadratic in ``t``,
+   so ``t`` is a bound or the clamped vertex.
+2. **Removed blocks.** If ``F = p Q + g(S)`` with ``g`` a concave quadratic of curvature
+   ``gamma <= p`` (the variance itself, ``p = 1/m, gamma = 1/m**2``; the decrease term with a
+   data record ``z``, ``m >= 2``), the removed records form a contiguous block: with a kept
+   ``w_b`` between removed ``w_a <= w_c``, the two trades change ``F`` by ``-d1 (w_a (p - gamma)
+   + P)`` and ``d2 (w_c (p - gamma) + P)`` for a common ``P``, and both cannot be negative.
+   Moving the block one place up changes ``F`` by ``d h(b)`` with ``d <= 0`` and
+   ``h(b) = w_b (p - gamma) + w_{b+r} (p + gamma) + beta - 2 gamma S_b`` non-decreasing in
+   ``b`` (``S_b`` falls as the block rises): ``F`` is unimodal in the block's position and a
+   bisection finds the best block in ``O(log n)``. ``F`` is convex in each added record
+   (``2p - 2 gamma >= 0``), so added records sit at the bounds: ``u`` at ``upper``, the rest at
+   ``lower``.
+3. **Extreme records.** Where the removed record ``z`` must be far from the mean (the increase
+   when a data record leaves ``y``, the bounded decrease), it is the largest record (or the
+   smallest, mirrored): exchanging it with the largest only moves ``z`` out and the mean of
+   ``s`` in, and lowers ``V(s)``.
+
+The terms, for ``r`` removals and ``a`` additions (``r + a = k`` unbounded, ``r = a = k``
+bounded; smaller ``k`` are covered by the running maximum in :func:`var_diagonal`'s caller):
+
+- unbounded, ``z`` free: the increase ``F`` above with ``z`` a bound (fact 1, ``r + 1``
+  windows); the decrease ``V(s) / (m + 1)`` (``z`` at the mean; the largest variance, fact 2);
+- unbounded, ``z`` a data record: the increase with ``z`` the largest or smallest record (facts
+  3 and 1 on the other records); the decrease ``(V - m (z - mu)**2 / (m + 1)) / (m + 1)`` for
+  every ``z`` (fact 2 per ``z``, skipped in ``O(1)`` when the largest variance one step further
+  cannot beat the best value so far);
+- bounded, ``y_i`` added: ``(n-1)/n**2 D(mu)**2`` with ``D(mu) = max(upper - mu, mu - lower)``,
+  largest at the extreme means of ``c``; ``y_i = w_j`` kept: ``(w_j - mu)**2`` (fact 3) and
+  ``(z - mu)**2 - (w_j - mu)**2 = (z - w_j) (z + w_j - 2 mu)`` for ``z = upper`` (and mirrored),
+  monotone in ``mu``, for every ``j``.
+
+Work is in coordinates centred on the middle of the bounds (variance is shift-invariant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: ``f(rows, idx)``: a value or prefix sum of row ``rows[i]`` at position ``idx[i]``
+Indexer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: ``f(S, Q)``: the objective from the sum and the sum of squares
+Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+__all__ = ["VarData", "var_diagonal", "var_envelope"]
+
+
+class VarData:
+    """Centred sorted data with prefix sums."""
+
+    def __init__(self, x: np.ndarray, lower: float, upper: float) -> None:
+        c = (lower + upper) / 2
+        self.w = x - c
+        self.lo = lower - c
+        self.hi = upper - c
+        self.n = x.size
+        self.p1 = np.concatenate(([0.0], np.cumsum(self.w)))
+        self.p2 = np.concatenate(([0.0], np.cumsum(self.w * self.w)))
+
+
+def _var(m: np.ndarray | float, s: np.ndarray, q: np.ndarray) -> np.ndarray:
+    mu = s / m
+    return np.maximum(q / m - mu * mu, 0.0)
+
+
+def _increase(
+    m: int, sw: np.ndarray, qw: np.ndarray, a: int, z: np.ndarray | float, lo: float, hi: float
+) -> float:
+    """max over t of ``(m (z - mu)**2 / (m + 1) - V) / (m + 1)`` for kept sums ``(sw, qw)``.
+
+    ``s`` = kept records plus ``a`` copies of ``t`` in ``[lo, hi]`` (fact 1).
+    """
+    zz = np.broadcast_to(np.asarray(z, dtype=np.float64), sw.shape)
+    ts = [np.full(sw.shape, lo), np.full(sw.shape, hi)]
+    if a > 0:
+        kappa = (2 * m + 1) / (m * m * (m + 1))
+        den = a * kappa - 1 / m
+        if den != 0:
+            ts.append(np.clip((zz / (m + 1) - sw * kappa) / den, lo, hi))
+    best = -np.inf
+    for t in ts if a > 0 else ts[:1]:
+        s = sw + a * t
+        q = qw + a * t * t
+        f = m / (m + 1) * (zz - s / m) ** 2 - _var(m, s, q)
+        best = max(best, float(np.max(f)) / (m + 1))
+    return best
+
+
+def _windows(
+    p1: np.ndarray, p2: np.ndarray, size: int, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sums and sums of squares of the ``count`` windows of ``size`` sorted records."""
+    b = np.arange(count)
+    return p1[b + size] - p1[b], p2[b + size] - p2[b]
+
+
+def _block_best(
+    pre1: Indexer,
+    pre2: Indexer,
+    val: Indexer,
+    length: int,
+    r: int,
+    add_s: np.ndarray,
+    add_q: np.ndarray,
+    m: int,
+    p: float,
+    gamma: float,
+    beta: np.ndarray,
+    objective: Objective,
+) -> np.ndarray:
+    """Best removed block of ``r`` in each of several sorted arrays (fact 2), vectorised.
+
+    Row ``i`` is a sorted array of ``length`` values given by callables on index arrays:
+    ``val(rows, idx)``, ``pre1(rows, idx)``, ``pre2(rows, idx)`` (prefix sums). ``add_s``,
+    ``add_q`` are the sums of the added records per row; ``objective(s, q)`` the value.
+    """
+    rows = np.arange(add_s.size)
+    tot1 = pre1(rows, np.full(rows.size, length)) + add_s
+    tot2 = pre2(rows, np.full(rows.size, length)) + add_q
+    if r == 0:
+        return objective(tot1, tot2)
+
+    def sums(b: np.ndarray, rr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = tot1[rr] - (pre1(rr, b + r) - pre1(rr, b))
+        q = tot2[rr] - (pre2(rr, b + r) - pre2(rr, b))
+        return s, q
+
+    lo_b = np.zeros(rows.size, dtype=np.int64)
+    hi_b = np.full(rows.size, length - r, dtype=np.int64)
+    while True:
+        act = np.flatnonzero(lo_b < hi_b)
+        if act.size == 0:
+            break
+        mid = (lo_b[act] + hi_b[act]) // 2
+        s, _ = sums(mid, act)
+        h = (
+            val(act, mid) * (p - gamma)
+            + val(act, mid + r) * (p + gamma)
+            + beta[act]
+            - 2 * gamma * s
+        )
+        up = h > 0
+        hi_b[act[up]] = mid[up]
+        lo_b[act[~up]] = mid[~up] + 1
+    s, q = sums(lo_b, rows)
+    return objective(s, q)
+
+
+def _max_var(d: VarData, r: int, a: int) -> float:
+    """Largest variance of ``x`` minus ``r`` records plus ``a`` records in the bounds."""
+    m = d.n - r + a
+    if m <= 0:
+        return 0.0
+    u = np.arange(a + 1)
+    add_s = u * d.hi + (a - u) * d.lo
+    add_q = u * d.hi**2 + (a - u) * d.lo**2
+    out = _block_best(
+        lambda rows, i: d.p1[i],
+        lambda rows, i: d.p2[i],
+        lambda rows, i: d.w[i],
+        d.n,
+        r,
+        add_s,
+        add_q,
+        m,
+        1 / m,
+        1 / (m * m),
+        np.zeros(u.size),
+        lambda s, q: _var(m, s, q),
+    )
+    return float(np.max(out))
+
+
+def _unbounded_pair(d: VarData, r: int, a: int, cut: float) -> float:
+    n, lo, hi = d.n, d.lo, d.hi
+    big = n - r + a  # |y|
+    best = 0.0
+    kept = n - r
+    # z free, s = y: increase (windows, z at a bound) and decrease (z at the mean)
+    sw, qw = _windows(d.p1, d.p2, kept, r + 1)
+    for z in (lo, hi):
+        best = max(best, _increase(big, sw, qw, a, z, lo, hi))
+    best = max(best, _max_var(d, r, a) / (big + 1))
+    if r > n - 1 or big - 1 < 1:
+        return best
+    m = big - 1  # s = y - z for a data record z kept in y
+    # increase: z the largest (smallest) record, windows of the others
+    for zi, first in ((n - 1, 0), (0, 1)):
+        # windows of kept - 1 records among the others (data without record zi)
+        b = first + np.arange(r + 1)
+        sw = d.p1[b + kept - 1] - d.p1[b]
+        qw = d.p2[b + kept - 1] - d.p2[b]
+        best = max(best, _increase(m, sw, qw, a, d.w[zi], lo, hi))
+    # decrease: V(s) / (m + 1) - m (z - mu)**2 / (m + 1)**2, every z, best block per z
+    if m >= 2 and _max_var(d, r + 1, a) / (m + 1) > max(best, cut):
+        best = max(best, _decrease_data(d, r, a, m))
+    return best
+
+
+def _decrease_data(d: VarData, r: int, a: int, m: int) -> float:
+    """``max V(s) - V(s + z)``, ``z`` a datum, ``s`` the other data minus ``r`` plus ``a`` records."""
+    n = d.n
+    p = 1 / (m * (m + 1))
+    gamma = (2 * m + 1) / (m * m * (m + 1) ** 2)
+    # equal records leave equal multisets behind: one z per distinct value
+    js = np.flatnonzero(np.diff(d.w, prepend=np.nan) != 0)
+    z = d.w[js]
+    beta = 2 * z / (m + 1) ** 2
+
+    def val(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
+        return d.w[i + (i >= js[rows])]
+
+    def pre(arr: np.ndarray) -> Indexer:
+        def f(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
+            j = js[rows]
+            return np.where(i > j, arr[np.minimum(i + 1, n)] - (arr[j + 1] - arr[j]), arr[i])
+
+        return f
+
+    def objective(s: np.ndarray, q: np.ndarray) -> np.ndarray:
+        mu = s / m
+        return (q / m - mu * mu) / (m + 1) - m * (z - mu) ** 2 / (m + 1) ** 2
+
+    best = -np.inf
+    for u in range(a + 1):
+        add_s = np.full(js.size, u * d.hi + (a - u) * d.lo)
+        add_q = np.full(js.size, u * d.hi**2 + (a - u) * d.lo**2)
+        out = _block_best(
+            pre(d.p1), pre(d.p2), val, n - 1, r, add_s, add_q, m, p, gamma, beta, objective
+        )
+        best = max(best, float(np.max(out)))
+    return best
+
+
+def _bounded_pair(d: VarData, k: int) -> float:
+    n, lo, hi, p1, w = d.n, d.lo, d.hi, d.p1, d.w
+    if n < 2:
+        return 0.0
+    f = (n - 1) / n**2
+    best = 0.0
+    if k >= 1:
+        # y_i added: c = x minus k records plus k - 1 records; z and y_i free
+        mu_min = (p1[n - k] + (k - 1) * lo) / (n - 1)
+        mu_max = (p1[n] - p1[k] + (k - 1) * hi) / (n - 1)
+        best = max(best, f * max((hi - mu_min) ** 2, (mu_max - lo) ** 2))
+    if k > n - 1:
+        return best
+    # y_i = w_j kept; c = x - w_j - k records + k records
+    mu_lo_max = (p1[n - 1 - k] + k * lo) / (n - 1)  # j = n - 1, c's mean pushed down
+    mu_hi_min = (p1[n] - p1[k + 1] + k * hi) / (n - 1)  # j = 0, pushed up
+    best = max(best, f * (w[n - 1] - mu_lo_max) ** 2, f * (mu_hi_min - w[0]) ** 2)
+    i = np.arange(n)
+    # z = upper, mean of c as low as possible given j
+    mu = np.where(
+        i < n - k,
+        (p1[n - k] - w + k * lo) / (n - 1),
+        (p1[max(n - k - 1, 0)] + k * lo) / (n - 1),
+    )
+    best = max(best, f * float(np.max((hi - w) * (hi + w - 2 * mu))))
+    # z = lower, mean of c as high as possible
+    mu = np.where(
+        i >= k,
+        (p1[n] - p1[k] - w + k * hi) / (n - 1),
+        (p1[n] - p1[min(k + 1, n)] + k * hi) / (n - 1),
+    )
+    best = max(best, f * float(np.max((w - lo) * (2 * mu - w - lo))))
+    return best
+
+
+def var_diagonal(d: VarData, relation: str, k: int, cut: float) -> float:
+    """Largest ``LS_1(var, y)`` over ``y`` with ``r`` removals and ``a`` additions, ``r + a = k``.
+
+    (Bounded: ``r = a = k``.) Values not above ``cut`` may be reported as any smaller number.
+    """
+    if relation == "bounded":
+        if k > d.n:
+            return 0.0
+        return _bounded_pair(d, k)
+    best = 0.0
+    for r in range(0, min(k, d.n) + 1):
+        a = k - r
+        if d.n - r + a < 1:
+            continue
+        best = max(best, _unbounded_pair(d, r, a, max(cut, best)))
+    return best
+
+
+def var_envelope(n: int, lower: float, upper: float, relation: str, ks: np.ndarray) -> np.ndarray:
+    """An upper bound ``B[k] >= A(var, x, k)``, non-decreasing in ``k``.
+
+    Unbounded: ``|V(s + z) - V(s)| <= max(m D**2 / (m+1)**2, V / (m+1)) <= (upper - lower)**2
+    / (m + 1)`` with ``m = |s| >= max(n - k - 1, 1)``; bounded: ``(n - 1) / n**2 (upper -
+    lower)**2``.
+    """
+    width2 = (upper - lower) ** 2
+    if relation == "bounded":
+        return np.full(ks.size, (n - 1) / n**2 * width2 if n >= 2 else 0.0)
+    m = np.maximum(n - ks - 1, 1).astype(np.float64)
+    return width2 / (m + 1)
