@@ -224,7 +224,7 @@ def _unbounded_pair(d: VarData, r: int, a: int, cut: float) -> float:
 
 
 def _decrease_data(d: VarData, r: int, a: int, m: int) -> float:
-    """``max V(s) - V(s + z)``, ``z`` a datum, ``s`` the other data minus ``r`` plus ``a`` records."""
+    """``max V(s) - V(s + z)``: ``z`` a datum, ``s`` the rest minus ``r`` plus ``a`` records."""
     n = d.n
     p = 1 / (m * (m + 1))
     gamma = (2 * m + 1) / (m * m * (m + 1) ** 2)
