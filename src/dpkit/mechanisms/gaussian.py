@@ -239,7 +239,9 @@ class Gaussian:
     -------
     ``(epsilon, delta)``-DP. The value is rounded to the lattice ``grid * Z^d`` (grid a power
     of two fixed by the sensitivity and the dimension, never by the data) and exact discrete
-    Gaussian noise is added (Canonne, Kamath and Steinke 2020, Algorithm 3). Rounding moves
+    Gaussian noise is added (:func:`dpkit.samplers.discrete_gaussian`; the guarantee rests on
+    the distribution being exactly the discrete Gaussian of Canonne, Kamath and Steinke 2020,
+    whichever exact sampler draws it). Rounding moves
     neighbours at most ``floor(s/grid) + 1`` steps apart for a scalar and
     ``s/grid + sqrt(d)`` steps in L2 for ``d`` coordinates; sigma is calibrated for that
     effective sensitivity. For a scalar, the discrete Gaussian's exact delta (CKS Theorem 7)
@@ -257,7 +259,7 @@ class Gaussian:
     >>> round(gau.sigma, 4)
     3.7306
     >>> gau.release(10.0, rng=3)
-    12.380859375
+    12.24609375
 
     References
     ----------

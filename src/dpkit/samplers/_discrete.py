@@ -48,6 +48,7 @@ from dpkit.samplers._exact import (
     powers_prefix64,
     prefixes64,
 )
+from dpkit.samplers._gaussian import EnvelopeGaussian
 from dpkit.samplers._source import BitSource, as_source
 
 __all__ = [
@@ -558,21 +559,30 @@ def _discrete_gaussian_block(
 
 
 def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+    if s2 >= _ENVELOPE_MIN_S2:
+        return _envelope_sampler(s2).sample(size, source)
     t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
     acc = _gauss_acceptance(s2, t)
     geo = _geometric_sampler(Fraction(1, t))
     return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
 
 
+@lru_cache(maxsize=64)
+def _envelope_sampler(s2: Fraction) -> EnvelopeGaussian:
+    return EnvelopeGaussian(s2)
+
+
 def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = None) -> np.ndarray:
     """Exact discrete Gaussian draws: ``P[Z = z]`` proportional to ``exp(-z**2 / (2 sigma**2))``.
 
-    Canonne, Kamath and Steinke (2020), Algorithm 3: a discrete Laplace proposal with scale
-    ``t = floor(sigma) + 1`` accepted with probability
-    ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))``; the acceptance is an exact table lookup
-    (see ``_GaussAcceptance``). Pass ``sigma2`` (a rational variance) instead of ``sigma``
-    to give the variance exactly. Building the table costs O(sigma) once per sigma (cached);
-    ``sigma`` must be at most ``2**20``.
+    For ``sigma**2 >= 2**10`` the sampler is rejection from a piecewise-uniform envelope
+    with a certified floating-point acceptance test settled exactly when undecided
+    (:mod:`dpkit.samplers._gaussian`: two table lookups and about 1.05 random words per
+    draw, built in O(1) per sigma). Below that it is Canonne, Kamath and Steinke (2020),
+    Algorithm 3: a discrete Laplace proposal with scale ``t = floor(sigma) + 1`` accepted
+    with probability ``exp(-(|y| - sigma**2/t)**2 / (2 sigma**2))``, an exact table lookup
+    (see ``_GaussAcceptance``). Both are exact. Pass ``sigma2`` (a rational variance)
+    instead of ``sigma`` to give the variance exactly; ``sigma`` must be at most ``2**20``.
 
     Examples
     --------
@@ -591,46 +601,19 @@ def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = N
     return _discrete_gaussian(s2, _size("discrete_gaussian", size), as_source(rng))
 
 
-def _discrete_gaussian_tc_block(
-    geo: _Geometric, t: int, c: int, x: Fraction, size: int, source: BitSource
-) -> np.ndarray:
-    def accept(y: np.ndarray) -> np.ndarray:
-        d = np.abs(y) - c
-        # |d| > 2**31 has acceptance below exp(-2**62 x) < 2**-(10**6) for every allowed
-        # t, c; capping d**2 there (instead of overflowing int64) changes no probability
-        # by more.
-        np.minimum(d, 2**31, out=d)
-        return bernoulli_exp_int(x, d * d, source)
-
-    return _accept_first(lambda m: _discrete_laplace_block(geo, m, source), accept, size)
-
-
 def discrete_gaussian_tc(t: int, c: int, size: int, rng: Any = None) -> np.ndarray:
     """Exact discrete Gaussian with variance parameter ``sigma**2 = t * c`` (integers).
 
-    The same algorithm as :func:`discrete_gaussian` with proposal scale ``t``, but with
-    ``sigma**2 / t = c`` an integer the acceptance probability is
-    ``exp(-(|y| - c)**2 / (2 t c))``, an integer multiple of a fixed rational exponent, so it
-    is decided byte by byte with :func:`bernoulli_exp_int` and needs no table of size
-    O(sigma). Used by the Gaussian mechanisms, which may round the variance up to this form.
-    Requires ``12 * sqrt(t c) < 2**31`` so that ``(|y| - c)**2`` fits in int64 for every
-    proposal that can be accepted with non-negligible probability.
+    The same sampler as :func:`discrete_gaussian` with ``sigma2 = t * c``; kept for the
+    Gaussian mechanisms, which round the variance up to this form (``t * c <= 2**56``).
     """
     if t < 1 or c < 1:
         raise ParameterError(f"discrete_gaussian_tc: t and c must be >= 1; got {t}, {c}")
     if t * c > 2**56 or t > 2**40:
         raise ParameterError("discrete_gaussian_tc: sigma too large (sigma**2 must be <= 2**56)")
-    source = as_source(rng)
-    geo = _geometric_sampler(Fraction(1, t))
-    if t * c <= _TABLE_MAX_S2:
-        # small sigma: one lookup in the exact acceptance table beats the byte-wise test
-        acc = _gauss_acceptance(Fraction(t * c), t)
-        return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
-    x = Fraction(1, 2 * t * c)
-    return _blocked(
-        lambda k: _discrete_gaussian_tc_block(geo, t, c, x, k, source), size, _GAUSS_BLOCK
-    )
+    return _discrete_gaussian(Fraction(t * c), size, as_source(rng))
 
 
-#: sigma**2 up to which the acceptance test uses the O(sigma) exact table (sigma <= 2**14)
-_TABLE_MAX_S2 = 2**28
+#: sigma**2 from which the envelope sampler (:mod:`dpkit.samplers._gaussian`) is used; below
+#: it the CKS proposal with the O(sigma) exact acceptance table is cheap and faster to build
+_ENVELOPE_MIN_S2 = 2**10
