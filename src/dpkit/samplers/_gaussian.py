@@ -303,47 +303,57 @@ class EnvelopeGaussian:
         return vals, ok
 
     def _fill(self, n: int, ws: _Workspace, dst: np.ndarray, source: BitSource) -> int:
-        """Make ``n`` proposals and write the accepted ones, in proposal order, to ``dst``.
+        """Make ``n`` proposals and write accepted ones to ``dst``; return how many.
 
-        Returns how many were written (at most ``dst.size``). Which accepted draws are kept
-        (the first ones) does not depend on their values, so they are i.i.d. exact draws.
+        The proposals are i.i.d. and so are the pairs (value, accepted?); given the accept
+        flags of a block, the accepted values are independent draws from the target. Where
+        each accepted value goes (rejections leave holes, filled with the accepted
+        proposals from the end of the block; at most ``dst.size`` are kept) depends on the
+        flags only, never on the values, so the output is i.i.d. exact.
         """
         wa = source.words(n).view(np.int64)
-        idx, j, y, tmp, acc = ws.idx[:n], ws.j[:n], ws.y[:n], ws.tmp[:n], ws.acc[:n]
+        direct = dst.size >= n  # work in place in the output when the whole block fits
+        y = dst[:n] if direct else ws.y[:n]
+        idx, j, tmp, flag = ws.idx[:n], ws.j[:n], ws.tmp[:n], ws.flag[:n]
         np.bitwise_and(wa, (1 << _K) - 1, out=idx)
-        np.take(self.guide, idx, out=j)
+        np.take(self.guide, idx, out=j, mode="clip")
         np.right_shift(wa, _K, out=y)
         np.bitwise_and(y, self.w - 1, out=y)
-        np.take(self.base, j, out=tmp)
+        np.left_shift(j, self.b, out=tmp, dtype=np.int64)  # j w (meaningless for tail/reject)
         y += tmp
         np.right_shift(wa, 63, out=tmp)  # sign mask: all ones for sign 1
         y ^= tmp  # m, or ~m = -(m + 1)
-        # squeeze on the first 24 bits of U (bits 39..62): U24 < lo_j >> 40
+        # squeeze on the first 24 bits of U (bits 39..62): accept when U24 < lo_j >> 40
         np.bitwise_and(wa, _LOW63, out=idx)
-        np.take(self.lo_sh, j, out=tmp)
-        np.less(idx, tmp, out=acc)
-        rest = np.flatnonzero(~acc)
+        np.take(self.lo_sh, j, out=tmp, mode="clip")
+        np.greater_equal(idx, tmp, out=flag)
+        rest = np.flatnonzero(flag)
+        count = n
         if rest.size:
             war = wa[rest].view(np.uint64)
             # the first 64 bits of U: its 24 bits from word A, then 40 fresh ones
             w64 = ((war >> np.uint64(39)) & np.uint64(_MASK24)) << np.uint64(40)
             w64 |= source.words(rest.size) >> np.uint64(24)
             jr = j[rest]
-            inbin = jr < self.J
-            bins = rest[inbin]
-            if bins.size:
-                acc[bins] = self._float_test(y[bins], jr[inbin], w64[inbin], source)
-            intail = jr == self.J
-            if intail.any():
-                tail = rest[intail]
-                vals, ok = self._tail(war[intail].view(np.int64) >> 63, w64[intail], source)
-                y[tail] = vals
-                acc[tail] = ok
-        count = int(np.count_nonzero(acc))
-        if count > dst.size:
-            acc[np.flatnonzero(acc)[dst.size] :] = False
-            count = dst.size
-        np.compress(acc, y, out=dst[:count])
+            ok = np.zeros(rest.size, dtype=bool)
+            inbin = np.flatnonzero(jr < self.J)
+            if inbin.size:
+                ok[inbin] = self._float_test(y[rest[inbin]], jr[inbin], w64[inbin], source)
+            intail = np.flatnonzero(jr == self.J)
+            if intail.size:
+                vals, tail_ok = self._tail(war[intail].view(np.int64) >> 63, w64[intail], source)
+                y[rest[intail]] = vals
+                ok[intail] = tail_ok
+            rejected = rest[~ok]
+            count = n - rejected.size
+            holes = rejected[rejected < count]
+            if holes.size:  # as many accepted proposals sit at positions >= count
+                movers = np.ones(n - count, dtype=bool)
+                movers[rejected[rejected >= count] - count] = False
+                y[holes] = y[count:][movers]
+        count = min(count, dst.size)
+        if not direct:
+            dst[:count] = y[:count]
         return count
 
     def sample(self, size: int, source: BitSource) -> np.ndarray:
@@ -366,4 +376,4 @@ class _Workspace:
         self.j = np.empty(n, dtype=np.int16)
         self.y = np.empty(n, dtype=np.int64)
         self.tmp = np.empty(n, dtype=np.int64)
-        self.acc = np.empty(n, dtype=bool)
+        self.flag = np.empty(n, dtype=bool)
