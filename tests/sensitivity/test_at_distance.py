@@ -102,7 +102,7 @@ def test_zero_is_local_sensitivity_and_monotone() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "exc", "words"),
     [
-        ({"query": "std"}, ParameterError, "empirical_at_distance"),
+        ({"query": np.ptp}, ParameterError, "empirical_at_distance"),
         ({"query": "nope"}, ParameterError, "unknown query"),
         ({"k": -1}, ParameterError, "`k` must be an int >= 0"),
         ({"k": 1.5}, TypeError, "`k`"),
@@ -255,3 +255,125 @@ def test_var_zero_is_local_and_fast_on_a_million(relation: str) -> None:
     assert a0 == pytest.approx(sens.local("var", x, relation=relation, bounds=(0, 100)))
     a5 = sens.local_at_distance("var", x, 5, relation=relation, bounds=(0, 100))
     assert a0 <= a5 < 1.01 * a0
+
+
+# ----------------------------------------------------------------------------- std
+#
+# The deviation's maximisers add records at interior points (roots of a quartic), which no
+# grid holds. The oracle enumerates every removal set and number of additions, searches the
+# added values on a grid and refines the three best with Nelder-Mead inside the bounds; the
+# inner LS_1 comes from `local`. Agreement to 1e-7: a deviation computed from prefix sums
+# near a zero variance carries an error of about sqrt(1e-16) = 1e-8.
+
+
+def _std_oracle(x: list[float], k: int, relation: str) -> float:
+    from scipy.optimize import minimize
+
+    def ls(y: list[float]) -> float:
+        return sens.local("std", y, relation=relation, bounds=(L, U))
+
+    grid = np.linspace(L, U, 11)
+    best = 0.0
+    n = len(x)
+    for r in range(min(k, n) + 1):
+        for removed in itertools.combinations(range(n), r):
+            kept = [v for i, v in enumerate(x) if i not in removed]
+            for a in [r] if relation == "bounded" else range(k - r + 1):
+                if a == 0:
+                    best = max(best, ls(kept)) if kept else best
+                    continue
+                tries = sorted(
+                    (
+                        (ls(kept + list(w)), w)
+                        for w in itertools.combinations_with_replacement(grid, a)
+                    ),
+                    reverse=True,
+                )[:3]
+                for val, w in tries:
+                    res = minimize(
+                        lambda v, kept=kept: -ls(kept + list(np.clip(v, L, U))),
+                        np.asarray(w, dtype=float),
+                        method="Nelder-Mead",
+                        bounds=[(L, U)] * a,
+                        options={"xatol": 1e-9, "fatol": 1e-13, "maxiter": 400},
+                    )
+                    best = max(best, val, -float(res.fun))
+    return best
+
+
+def _std_cases() -> list[tuple[list[float], int, str]]:
+    rng = np.random.default_rng(99)
+    cases = []
+    for i in range(24):
+        n = int(rng.integers(2, 5))
+        if i % 2:
+            x = rng.choice([0.0, 0.0, 4.0, 5.0, 6.5, 10.0, 10.0], n)
+        else:
+            x = np.round(rng.uniform(L, U, n), 1)
+        cases.append(
+            (sorted(x.tolist()), int(rng.integers(0, 3)), ("bounded", "unbounded")[i // 2 % 2])
+        )
+    return cases
+
+
+@pytest.mark.parametrize(("x", "k", "relation"), _std_cases())
+def test_std_matches_brute_force(x: list[float], k: int, relation: str) -> None:
+    exact = sens.local_at_distance("std", x, k, relation=relation, bounds=(L, U))
+    assert exact == pytest.approx(_std_oracle(x, k, relation), abs=1e-7)
+
+
+def test_std_decrease_block_lemma_against_all_subsets() -> None:
+    # Fact 3 of _std_distance (removing a datum z raises the deviation): the removed block
+    # and the added records at the bounds, against every subset.
+    from dpkit.sensitivity import _std_distance as sd
+    from dpkit.sensitivity import _var_distance as vd
+
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n = int(rng.integers(3, 8))
+        x = np.sort(rng.choice(rng.uniform(L, U, 4), n))
+        d = vd.VarData(x, L, U)
+        lo, hi = d.lo, d.hi
+        for r in range(0, n - 1):
+            for a in range(0, 3):
+                m = n - 1 - r + a
+                if m < 2:
+                    continue
+                brute = max(
+                    _subsets_best(
+                        np.delete(d.w, j),
+                        r,
+                        lambda kept, a=a, z=d.w[j], lo=lo, hi=hi: max(
+                            np.std(s) - np.std(np.append(s, z)) for s in _with_adds(kept, lo, hi, a)
+                        ),
+                    )
+                    for j in range(n)
+                )
+                # 1e-7: the square root of a variance near 0 computed from prefix sums
+                assert sd._decrease_data(d, r, a, m) == pytest.approx(brute, abs=1e-7)
+
+
+def test_std_replacing_one_record_has_no_interior_maximum() -> None:
+    # The property behind fact 3 (proved in _std_distance): t -> sqrt(V(s' + t)) -
+    # sqrt(V(s' + t + z)) falls, then rises, on [L, U], so a removed record between two kept
+    # ones, or an added one inside the bounds, can be moved to do no worse. On a fine grid.
+    rng = np.random.default_rng(6)
+    ts = np.linspace(L, U, 401)
+    for _ in range(3000):
+        m = int(rng.integers(2, 9))
+        rest = L + (U - L) * rng.uniform(0, 1, m - 1) ** rng.uniform(0.3, 3)
+        z = rng.uniform(L, U)
+        rows = np.column_stack([np.tile(rest, (ts.size, 1)), ts])
+        g = np.std(rows, axis=1) - np.std(np.column_stack([rows, np.full(ts.size, z)]), axis=1)
+        low = int(np.argmin(g))
+        assert np.all(np.diff(g[: low + 1]) <= 1e-12)
+        assert np.all(np.diff(g[low:]) >= -1e-12)
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+def test_std_zero_is_local_on_a_million(relation: str) -> None:
+    rng = np.random.default_rng(12)
+    x = np.clip(rng.normal(40, 13, 10**6), 0, 100).round()
+    a0 = sens.local_at_distance("std", x, 0, relation=relation, bounds=(0, 100))
+    assert a0 == pytest.approx(sens.local("std", x, relation=relation, bounds=(0, 100)))
+    assert sens.local_at_distance("std", x, 5, relation=relation, bounds=(0, 100)) >= a0

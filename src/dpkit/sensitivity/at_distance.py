@@ -16,7 +16,7 @@ import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity import _order, _var_distance
+from dpkit.sensitivity import _order, _std_distance, _var_distance
 from dpkit.sensitivity._common import (
     check_distance,
     check_relation,
@@ -27,7 +27,7 @@ from dpkit.sensitivity._common import (
 
 __all__ = ["local_at_distance"]
 
-SUPPORTED = ("count", "sum", "mean", "percentile", "var")
+SUPPORTED = ("count", "sum", "mean", "percentile", "var", "std")
 
 
 def local_at_distance(
@@ -43,7 +43,8 @@ def local_at_distance(
     Parameters
     ----------
     query : Query or str
-        ``count``, ``sum``, ``mean``, ``median``, ``var`` or a :func:`~dpkit.queries.percentile`.
+        ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std`` or a
+        :func:`~dpkit.queries.percentile`.
     data : array_like
         The dataset ``x``: non-empty, finite, within ``bounds``.
     k : int
@@ -62,7 +63,7 @@ def local_at_distance(
     ------
     ParameterError
         Empty data, NaN, data outside bounds, inverted bounds, ``k < 0``, an unknown query,
-        or a query without an exact algorithm here (``std``, user callables: use
+        or a query without an exact algorithm here (user callables: use
         :func:`empirical_at_distance`).
     TypeError
         Non-numeric data, a non-integer ``k``.
@@ -96,11 +97,18 @@ def local_at_distance(
       the largest or smallest record) or remove a block from it (the decreases), with added
       records at the bounds or all equal to one value found in closed form; the best block
       is found by bisection, its objective being unimodal in the block's position.
+    - ``std``: the same pairs, valued ``|sqrt(V(y')) - sqrt(V(y))|``
+      (:mod:`dpkit.sensitivity._std_distance`): the increases keep windows (their sublevel
+      sets are convex) with added records all equal to a bound or a real root of a quartic;
+      the decreases keep the largest variance or remove a block (one record removed next to a
+      datum: every block position is scanned, one datum per distinct value, after an ``O(1)``
+      test that usually skips it).
 
     Time ``O(n log n + k^3)`` for percentiles, ``O(n log n + k^2)`` for the mean; for ``var``
     ``O(n log n + k^3 log n)`` unbounded (plus ``O(n k log n)`` for the decrease by removing a
     data record, which is skipped in ``O(1)`` unless it can beat the other terms) and
-    ``O(n log n + n k)`` bounded.
+    ``O(n log n + n k)`` bounded; ``std`` likewise, with the datum-removal term ``O(n)`` per
+    distinct value and block when it cannot be skipped.
 
     References
     ----------
@@ -133,12 +141,12 @@ def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, f
     if q.kind not in SUPPORTED:
         hint = (
             "use empirical_at_distance (brute force over a universe)"
-            if q.kind in ("std", "custom", "histogram")
+            if q.kind in ("custom", "histogram")
             else ""
         )
         raise ParameterError(
             f"{owner}: no exact algorithm for {q.name!r}; supported queries are count, sum, "
-            f"mean, median, percentiles and var; {hint}"
+            f"mean, median, percentiles, var and std; {hint}"
         )
     lim = needs_bounds(owner, q, bounds)
     x = sorted_data(owner, data, lim, q)
@@ -178,12 +186,13 @@ def sequence(
         yield max(upper - x[0], x[-1] - lower) / n
         while True:
             yield (upper - lower) / n
-    if kind == "var":
+    if kind in ("var", "std"):
         data = _var_distance.VarData(x, lower, upper)
+        moment = _var_distance.var_diagonal if kind == "var" else _std_distance.std_diagonal
         best, k = 0.0, 0
         while True:
             cut = best if floor is None else max(floor(k), best)
-            best = max(best, _var_distance.var_diagonal(data, relation, k, cut))
+            best = max(best, moment(data, relation, k, cut))
             yield best
             k += 1
     diag = _mean_diagonal if kind == "mean" else _percentile_diagonal
@@ -365,6 +374,8 @@ def upper_envelope(
         return (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
     if q.kind == "var":
         return _var_distance.var_envelope(n, lower, upper, relation, ks)
+    if q.kind == "std":
+        return _std_distance.std_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
         return np.full(ks.size, float(top))

@@ -44,7 +44,8 @@ def smooth(
     Parameters
     ----------
     query : Query or str
-        ``count``, ``sum``, ``mean``, ``median``, ``var`` or a :func:`~dpkit.queries.percentile`.
+        ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std`` or a
+        :func:`~dpkit.queries.percentile`.
     data : array_like
         Non-empty, finite, within ``bounds``.
     beta : float
@@ -64,7 +65,7 @@ def smooth(
     ------
     ParameterError
         Bad data or bounds (as :func:`local`), ``beta <= 0`` or not finite, a query without an
-        exact algorithm (``std``, user callables).
+        exact algorithm (user callables).
     TypeError
         Non-numeric input.
 
@@ -79,7 +80,8 @@ def smooth(
     the sorted data ``ceil(c k) + 3`` positions either side of the percentile, ``c = max(q,
     1 - q)`` unbounded and 1 bounded; for the mean ``(upper - lower) / max(n - k, 2)``; for
     the variance ``(upper - lower)**2 / max(n - k, 2)`` unbounded and
-    ``(n - 1) (upper - lower)**2 / n**2`` bounded). The
+    ``(n - 1) (upper - lower)**2 / n**2`` bounded; for the deviation that bound ``E`` gives
+    ``min(sqrt(E), E / (2 sqrt(vmin)))`` with ``vmin`` the smallest variance one step further). The
     scan over ``k`` stops at the first ``k`` where ``max_{k' > k} exp(-beta k') B(k') <= best
     so far``; this tail maximum is computed exactly as a suffix maximum over ``k' <= n + 3``,
     beyond which ``B`` is constant and the factor ``exp(-beta k')`` only decreases. For sum
