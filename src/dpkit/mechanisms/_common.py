@@ -59,18 +59,21 @@ def grid_round(owner: str, values: np.ndarray, grid: float) -> np.ndarray:
     with error at most 1/2, so two inputs ``|u - v| <= D`` land at most ``floor(D/grid) + 1``
     lattice steps apart; mechanisms charge that in their sensitivity.
     """
-    scaled = values / grid
-    if scaled.size and np.abs(scaled).max() >= _MAX_LATTICE:
+    scaled = np.asarray(values / grid)  # 0-d input gives a NumPy scalar; keep an array
+    # max |scaled| from the extremes: no temporary the size of the data (values are finite)
+    if scaled.size and max(-float(scaled.min()), float(scaled.max())) >= _MAX_LATTICE:
         raise ParameterError(
             f"{owner}.release: |value| must be below {_MAX_LATTICE * grid:.3g} for this "
             f"mechanism's grid ({grid!r}); rescale the query"
         )
-    return np.rint(scaled).astype(np.int64)
+    np.rint(scaled, out=scaled)
+    return scaled.astype(np.int64)
 
 
 def restore_shape(lattice: np.ndarray, grid: float, scalar: bool) -> Any:
     """Map lattice points back to floats (a post-processing step, so no privacy cost)."""
-    out = lattice.astype(np.float64) * grid
+    out = lattice.astype(np.float64)
+    out *= grid  # a power of two: exact
     if scalar:
         return float(out.reshape(()))
     return out

@@ -336,7 +336,8 @@ class Gaussian:
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian")
         noise = discrete_gaussian_tc(t, c, lattice.size, source).reshape(lattice.shape)
-        return restore_shape(lattice + noise, g, scalar)
+        noise += lattice  # in place: the sampler's fresh array, no third temporary
+        return restore_shape(noise, g, scalar)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
