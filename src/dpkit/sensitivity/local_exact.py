@@ -5,7 +5,7 @@ added or replacing records may take any value in ``bounds = (lower, upper)``.
 
 The algorithms sort the data once and then only look at shifted windows and prefix sums, so
 they run in ``O(n log n)`` (sorting) plus ``O(k^2)`` for count, sum, mean, median and
-percentiles, and ``O(n k^3)`` for var and std. :func:`dpkit.sensitivity.empirical_local` is the
+percentiles, and ``O(k^3 log n)`` for var and std. :func:`dpkit.sensitivity.empirical_local` is the
 brute-force oracle they are tested against.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity import _order
+from dpkit.sensitivity import _order, _var_distance
 from dpkit.sensitivity._common import (
     check_distance,
     check_norm,
@@ -87,12 +87,12 @@ def local(
     one of any other choice. The mean and sum then follow from prefix sums and the median and
     percentiles from a shifted window of the data padded with the bounds, ``O(1)`` per
     ``(r, a)``. Variance is convex in each record, so the largest variance removes a contiguous
-    block of the sorted data and adds records at the bounds; the smallest keeps a contiguous
-    window and adds copies of its mean; each costs ``O(n)`` per ``(r, a)`` with prefix sums of
-    ``x`` and ``x^2``.
+    block of the sorted data and adds records at the bounds (the block found by bisection,
+    the variance being unimodal in its position); the smallest keeps a contiguous window and
+    adds copies of its mean; prefix sums of ``x`` and ``x^2`` give each candidate in ``O(1)``.
 
     Complexity: ``O(n log n + k^2)`` time for count, sum, mean, median, percentiles;
-    ``O(n log n + n k^3)`` for var and std; ``O(n)`` memory.
+    ``O(n log n + k^3 log n)`` for var and std; ``O(n)`` memory.
 
     References
     ----------
@@ -176,30 +176,19 @@ def _var_extremes(
     """Largest and smallest population variance over the ball given by the ``(r, a)`` pairs.
 
     Largest: keep a prefix and a suffix of the sorted data (remove a contiguous block of
-    ``r``) and add ``u`` records at ``upper`` and ``a - u`` at ``lower`` (variance is convex in
-    each record, so its maximum over a record's range is at an end, and among the data a
-    removed record can always be taken from between the kept ones). Smallest: keep a
+    ``r``) and add ``u`` records at ``upper`` and ``a - u`` at ``lower``; the variance is
+    unimodal in the block's position, found by bisection
+    (:func:`dpkit.sensitivity._var_distance._max_var`, fact 2 there). Smallest: keep a
     contiguous window of ``n - r`` records and add ``a`` copies of the window's mean.
     """
+    d = _var_distance.VarData(x, lower, upper)
     n = x.size
-    c = (lower + upper) / 2
-    z = x - c  # variance is shift-invariant; centring keeps the sums small
-    lo, hi = lower - c, upper - c
-    p1 = np.concatenate(([0.0], np.cumsum(z)))
-    p2 = np.concatenate(([0.0], np.cumsum(z * z)))
+    p1, p2 = d.p1, d.p2
     best_max = 0.0
     best_min = math.inf
     for ri, ai in zip(r.tolist(), a.tolist(), strict=True):
         m = n - ri + ai
-        # largest: remove block [b, b + ri), add u at hi, ai - u at lo
-        b = np.arange(0, n - ri + 1)
-        s1 = p1[b] + (p1[n] - p1[b + ri])
-        s2 = p2[b] + (p2[n] - p2[b + ri])
-        u = np.arange(0, ai + 1)
-        t1 = s1[:, None] + u[None, :] * hi + (ai - u[None, :]) * lo
-        t2 = s2[:, None] + u[None, :] * hi * hi + (ai - u[None, :]) * lo * lo
-        v = t2 / m - (t1 / m) ** 2
-        best_max = max(best_max, float(np.max(v)))
+        best_max = max(best_max, _var_distance._max_var(d, ri, ai))
         # smallest: keep window [b, b + s), add ai copies of its mean
         s = n - ri
         if s == 0:
