@@ -53,7 +53,8 @@ def _cells_pvalue(draws: np.ndarray, s2: float, cells: int, sigma_factor: float 
 
 @pytest.mark.parametrize(("t", "c"), [(2**14 + 3, 2**14 + 1), (40, 39), (3824, 3824)])
 def test_tc_matches_exact_pmf(t: int, c: int) -> None:
-    # t c > 2**28 (the old byte-wise path), the smallest envelope sigma, the scalar mechanism's
+    # t c > 2**28 (formerly the byte-wise path); sigma**2 = 1560 near the envelope's lower
+    # limit (bins of width 1); the lattice sigma of the scalar Gaussian mechanism
     draws = discrete_gaussian_tc(t, c, 200_000, rng=21)
     assert _cells_pvalue(draws, t * c, 50) > PASS
     assert _cells_pvalue(draws, t * c, 50, 1.1) < FAIL
@@ -66,7 +67,7 @@ def test_discrete_gaussian_large_sigma_matches_exact_pmf() -> None:
     assert _cells_pvalue(draws, sigma**2, 50, 1.1) < FAIL
 
 
-def test_largest_sigma_moments() -> None:
+def test_largest_sigma_matches_normal() -> None:
     # sigma**2 = 2**56, the largest allowed: squares near int64's limit; the normal cdf is
     # exact to ~1e-16 at this scale, so a KS test against it is sharp
     draws = discrete_gaussian_tc(2**28, 2**28, 200_000, rng=23).astype(float) / 2**28
