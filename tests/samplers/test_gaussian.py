@@ -20,7 +20,7 @@ from scipy import stats
 from dpkit.samplers import SeededSource, discrete_gaussian
 from dpkit.samplers._discrete import discrete_gaussian_tc
 from dpkit.samplers._exact import exp_neg
-from dpkit.samplers._gaussian import EnvelopeGaussian
+from dpkit.samplers._gaussian import EnvelopeGaussian, _Workspace
 
 PASS = 1e-3
 FAIL = 1e-6
@@ -152,3 +152,17 @@ def test_exact_real_of_bin_start_is_below_one() -> None:
     for j in range(env.J):
         f_up = exp_neg(env.x * (j * env.w) ** 2).prefix(64) + 1
         assert f_up <= env.D * env.n[j]
+
+
+def test_word_layout_known_answer(scripted_source: type) -> None:
+    # word A: bits 0..15 category, 16..16+b-1 offset, 39..62 the first bits of U, 63 sign;
+    # U = 0 is accepted by the squeeze, so each scripted word gives one known draw
+    env = EnvelopeGaussian(Fraction(16979299 * 16979298))
+    j = 5
+    idx = int(np.flatnonzero(env.guide == j)[0])
+    off = 12345
+    words = [idx | off << 16, idx | off << 16 | 1 << 63]
+    source = scripted_source(words)
+    out = np.empty(2, dtype=np.int64)
+    assert env._fill(2, _Workspace(2), out, source) == 2
+    assert out.tolist() == [j * env.w + off, -(j * env.w + off) - 1]
