@@ -11,6 +11,9 @@ Tasks:
     Exact smooth sensitivity of the median (unbounded, beta = 0.035, about
     epsilon / (2 ln(2 / delta)) for epsilon = 1, delta = 1e-6), on the same data and on 10^6
     Adult ages (ties hundreds of thousands deep).
+``smooth var 1e6``, ``smooth std 1e6``
+    Exact smooth sensitivity of the population variance and deviation of the 10^6 ages, both
+    neighbour relations.
 ``oracle vs exact``
     The brute-force oracle (``empirical_local`` / ``empirical_global``) against the exact
     function on a case both can do; the error column is their absolute difference (0 expected).
@@ -69,6 +72,20 @@ def run(table: Table) -> None:
         timeit(lambda: sens.smooth("median", ages, beta=BETA, relation="unbounded", bounds=BOUNDS)),
         note="10^6 ages, deep ties",
     )
+    for name, stat in (("var", np.var), ("std", np.std)):
+        task = f"smooth {name} 1e6"
+        table.add(task, "numpy", timeit(lambda stat=stat: stat(ages)), note="the statistic alone")
+        for rel in ("unbounded", "bounded"):
+            table.add(
+                task,
+                f"dpkit {rel}",
+                timeit(
+                    lambda name=name, rel=rel: sens.smooth(
+                        name, ages, beta=BETA, relation=rel, bounds=BOUNDS
+                    )
+                ),
+                note="10^6 Adult ages",
+            )
 
     # the oracle against the exact function on a case both can do
     data = rng.integers(0, 101, size=12).astype(float)

@@ -324,7 +324,7 @@ def std_envelope(d: VarData, relation: str, ks: np.ndarray) -> np.ndarray:
 
     n = d.n
     width = d.hi - d.lo
-    env = var_envelope(n, d.lo, d.hi, relation, ks)
+    env = var_envelope(d, relation, ks)
     out = np.sqrt(env)
     top = int(min(ks.size, 4096))
     # W[r]: the smallest variance of n - r consecutive sorted records, r = 0..top

@@ -311,15 +311,49 @@ def var_diagonal(d: VarData, relation: str, k: int, cut: float) -> float:
     return best
 
 
-def var_envelope(n: int, lower: float, upper: float, relation: str, ks: np.ndarray) -> np.ndarray:
+def var_envelope(d: VarData, relation: str, ks: np.ndarray) -> np.ndarray:
     """An upper bound ``B[k] >= A(var, x, k)``, non-decreasing in ``k``.
 
-    Unbounded: ``|V(s + z) - V(s)| <= max(m D**2 / (m+1)**2, V / (m+1)) <= (upper - lower)**2
-    / (m + 1)`` with ``m = |s| >= max(n - k - 1, 1)``; bounded: ``(n - 1) / n**2 (upper -
-    lower)**2``.
+    Unbounded, every pair is ``(s, s + z)`` with ``s`` within ``k + 1`` of ``x``, ``m = |s| >=
+    max(n - k - 1, 1)``, and ``|V(s + z) - V(s)| = |m (z - mu)**2 / (m + 1) - V| / (m + 1) <=
+    D(mu)**2 / (m + 1)``, ``D(mu) = max(upper - mu, mu - lower)`` (``V <= D(mu)**2``); the
+    mean ``mu`` of ``s`` lies between the extremes reached by removing the largest (smallest)
+    records and adding ``lower`` (``upper``). Bounded: ``(n - 1) / n**2 D(mu_c)**2`` with
+    ``c`` the ``n - 1`` records the pair shares. Computed for ``k < 4096``; beyond, and as a
+    cap, ``D <= upper - lower``.
     """
-    width2 = (upper - lower) ** 2
+    n = d.n
+    width2 = (d.hi - d.lo) ** 2
     if relation == "bounded":
-        return np.full(ks.size, (n - 1) / n**2 * width2 if n >= 2 else 0.0)
-    m = np.maximum(n - ks - 1, 1).astype(np.float64)
-    return width2 / (m + 1)
+        crude = np.full(ks.size, (n - 1) / n**2 * width2 if n >= 2 else 0.0)
+    else:
+        crude = width2 / (np.maximum(n - ks - 1, 1).astype(np.float64) + 1)
+    top = int(min(ks.size, 4096))
+    tight = crude.copy()
+    p1, lo, hi = d.p1, d.lo, d.hi
+    for k in range(top):
+        if relation == "bounded":
+            if n < 2:
+                continue
+            # c: n - 1 records, r removed from x and r - 1 added, r = k + 1 (or k)
+            r = np.arange(max(k, 1), min(k + 1, n) + 1)
+            if r.size == 0:  # k > n: every dataset of size n is in the ball already
+                tight[k] = tight[k - 1]
+                continue
+            size = np.full(r.size, n - 1)
+        else:
+            radius = k + 1
+            r = np.arange(0, min(radius, n) + 1)
+            size = n - r + (radius - r)
+            r = r[size >= 1]
+            size = size[size >= 1]
+        a = size - (n - r)
+        mu_lo = (p1[n - r] + a * lo) / size
+        mu_hi = (p1[n] - p1[r] + a * hi) / size
+        dev = max(float(np.max(hi - mu_lo)), float(np.max(mu_hi - lo)))
+        dev2 = dev * dev * (1 + 1e-9)
+        if relation == "bounded":
+            tight[k] = (n - 1) / n**2 * dev2
+        else:
+            tight[k] = dev2 / (max(n - k - 1, 1) + 1)
+    return np.maximum.accumulate(np.minimum(tight, crude))

@@ -373,7 +373,7 @@ def upper_envelope(
             return np.full(ks.size, (upper - lower) / n)
         return (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
     if q.kind == "var":
-        return _var_distance.var_envelope(n, lower, upper, relation, ks)
+        return _var_distance.var_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
     if q.kind == "std":
         return _std_distance.std_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
     if q.kind == "sum":
