@@ -9,7 +9,7 @@ Tasks:
     grid of 1,001 candidates; ``scale`` set so that ``map(1) == 1``, symmetric distance) and
     diffprivlib's ``tools.median``. Error: the median over 20 releases of
     ``|release - numpy.median(x)|``.
-``smooth median 1e6``
+``smooth median release 1e6``
     dpkit's smooth-sensitivity release of the median of the same data, with Laplace
     (``delta = 1e-6``) and Cauchy noise; NumPy's median as the reference time. Error: the
     median over 20 releases of ``|release - median|``.
@@ -32,7 +32,7 @@ SEED = 20261122  # the data only; dpkit rows use secure randomness
 RELEASES = 20
 
 INVERSE = "inverse median 1e6"
-SMOOTH = "smooth median 1e6"
+SMOOTH = "smooth median release 1e6"
 COMPARE = "compare adult 1000"
 
 

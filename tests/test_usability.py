@@ -45,10 +45,8 @@ def test_scores_length_mismatch_counts_both() -> None:
     assert "2 scores for 3 candidates" in msg
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a value beyond the lattice range names the grid, not the sensitivity to change",
-)
 def test_value_too_large_suggests_the_fix() -> None:
     msg = _message(ValueError, lambda: dp.Laplace(1.0).release(1e30))
-    assert "sensitivity" in msg
+    assert "sensitivity" in msg and "offset" in msg and "Laplace.release" in msg
+    msg = _message(ValueError, lambda: dp.Gaussian(0.5, 1e-6).release([0.0, -1e30]))
+    assert "sensitivity" in msg and "Gaussian.release" in msg

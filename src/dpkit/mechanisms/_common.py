@@ -63,8 +63,10 @@ def grid_round(owner: str, values: np.ndarray, grid: float) -> np.ndarray:
     # max |scaled| from the extremes: no temporary the size of the data (values are finite)
     if scaled.size and max(-float(scaled.min()), float(scaled.max())) >= _MAX_LATTICE:
         raise ParameterError(
-            f"{owner}.release: |value| must be below {_MAX_LATTICE * grid:.3g} for this "
-            f"mechanism's grid ({grid!r}); rescale the query"
+            f"{owner}.release: |value| must be below {_MAX_LATTICE * grid:.3g}, 2**61 steps of "
+            f"this mechanism's grid ({grid!r}), which follows its noise scale (sensitivity / "
+            "epsilon); a value that large next to the noise usually means the sensitivity is "
+            "understated; otherwise subtract a public offset before releasing"
         )
     np.rint(scaled, out=scaled)
     return scaled.astype(np.int64)
