@@ -165,3 +165,14 @@ def test_parse_distances() -> None:
     assert parse_distances("1..3") == [1, 2, 3]
     assert parse_distances("2,5") == [2, 5]
     assert parse_distances("4") == [4]
+
+
+def test_unreadable_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = tmp_path / "missing.csv"
+    assert main(["sensitivity", "--data", str(gone), "--column", "Age", "--bounds", "0,1"]) == 2
+    err = capsys.readouterr().err
+    assert "--data: cannot read" in err and "missing.csv" in err and "Traceback" not in err
+    plot = tmp_path / "no-such-dir" / "s.png"
+    argv = ["sensitivity", "--query", "median", "--universe", "1,2,3", "--size", "2"]
+    assert main([*argv, "--plot", str(plot)]) == 2
+    assert "dpkit sensitivity: error:" in capsys.readouterr().err

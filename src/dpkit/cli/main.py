@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (DPError, ValueError, TypeError) as exc:
+    except (DPError, ValueError, TypeError, OSError) as exc:
         print(f"dpkit {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -149,7 +149,10 @@ def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: lis
     if args.column is None or args.bounds is None:
         raise ParameterError("--data needs --column and --bounds lower,upper")
     bounds = check_bounds("--bounds", tuple(_numbers("--bounds", args.bounds)))
-    frame = pl.read_csv(args.data, infer_schema_length=10_000)
+    try:
+        frame = pl.read_csv(args.data, infer_schema_length=10_000)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise ParameterError(f"--data: cannot read {args.data} as CSV: {exc}") from exc
     if args.column not in frame.columns:
         raise ParameterError(
             f"no column {args.column!r} in {args.data}; columns are {', '.join(frame.columns)}"
