@@ -230,12 +230,11 @@ def compare(
     truth = float(np.mean(arr) if statistic == "mean" else np.median(arr))
     width = upper - lower
     b = ptr_bound if ptr_bound is not None else (5e-5 if statistic == "mean" else 0.01) * width
+    task = _Task(arr, statistic, lower, upper, eps, dlt, trials, source, b, chunks)
     results = []
     for m in chosen:
         t0 = time.perf_counter()
-        values, privacy, nbrs, det = _RUNNERS[m](
-            arr, statistic, lower, upper, eps, dlt, trials, source, b, chunks
-        )
+        values, privacy, nbrs, det = _RUNNERS[m](task)
         results.append(
             MethodResult(m, privacy, nbrs, np.asarray(values, float), time.perf_counter() - t0, det)
         )
@@ -245,139 +244,109 @@ def compare(
 _Out = tuple[np.ndarray, PrivacyLoss, str, dict[str, Any]]
 
 
-def _run_global(
-    arr: np.ndarray,
-    statistic: str,
-    lower: float,
-    upper: float,
-    eps: float,
-    dlt: float,
-    trials: int,
-    source: Any,
-    b: float,
-    chunks: int,
-) -> _Out:
+@dataclass(frozen=True)
+class _Task:
+    """What every method runner gets: the data, the statistic and the shared settings."""
+
+    arr: np.ndarray
+    statistic: str
+    lower: float
+    upper: float
+    eps: float
+    dlt: float
+    trials: int
+    source: Any
+    b: float  # PTR's proposed bound
+    chunks: int  # sample-and-aggregate's parts
+
+
+def _run_global(t: _Task) -> _Out:
     from dpkit.frameworks._common import laplace_on_grid, spacing_for
 
+    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
-        half = eps / 2
+        half = t.eps / 2
         sums, _ = laplace_on_grid(
-            np.full(trials, float(arr.sum())), s_sens, half, spacing_for(s_sens / half), source
+            np.full(t.trials, float(arr.sum())), s_sens, half, spacing_for(s_sens / half), t.source
         )
         counts, _ = laplace_on_grid(
-            np.full(trials, float(arr.size)), 1.0, half, spacing_for(1 / half), source
+            np.full(t.trials, float(arr.size)), 1.0, half, spacing_for(1 / half), t.source
         )
         # post-processing: a non-positive noisy count gives no estimate (counted as refused)
         with np.errstate(divide="ignore", invalid="ignore"):
             vals = np.where(counts >= 1, sums / counts, np.nan)
         det = {"sum_sensitivity": s_sens, "count_sensitivity": 1.0, "split": (half, half)}
-        return vals, PureDP(eps), "unbounded", det
+        return vals, PureDP(t.eps), "unbounded", det
     sens = upper - lower
     vals, scale = laplace_on_grid(
-        np.full(trials, float(np.median(arr))), sens, eps, spacing_for(sens / eps), source
+        np.full(t.trials, float(np.median(arr))), sens, t.eps, spacing_for(sens / t.eps), t.source
     )
-    return vals, PureDP(eps), "unbounded", {"sensitivity": sens, "scale": scale}
+    return vals, PureDP(t.eps), "unbounded", {"sensitivity": sens, "scale": scale}
 
 
-def _run_ptr(
-    arr: np.ndarray,
-    statistic: str,
-    lower: float,
-    upper: float,
-    eps: float,
-    dlt: float,
-    trials: int,
-    source: Any,
-    b: float,
-    chunks: int,
-) -> _Out:
+def _run_ptr(t: _Task) -> _Out:
     from dpkit.frameworks._common import laplace_on_grid, spacing_for
     from dpkit.frameworks.ptr import _cap, distance_to_high_sensitivity, ptr_threshold
 
-    eps_t = eps_r = eps / 2
+    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
+    eps_t = eps_r = t.eps / 2
     g_test = spacing_for(1 / eps_t)
-    thr = ptr_threshold(eps_t, dlt, g_test)
+    thr = ptr_threshold(eps_t, t.dlt, g_test)
     cap = _cap(thr, eps_t)
-    dist = distance_to_high_sensitivity(statistic, arr, b, bounds=(lower, upper), cap=cap)
-    noisy, _ = laplace_on_grid(np.full(trials, float(dist)), 1.0, eps_t, g_test, source)
+    dist = distance_to_high_sensitivity(statistic, arr, t.b, bounds=(lower, upper), cap=cap)
+    noisy, _ = laplace_on_grid(np.full(t.trials, float(dist)), 1.0, eps_t, g_test, t.source)
     value = float(np.mean(arr) if statistic == "mean" else np.median(arr))
-    rel, scale = laplace_on_grid(np.full(trials, value), b, eps_r, spacing_for(b / eps_r), source)
+    rel, scale = laplace_on_grid(
+        np.full(t.trials, value), t.b, eps_r, spacing_for(t.b / eps_r), t.source
+    )
     vals = np.where(noisy > thr, rel, np.nan)
-    det = {"proposed_bound": b, "threshold": thr, "distance": dist, "scale": scale}
-    return vals, ApproxDP(eps, dlt), "unbounded", det
+    det = {"proposed_bound": t.b, "threshold": thr, "distance": dist, "scale": scale}
+    return vals, ApproxDP(t.eps, t.dlt), "unbounded", det
 
 
-def _run_smooth(
-    arr: np.ndarray,
-    statistic: str,
-    lower: float,
-    upper: float,
-    eps: float,
-    dlt: float,
-    trials: int,
-    source: Any,
-    b: float,
-    chunks: int,
-) -> _Out:
+def _run_smooth(t: _Task) -> _Out:
     from dpkit.frameworks.smooth import smooth_sensitivity_release, smooth_sensitivity_sample
 
+    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     kw: dict[str, Any] = {
-        "epsilon": eps,
-        "delta": dlt,
+        "epsilon": t.eps,
+        "delta": t.dlt,
         "bounds": (lower, upper),
         "noise": "laplace",
     }
-    one = smooth_sensitivity_release(arr, statistic, rng=source, **kw)
-    vals = smooth_sensitivity_sample(arr, statistic, size=trials, rng=source, **kw)
+    one = smooth_sensitivity_release(arr, statistic, rng=t.source, **kw)
+    vals = smooth_sensitivity_sample(arr, statistic, size=t.trials, rng=t.source, **kw)
     return vals, one.privacy, "unbounded", dict(one.details) | dict(one.diagnostics)
 
 
-def _run_saa(
-    arr: np.ndarray,
-    statistic: str,
-    lower: float,
-    upper: float,
-    eps: float,
-    dlt: float,
-    trials: int,
-    source: Any,
-    b: float,
-    chunks: int,
-) -> _Out:
+def _run_saa(t: _Task) -> _Out:
     from dpkit.frameworks._common import laplace_on_grid, spacing_for
     from dpkit.frameworks.sample_aggregate import chunk_outputs
 
-    k = min(chunks, arr.size)
-    means = np.empty(trials)
-    for i in range(trials):
-        outs, _ = chunk_outputs(arr, statistic, chunks=k, output_bounds=(lower, upper), rng=source)
+    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
+    k = min(t.chunks, arr.size)
+    means = np.empty(t.trials)
+    for i in range(t.trials):
+        outs, _ = chunk_outputs(
+            arr, statistic, chunks=k, output_bounds=(lower, upper), rng=t.source
+        )
         means[i] = outs.mean()
     sens = (upper - lower) / k
-    vals, scale = laplace_on_grid(means, sens, eps, spacing_for(sens / eps), source)
-    return vals, PureDP(eps), "bounded", {"chunks": k, "sensitivity": sens, "scale": scale}
+    vals, scale = laplace_on_grid(means, sens, t.eps, spacing_for(sens / t.eps), t.source)
+    return vals, PureDP(t.eps), "bounded", {"chunks": k, "sensitivity": sens, "scale": scale}
 
 
-def _run_inverse(
-    arr: np.ndarray,
-    statistic: str,
-    lower: float,
-    upper: float,
-    eps: float,
-    dlt: float,
-    trials: int,
-    source: Any,
-    b: float,
-    chunks: int,
-) -> _Out:
+def _run_inverse(t: _Task) -> _Out:
     from dpkit.frameworks.inverse import inverse_sensitivity_sample
 
+    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     vals, losses = inverse_sensitivity_sample(
-        arr, query=statistic, epsilon=eps, bounds=(lower, upper), size=trials, rng=source
+        arr, query=statistic, epsilon=t.eps, bounds=(lower, upper), size=t.trials, rng=t.source
     )
     # the quantile loss is 1-sensitive under both relations, the mean's under replace-one
     nbrs = "both" if statistic == "median" else "bounded"
-    return vals, PureDP(eps), nbrs, {"median_loss": float(np.median(losses))}
+    return vals, PureDP(t.eps), nbrs, {"median_loss": float(np.median(losses))}
 
 
 _RUNNERS = {
