@@ -11,7 +11,7 @@ import numpy as np
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
-__all__ = ["as_values", "grid_round", "pow2_at_most", "restore_shape", "spend"]
+__all__ = ["as_values", "grid_round", "measured", "pow2_at_most", "restore_shape", "spend"]
 
 #: Largest |value / grid| a continuous mechanism accepts: the lattice coordinates and the noise
 #: must fit comfortably in int64.
@@ -83,3 +83,35 @@ def restore_shape(lattice: np.ndarray, grid: float, scalar: bool) -> Any:
 
 def fraction(x: float) -> Fraction:
     return Fraction(x)
+
+
+def measured(
+    mech: Any,
+    value: Any,
+    alpha: float,
+    rng: Any,
+    accountant: Any,
+    details: Any,
+) -> Any:
+    """The ``measure`` of a continuous mechanism: :meth:`release` wrapped in a ``Release``.
+
+    ``mech`` has ``release``, ``accuracy(alpha, d)``, ``noise_scale(d)`` and ``privacy``;
+    ``details(d)`` gives the mechanism's own entries. The interval is given for a scalar only
+    (``value +- accuracy``, each coordinate's own for arrays is ``accuracy(alpha, d)``).
+    """
+    from dpkit.mechanisms.release import Release
+
+    owner = type(mech).__name__
+    out = mech.release(value, rng=rng, accountant=accountant)
+    scalar = np.ndim(out) == 0
+    d = max(int(np.size(out)), 1)
+    half = mech.accuracy(alpha, d)
+    return Release(
+        value=out,
+        mechanism=owner,
+        privacy=mech.privacy,
+        scale=mech.noise_scale(d),
+        interval=(out - half, out + half) if scalar else None,
+        alpha=alpha,
+        details={**details(d), "half_width": half},
+    )

@@ -13,7 +13,14 @@ import numpy as np
 from dpkit._validate import check_delta, check_positive
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import as_values, grid_round, pow2_at_most, restore_shape, spend
+from dpkit.mechanisms._common import (
+    as_values,
+    grid_round,
+    measured,
+    pow2_at_most,
+    restore_shape,
+    spend,
+)
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers._discrete import discrete_gaussian, discrete_gaussian_tc
@@ -342,19 +349,14 @@ class Gaussian:
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
-        arr, scalar = as_values("Gaussian", value)
-        d = max(arr.size, 1)
-        out = self.release(value, rng=rng, accountant=accountant)
-        half = self.accuracy(alpha, d)
-        interval = (out - half, out + half) if scalar else None
-        return Release(
-            out,
-            "Gaussian",
-            self.privacy,
-            self.noise_scale(d),
-            interval,
+        """Like :meth:`release`, returning a :class:`Release` with scale and interval."""
+        return measured(
+            self,
+            value,
             alpha,
-            details={"grid": self._plan(d)[0], "calibration": self.calibration},
+            rng,
+            accountant,
+            lambda d: {"grid": self._plan(d)[0], "calibration": self.calibration},
         )
 
 

@@ -12,7 +12,14 @@ import numpy as np
 from dpkit._validate import check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import as_values, grid_round, pow2_at_most, restore_shape, spend
+from dpkit.mechanisms._common import (
+    as_values,
+    grid_round,
+    measured,
+    pow2_at_most,
+    restore_shape,
+    spend,
+)
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace
@@ -180,20 +187,7 @@ class Laplace:
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
         """Like :meth:`release`, returning a :class:`Release` with scale and interval."""
-        arr, scalar = as_values("Laplace", value)
-        d = max(arr.size, 1)
-        out = self.release(value, rng=rng, accountant=accountant)
-        half = self.accuracy(alpha, d)
-        interval = (out - half, out + half) if scalar else None
-        return Release(
-            value=out,
-            mechanism="Laplace",
-            privacy=self.privacy,
-            scale=self.noise_scale(d),
-            interval=interval,
-            alpha=alpha,
-            details={"grid": self.grid(d), "half_width": half},
-        )
+        return measured(self, value, alpha, rng, accountant, lambda d: {"grid": self.grid(d)})
 
 
 @dataclass(frozen=True, slots=True)
