@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,6 +203,22 @@ def test_laplace_accuracy_is_a_valid_interval() -> None:
     rel = lap.measure(10.0, rng=3)
     assert rel.interval == (rel.value - half, rel.value + half)
     assert rel.privacy == dp.PureDP(1.0)
+
+
+@pytest.mark.parametrize(
+    "mech", [dp.Laplace(epsilon=0.5, sensitivity=2.0), dp.Gaussian(0.5, 1e-6, sensitivity=2.0)]
+)
+def test_measure_is_release_with_its_figures(mech: Any) -> None:
+    # same seed, same draws: measure adds figures around release, never different noise
+    rel = mech.measure(10.0, rng=7)
+    assert rel.value == mech.release(10.0, rng=7)
+    assert rel.mechanism == type(mech).__name__ and rel.privacy == mech.privacy
+    half = mech.accuracy(0.05)
+    assert rel.interval == (rel.value - half, rel.value + half)
+    assert rel.details["half_width"] == half and rel.details["grid"] > 0
+    vec = mech.measure(np.zeros((2, 3)), alpha=0.1, rng=7)
+    assert vec.value.shape == (2, 3) and vec.interval is None
+    assert vec.scale == mech.noise_scale(6) and vec.details["half_width"] == mech.accuracy(0.1, 6)
 
 
 @pytest.mark.parametrize(
