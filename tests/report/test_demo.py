@@ -31,3 +31,19 @@ def test_demo_cli_only_one_section(tmp_path: Path, capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "== Mechanisms" in out and "== Privacy budgets" not in out
     assert (tmp_path / "laplace_vs_gaussian.png").exists()
+
+
+def test_only_picks_sections_by_exact_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpkit.cli.main import main
+    from dpkit.report.demo import select_sections
+
+    # "sensitivity" is also a word of the frameworks title; only its own section runs
+    assert select_sections(["sensitivity"]) == ["dpkit.report.demo_sensitivity"]
+    assert select_sections(["Demo_Budget", "mechanisms"]) == [
+        "dpkit.report.demo_mechanisms",
+        "dpkit.report.demo_budget",
+    ]
+    assert len(select_sections(None)) == 4
+    assert main(["demo", "--only", "frameworkz"]) == 2
+    err = capsys.readouterr().err
+    assert "no section 'frameworkz'" in err and "frameworks" in err

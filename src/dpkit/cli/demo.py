@@ -16,7 +16,15 @@ def register(sub: Any) -> None:
         default=None,
         help="seed for reproducible (NOT private) noise; default: secure randomness",
     )
-    p.add_argument("--only", action="append", default=None, help="run only the named section(s)")
+    from dpkit.report.demo import section_names
+
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="SECTION",
+        help=f"run only this section (repeatable): {', '.join(section_names())}",
+    )
     p.set_defaults(func=run)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SECTIONS", "DemoContext", "run_demo"]
+__all__ = ["SECTIONS", "DemoContext", "run_demo", "section_names", "select_sections"]
 
 SECTIONS: tuple[str, ...] = (
     "dpkit.report.demo_mechanisms",
@@ -45,6 +45,31 @@ class DemoContext:
         return self._cache["adult"]
 
 
+def section_names() -> list[str]:
+    """The short names ``--only`` accepts: ``mechanisms``, ``sensitivity``, ..."""
+    return [name.rsplit(".", 1)[-1].removeprefix("demo_") for name in SECTIONS]
+
+
+def select_sections(only: Sequence[str] | None) -> list[str]:
+    """The modules to run, in tour order: all, or those named by ``only``.
+
+    A name is a section's short name (``sensitivity``) or its module name
+    (``demo_sensitivity``), case-insensitive; an unknown name is an error listing the others.
+    """
+    if not only:
+        return list(SECTIONS)
+    short = section_names()
+    wanted = set()
+    for o in only:
+        key = o.strip().lower().removeprefix("demo_")
+        if key not in short:
+            from dpkit.errors import ParameterError
+
+            raise ParameterError(f"demo: no section {o!r}; the sections are {', '.join(short)}")
+        wanted.add(key)
+    return [name for name, s in zip(SECTIONS, short, strict=True) if s in wanted]
+
+
 def run_demo(
     out: Path,
     *,
@@ -52,16 +77,13 @@ def run_demo(
     only: Sequence[str] | None = None,
     echo: Callable[[str], None] = print,
 ) -> DemoContext:
+    chosen = select_sections(only)
     out.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(out=out, seed=seed, echo=echo)
     mode = "secure randomness" if seed is None else f"seed {seed} (reproducible, NOT private)"
     echo(f"dpkit demo on the UCI Adult data ({len(ctx.adult):,} rows), noise from {mode}")
-    for name in SECTIONS:
+    for name in chosen:
         mod = importlib.import_module(name)
-        if only and not any(
-            o.lower() in mod.TITLE.lower() or o == name.rsplit(".", 1)[-1] for o in only
-        ):
-            continue
         echo("")
         echo(f"== {mod.TITLE} ==")
         mod.run(ctx)
