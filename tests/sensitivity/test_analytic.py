@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 
 from dpkit import ParameterError, queries
 from dpkit import sensitivity as sens
+from dpkit.sensitivity.analytic import _u_candidates, _var_change
 
 
 @pytest.mark.parametrize("relation", ["bounded", "unbounded"])
@@ -59,7 +61,8 @@ def test_textbook_values() -> None:
     ("query", "kwargs", "words"),
     [
         ("sum", {"relation": "unbounded"}, "infinite without bounds"),
-        ("var", {"relation": "bounded", "bounds": (0, 1), "n": 5}, "empirical_global"),
+        ("var", {"relation": "bounded", "bounds": (0, 1)}, "pass n="),
+        ("std", {"relation": "unbounded", "n": 5}, "infinite without bounds"),
         (lambda x: x.max(), {"relation": "bounded"}, "empirical_global"),
         ("median", {"relation": "bounded", "bounds": (0, 1)}, "pass n="),
         ("median", {"relation": "bounded", "bounds": (1, 0), "n": 3}, "lower < upper"),
@@ -72,3 +75,82 @@ def test_errors(query: object, kwargs: dict, words: str) -> None:
     with pytest.raises(ParameterError) as info:
         sens.global_sensitivity(query, **kwargs)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+@pytest.mark.parametrize(("n", "k"), [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1)])
+@pytest.mark.parametrize("query", ["var", "std"])
+def test_moments_match_brute_force(relation: str, n: int, k: int, query: str) -> None:
+    # The worst pairs have every record at a bound except removed ones, which sit at the mean
+    # of the records kept (docstring of _var_change): a multiple of 1/c for c <= 4 kept
+    # records, so the grid of twelfths on [lower, upper], n + k copies each, holds them all.
+    lower, upper = -1.0, 3.0
+    grid = [lower + (upper - lower) * i / 12 for i in range(13)]
+    uni = [g for g in grid for _ in range(n + k)]
+    exact = sens.global_sensitivity(
+        query, bounds=(lower, upper), relation=relation, n=n, distance=k
+    )
+    brute = sens.empirical_global(query, uni, n, distance=k, relation=relation)
+    assert exact == pytest.approx(brute, rel=1e-12, abs=1e-12)
+    assert exact >= brute - 1e-12  # never below what a real pair of datasets reaches
+
+
+def _var_change_every_u(n: int, k: int) -> Fraction:
+    """The maximum of _var_change's docstring with every u in [0, c] tried."""
+    best = Fraction(0)
+    for r in range(min(k, n) + 1):
+        c = n - r
+        for a in range(k + 1 - r):
+            m = n - r + a
+            if m < 1 or r + a == 0:
+                continue
+            for big_t, small_t, extra in ((m, n, a), (n, m, r)):
+                for p in range(extra + 1):
+                    for u in range(c + 1):
+                        val = Fraction((u + p) * (big_t - u - p), big_t * big_t)
+                        if c:
+                            val -= Fraction(u * (c - u), small_t * c)
+                        best = max(best, val)
+    return best
+
+
+def test_var_change_candidates_find_the_maximum() -> None:
+    # the quadratic-in-u shortcut against trying every u
+    for n in range(1, 22):
+        for k in range(1, 5):
+            assert _var_change(n, k)[0] == _var_change_every_u(n, k), (n, k)
+    # a concave case (x = 2 records, x' = x plus one at their mean) keeps the interior point
+    assert _u_candidates(2, 0, 2, 3) == {0, 1, 2}
+
+
+def test_deviation_is_certified() -> None:
+    # the largest variance change is always reached from a zero-variance end, so the
+    # deviation's sensitivity is exactly its square root (not just at most)
+    for n in [*range(1, 40), 1000, 32561]:
+        for k in range(1, 7):
+            big, zero = _var_change(n, k)
+            assert big == zero, (n, k)
+
+
+def test_moment_textbook_values_and_rounding() -> None:
+    g = sens.global_sensitivity
+    # bounded, one replacement: (upper - lower)**2 (n - 1) / n**2, deviation its square root
+    n = 1000
+    assert g("var", bounds=(0, 10), relation="bounded", n=n) >= 100 * (n - 1) / n**2
+    assert g("var", bounds=(0, 10), relation="bounded", n=n) == pytest.approx(0.0999)
+    assert g("std", bounds=(0, 10), relation="bounded", n=n) == pytest.approx(
+        10 * math.sqrt(n - 1) / n
+    )
+    # unbounded, one record: removing one of n costs (n - 1) / n**2, more than adding one
+    assert g("var", bounds=(0, 1), relation="unbounded", n=n) == pytest.approx((n - 1) / n**2)
+    # k >= n / 2 replacements reach the largest variance, w**2 / 4, from zero
+    assert g("var", bounds=(0, 2), relation="bounded", n=6, distance=3) == 1.0
+    assert g("std", bounds=(0, 2), relation="bounded", n=6, distance=5) == 1.0
+    # every size: a single record and one added at the other bound
+    assert g("var", bounds=(0, 2), relation="unbounded") == 1.0
+    assert g("std", bounds=(0, 2), relation="unbounded", distance=4) == 1.0
+    # rounded up, never down: 0.09 has no float, its root 0.3 neither
+    v = g("var", bounds=(0, 1), relation="bounded", n=10, distance=1)
+    assert Fraction(v) >= Fraction(9, 100) > Fraction(math.nextafter(v, 0.0))
+    sd = g("std", bounds=(0, 1), relation="unbounded", n=1000, distance=100)
+    assert Fraction(sd) ** 2 >= Fraction(9, 100) > Fraction(math.nextafter(sd, 0.0)) ** 2

@@ -184,7 +184,7 @@ def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: lis
                         q, bounds=bounds, relation=rel, n=n, distance=k
                     )
                 except ParameterError:
-                    gs = None  # no closed form (var, std)
+                    gs = None  # no closed form here: shown as n/a
                 rows.append(SweepRow(q.name, rel, k, "local", ls))
                 table.append((q.name, rel, k, ls, gs))
                 out.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,16 +30,17 @@ def global_sensitivity(
     Parameters
     ----------
     query : Query or str
-        ``count``, ``sum``, ``mean``, ``median``, a percentile or a histogram.
+        ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std``, a percentile or a
+        histogram.
     bounds : (float, float)
         ``(lower, upper)``: every record lies in this range. Required except for ``count`` and
         histograms.
     relation : {"bounded", "unbounded"}
         Neighbour relation.
     n : int, optional
-        Dataset size. Required for the bounded mean, median and percentiles (their sensitivity
-        depends on it); for the unbounded relation it restricts the datasets to size ``n``
-        (their neighbours have other sizes); ``None`` means every size ``>= 1``.
+        Dataset size. Required for the bounded mean, median, percentiles, var and std (their
+        sensitivity depends on it); for the unbounded relation it restricts the datasets to
+        size ``n`` (their neighbours have other sizes); ``None`` means every size ``>= 1``.
     distance : int, default 1
         Hamming radius ``k``: the result is ``max_x LS_k(f, x)``.
     norm : {"l1", "l2"}, optional
@@ -53,8 +55,8 @@ def global_sensitivity(
     Raises
     ------
     ParameterError
-        Infinite sensitivity (``sum`` or ``mean`` without bounds), no closed form (``var``,
-        ``std``, user functions: the message names :func:`empirical_global`), a missing ``n``,
+        Infinite sensitivity (``sum``, ``mean``, ``var`` or ``std`` without bounds), no closed
+        form (user functions: the message names :func:`empirical_global`), a missing ``n``,
         inverted bounds, ``distance < 1``, an unknown query or relation.
     TypeError
         Non-integer ``n`` or ``distance``.
@@ -71,7 +73,11 @@ def global_sensitivity(
     mean        see below                        ``j w / n``
     percentile  see below                        ``w max_c |[c, c+1] ∩ [h, h + j]|``
     histogram   L1 ``k``, L2 ``k``               L1 ``2j``, L2 ``sqrt(2) j``
+    var         see below                        ``w**2 i (n - i) / n**2``
+    std         see below                        ``w sqrt(i (n - i)) / n``
     ==========  ===============================  ======================================
+
+    (``i = min(k, floor(n / 2))``.)
 
     *Mean, unbounded.* ``mean(x') - mean(x)`` is linear in every record, so its extremes sit at
     datasets whose records are all at the bounds; the function maximises over ``c`` records at
@@ -90,7 +96,20 @@ def global_sensitivity(
     integer). The median with ``k = 1`` gives ``w`` bounded for odd ``n`` and ``w / 2``
     unbounded.
 
-    Time ``O(k^2 + n)`` for percentiles, ``O(k^4)`` for the unbounded mean, ``O(1)`` otherwise.
+    *Variance and deviation* (population, ``ddof=0``). Bounded: after ``j`` replacements
+    ``var(x') - var(x)`` is at most the variance of ``n - j`` copies of a point and ``j`` free
+    records, largest with ``i`` records at one bound and the rest at the other; ``x`` all at
+    one bound reaches it from 0. Unbounded with ``n``: an exact maximisation over the
+    extreme datasets (:func:`_var_change` proves which they are: every record at a bound but
+    the removed ones, which sit at the mean of those kept), ``O(k^3)`` rational operations.
+    Unbounded with ``n=None``: ``w**2 / 4`` and ``w / 2`` (a single record, then one at the
+    other bound; no variance on ``[lower, upper]`` exceeds ``w**2 / 4``). The deviation is
+    the square root of the variance's figure: ``|sd' - sd| <= sqrt(|var' - var|)``, with
+    equality where the smaller variance is 0, which the worst pairs have (checked each call
+    for the unbounded case). Both are rounded up to the next float, never down.
+
+    Time ``O(k^2 + n)`` for percentiles, ``O(k^4)`` for the unbounded mean, ``O(k^3)`` for the
+    unbounded var and std with ``n``, ``O(1)`` otherwise.
 
     Examples
     --------
@@ -103,6 +122,8 @@ def global_sensitivity(
     0.1
     >>> sens.global_sensitivity("count", relation="unbounded", distance=3)
     3.0
+    >>> sens.global_sensitivity("std", bounds=(0, 10), relation="bounded", n=100)
+    0.99498743710662
     """
     owner = "global_sensitivity"
     q = query_of(owner, query)
@@ -110,17 +131,16 @@ def global_sensitivity(
     k = check_distance(owner, distance)
     size = None if n is None else check_distance(owner, n, name="n")
     kind = q.kind
-    if kind in ("var", "std", "custom"):
-        what = "a user function" if kind == "custom" else f"{q.name!r}"
+    if kind == "custom":
         raise ParameterError(
-            f"{owner}: no closed form for the global sensitivity of {what}; compute it by "
-            "brute force with empirical_global(query, universe, size, relation=...)"
+            f"{owner}: no closed form for the global sensitivity of a user function; compute "
+            "it by brute force with empirical_global(query, universe, size, relation=...)"
         )
     if kind == "count":
         return 0.0 if rel == "bounded" else float(k)
     if kind == "histogram":
         return _histogram(owner, q, rel, k, size, norm)
-    if bounds is None and kind in ("sum", "mean"):
+    if bounds is None and kind in ("sum", "mean", "var", "std"):
         raise ParameterError(
             f"{owner}: the sensitivity of {q.name!r} is infinite without bounds (one record "
             "can be arbitrarily large); pass bounds=(lower, upper) chosen without looking "
@@ -136,6 +156,8 @@ def global_sensitivity(
         raise ParameterError(
             f"{owner}: the bounded sensitivity of {q.name!r} depends on the dataset size; pass n="
         )
+    if kind in ("var", "std"):
+        return _moment(owner, kind, Fraction(upper) - Fraction(lower), rel, k, size)
     if kind == "mean":
         if rel == "bounded":
             assert size is not None
@@ -144,6 +166,99 @@ def global_sensitivity(
         return w * max(_mean_unbounded(s, k) for s in sizes)
     assert q.q is not None
     return w * _percentile_overlap(q.q, rel, k, size)
+
+
+def _moment(owner: str, kind: str, w: Fraction, rel: str, k: int, n: int | None) -> float:
+    """Global sensitivity of ``var`` or ``std``, exact (see :func:`_var_change`), rounded up."""
+    if n is None:  # every size: V lies in [0, 1/4] and n = 1 reaches 1/4 (x = {0}, add 1)
+        big, zero = Fraction(1, 4), Fraction(1, 4)
+    elif rel == "bounded":
+        q = min(k, n // 2)
+        big = zero = Fraction(q * (n - q), n * n)
+    else:
+        big, zero = _var_change(n, k)
+    if kind == "var":
+        return _float_up(big * w * w)
+    if big != zero:  # pragma: no cover - never seen (checked for n < 60, k <= 8)
+        raise ParameterError(
+            f"{owner}: the deviation's global sensitivity for n={n}, distance={k} is only "
+            f"known to lie in [{math.sqrt(zero) * float(w):.6g}, "
+            f"{math.sqrt(big) * float(w):.6g}]; use empirical_global for the exact value"
+        )
+    return _sqrt_up(big * w * w)
+
+
+def _var_change(n: int, k: int) -> tuple[Fraction, Fraction]:
+    """Largest ``|var(x') - var(x)|`` on [0, 1], ``|x| = n``, unbounded distance ``<= k``.
+
+    Returns ``(M, Z)``: ``M`` the exact maximum, ``Z`` the maximum over the pairs whose
+    smaller variance is 0 (``Z <= M``; ``Z = M`` makes ``sqrt(M)`` the deviation's exact
+    global sensitivity, as ``|sd' - sd| <= sqrt(|var' - var|)`` with equality when one is 0).
+
+    Proof of ``M`` (``x = C + R``, ``x' = C + A``, ``c = n - r``, ``m = c + a``). Say
+    ``var(x') >= var(x)``. (a) ``var(C + R) >= (c / n) var(C)``, with equality when every
+    removed record sits at ``mean(C)`` (the within/between split of the sum of squares).
+    (b) ``var`` is a convex quadratic in each record, so the added records sit at 0 or 1.
+    (c) For ``F = var(C + A) - (c / n) var(C)``, the coefficient of a shared record's square
+    is ``(1 - 1/m)/m - (1 - 1/c)/n >= (1 - 1/m)(1/m - 1/n)``: convex when ``m < n``, so the
+    shared records sit at 0 or 1; when ``m >= n``, ``F`` depends on ``C`` through its mean
+    and variance, linearly in ``var(C)`` with slope ``c/m - c/n <= 0``, so ``var(C) = 0``, and
+    then ``F`` is convex in ``mean(C)``: again 0 or 1. With ``u`` of the ``c`` shared and
+    ``p`` of the ``a`` added records at 1, ``F = V(u + p, m) - u (c - u) / (n c)`` with
+    ``V(q, t) = q (t - q) / t**2``; the case ``var(x) > var(x')`` swaps the roles
+    (``m <-> n``, ``a <-> r``). ``F`` is quadratic in ``u``: its integer maximum is at an end
+    of ``[0, c]`` or next to the stationary point. ``O(k**3)`` exact rational operations.
+    """
+    best = zero = Fraction(0)
+    quarter = Fraction(1, 4)  # no variance on [0, 1] exceeds 1/4
+    for r in range(min(k, n) + 1):
+        c = n - r
+        for a in range(k + 1 - r):
+            m = n - r + a
+            if m < 1 or r + a == 0:
+                continue
+            for big_t, small_t, extra in ((m, n, a), (n, m, r)):
+                for p in range(extra + 1):
+                    for u in _u_candidates(c, p, big_t, small_t):
+                        val = Fraction((u + p) * (big_t - u - p), big_t * big_t)
+                        if c:
+                            val -= Fraction(u * (c - u), small_t * c)
+                        best = max(best, val)
+                        if u in (0, c):
+                            zero = max(zero, val)
+            if zero == quarter:
+                return best, zero
+    return best, zero
+
+
+def _u_candidates(c: int, p: int, big_t: int, small_t: int) -> set[int]:
+    """Integers of ``[0, c]`` where ``V(u + p, big_t) - u (c - u) / (small_t c)`` can peak."""
+    out = {0, c}
+    if c == 0:
+        return out
+    curv = Fraction(1, small_t * c) - Fraction(1, big_t * big_t)  # coefficient of u**2
+    if curv < 0:  # concave: the integer maximum is next to the stationary point
+        slope0 = Fraction(big_t - 2 * p, big_t * big_t) - Fraction(1, small_t)
+        star = -slope0 / (2 * curv)
+        for u in (math.floor(star), math.ceil(star)):
+            out.add(min(max(u, 0), c))
+    return out
+
+
+def _float_up(x: Fraction) -> float:
+    """The smallest float ``>= x`` (a sensitivity must never be rounded down)."""
+    f = float(x)
+    return math.nextafter(f, math.inf) if Fraction(f) < x else f
+
+
+def _sqrt_up(x: Fraction) -> float:
+    """The smallest float ``>= sqrt(x)``."""
+    f = math.sqrt(float(x))
+    while Fraction(f) ** 2 < x:
+        f = math.nextafter(f, math.inf)
+    while f > 0 and Fraction(math.nextafter(f, 0.0)) ** 2 >= x:
+        f = math.nextafter(f, 0.0)
+    return f
 
 
 def _mean_unbounded(n: int, k: int) -> float:
