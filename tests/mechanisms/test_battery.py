@@ -177,6 +177,22 @@ def test_wrong_value_types(name: str) -> None:
         make(name).release(True, rng=0)
 
 
+@pytest.mark.parametrize("name", ["Geometric", "DiscreteGaussian"])
+def test_integer_mechanisms_take_integers_only(name: str) -> None:
+    mech = make(name)
+    # integer-valued floats are integers; a fraction, NaN or an object is not
+    assert isinstance(mech.release(7.0, rng=0), int)
+    assert mech.release(np.array([1.0, -2.0]), rng=0).dtype == np.int64
+    for bad in (2.5, float("nan"), [1.0, float("inf")], [object()]):
+        with pytest.raises(TypeError, match="integers"):
+            mech.release(bad, rng=0)
+    # beyond int64's comfortable range: refused, never wrapped around
+    for big in (1e30, 2**62, -(2**63), 10**30, [0, 2**62]):
+        with pytest.raises(ParameterError, match="2\\*\\*62"):
+            mech.release(big, rng=0)
+    assert mech.release(2**61, rng=0) > 2**60  # large but representable values work
+
+
 @pytest.mark.parametrize("name", ["Exponential", "ReportNoisyMax", "PermuteAndFlip"])
 def test_selection_input_checks(name: str) -> None:
     mech = make(name)

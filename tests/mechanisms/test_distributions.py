@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 import dpkit as dp
 from dpkit.errors import ParameterError
@@ -75,6 +75,90 @@ def test_gaussian_noise_distribution() -> None:
     assert _binned(noise, _gauss_cdf(1.21 * t * c, g)) < FAIL  # sigma 10% too large
     assert _binned(noise, _gauss_cdf(t * c / 1.21, g)) < FAIL  # sigma 10% too small
     assert sigma == pytest.approx(gau.sigma, rel=2e-3)
+
+
+def _dlap_pmf(t: float, support: np.ndarray) -> np.ndarray:
+    """Discrete Laplace pmf ``(1 - q) / (1 + q) q**|z|``, ``q = exp(-1 / t)``."""
+    q = math.exp(-1 / t)
+    return (1 - q) / (1 + q) * q ** np.abs(support)
+
+
+def _dgauss_pmf(s2: float, support: np.ndarray) -> np.ndarray:
+    """Discrete Gaussian pmf on ``support`` (wide enough that the rest is below 1e-300)."""
+    w = np.exp(-(support.astype(float) ** 2) / (2 * s2))
+    return w / w.sum()
+
+
+def test_geometric_mechanism_distribution(chi2_pvalue: Callable) -> None:
+    geo = dp.Geometric(epsilon=0.5, sensitivity=2)  # scale t = 4
+    out = geo.release(np.full(N, 10, dtype=np.int64), rng=11) - 10
+    support = np.arange(-200, 201)
+    assert chi2_pvalue(out, support, _dlap_pmf(4.0, support)) > PASS
+    # a scale wrong by 10% either way is rejected (the statistic is in the hundreds)
+    assert chi2_pvalue(out, support, _dlap_pmf(4.4, support)) < FAIL
+    assert chi2_pvalue(out, support, _dlap_pmf(4.0 / 1.1, support)) < FAIL
+
+
+@pytest.mark.parametrize(("eps", "delta", "sens"), [(1.0, 1e-5, 1), (0.002, 1e-6, 10)])
+def test_discrete_gaussian_mechanism_distribution(eps: float, delta: float, sens: int) -> None:
+    mech = dp.DiscreteGaussian(epsilon=eps, delta=delta, sensitivity=sens)
+    out = mech.release(np.zeros(N, dtype=np.int64), rng=12)
+    s2 = mech._s2(N)  # d = N coordinates: the variance the release used
+    if s2 > 2**24:  # the large-sigma path rounds the variance up to t * c (its docstring)
+        t = math.isqrt(s2.numerator // s2.denominator) + 1
+        s2 = t * math.ceil(s2 / t)
+    s2f = float(s2)
+    # wide cells for a large sigma: chi-square over 40 equiprobable cells of the exact cdf
+    half = int(40 * math.sqrt(s2f)) + 2
+    support = np.arange(-half, half + 1)
+    cells = np.unique(np.quantile(out, np.linspace(0, 1, 41)[1:-1]).astype(np.int64))
+
+    def pvalue(var: float) -> float:
+        cum = np.cumsum(_dgauss_pmf(var, support))
+        probs = np.diff(np.concatenate([[0.0], cum[cells + half], [1.0]]))
+        obs = np.bincount(np.searchsorted(cells, out, side="left"), minlength=cells.size + 1)
+        exp = probs * out.size
+        return float(stats.chi2.sf(float(((obs - exp) ** 2 / exp).sum()), df=cells.size))
+
+    assert pvalue(s2f) > PASS
+    assert pvalue(1.21 * s2f) < FAIL  # sigma 10% too large
+    assert pvalue(s2f / 1.21) < FAIL  # sigma 10% too small
+
+
+def _rnm_probabilities(scores: np.ndarray, b: float) -> np.ndarray:
+    """P[arg max of scores + Laplace(b) noise = i], by quadrature (ties have probability 0).
+
+    dpkit's noise is discrete Laplace on the lattice of 2**-20 score units with scale
+    ``b 2**20``: its cdf is within ~1e-6 of the continuous one, far below the sampling error.
+    """
+    lap = stats.laplace(scale=b)
+    out = []
+    for i, si in enumerate(scores):
+
+        def dens(v: float, i: int = i, si: float = si) -> float:
+            p = lap.pdf(v - si)
+            for j, sj in enumerate(scores):
+                if j != i:
+                    p *= lap.cdf(v - sj)
+            return float(p)
+
+        lo, hi = scores.min() - 60 * b, scores.max() + 60 * b
+        pts = sorted(set(scores.tolist()))
+        out.append(integrate.quad(dens, lo, hi, points=pts, limit=500, epsabs=1e-13)[0])
+    return np.array(out)
+
+
+def test_report_noisy_max_frequencies(chi2_pvalue: Callable) -> None:
+    scores = np.array([3.0, 0.0, 7.0, 1.0, 5.0, 2.0, 6.0, 4.0])
+    rnm = dp.ReportNoisyMax(epsilon=1.0, sensitivity=1.0)  # Laplace scale 2 s / eps = 2
+    source = dp.samplers.SeededSource(13)
+    picks = np.array([rnm.select(range(8), scores, rng=source) for _ in range(30_000)])
+    support = np.arange(8)
+    assert chi2_pvalue(picks, support, _rnm_probabilities(scores, 2.0)) > PASS
+    # a noise scale 10% off: sum (p - p')**2 / p' is ~0.0055, so the statistic's
+    # non-centrality is ~165 at 30,000 draws, against 40 for p = 1e-6 with 7 degrees of freedom
+    assert chi2_pvalue(picks, support, _rnm_probabilities(scores, 2.2)) < FAIL
+    assert chi2_pvalue(picks, support, _rnm_probabilities(scores, 2.0 / 1.1)) < FAIL
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,15 @@ import numpy as np
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
-__all__ = ["as_values", "grid_round", "measured", "pow2_at_most", "restore_shape", "spend"]
+__all__ = [
+    "as_integers",
+    "as_values",
+    "grid_round",
+    "measured",
+    "pow2_at_most",
+    "restore_shape",
+    "spend",
+]
 
 #: Largest |value / grid| a continuous mechanism accepts: the lattice coordinates and the noise
 #: must fit comfortably in int64.
@@ -50,6 +58,36 @@ def as_values(owner: str, value: Any) -> tuple[np.ndarray, bool]:
             "(clip or impute before releasing)"
         )
     return arr, arr.ndim == 0
+
+
+#: Largest |value| an integer mechanism accepts, so that value + noise stays in int64.
+_MAX_INTEGER = 2**62
+
+
+def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
+    """An int64 array from integers or integer-valued floats, ``|value| < 2**62``.
+
+    ``other`` names the mechanism for real values (the hint of the type error).
+    """
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}.release: `value` must be an integer; got bool")
+    arr = np.asarray(value)
+    if arr.dtype == object and arr.size and all(isinstance(v, int) for v in arr.flat):
+        if max(abs(int(v)) for v in arr.flat) >= _MAX_INTEGER:
+            raise ParameterError(f"{owner}.release: |value| must be below 2**62")
+        arr = arr.astype(np.int64)
+    if np.issubdtype(arr.dtype, np.floating):
+        if not (np.all(np.isfinite(arr)) and np.all(arr == np.rint(arr))):
+            raise TypeError(
+                f"{owner}.release: `value` must hold integers; use {other} for real values"
+            )
+    elif arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{owner}.release: `value` must hold integers; got dtype {arr.dtype}")
+    if arr.size and max(-float(arr.min()), float(arr.max())) >= _MAX_INTEGER:
+        raise ParameterError(
+            f"{owner}.release: |value| must be below 2**62 so that value + noise fits in int64"
+        )
+    return arr.astype(np.int64)
 
 
 def grid_round(owner: str, values: np.ndarray, grid: float) -> np.ndarray:

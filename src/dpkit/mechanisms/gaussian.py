@@ -14,6 +14,7 @@ from dpkit._validate import check_delta, check_positive
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
+    as_integers,
     as_values,
     grid_round,
     measured,
@@ -421,14 +422,8 @@ class DiscreteGaussian:
         return gaussian_sigma_to_accuracy(math.sqrt(self._s2(d)), alpha)
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        if isinstance(value, bool | np.bool_):
-            raise TypeError("DiscreteGaussian.release: `value` must be an integer; got bool")
-        arr = np.asarray(value)
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(
-                "DiscreteGaussian.release: `value` must hold integers; use Gaussian for reals"
-            )
-        arr = arr.astype(np.int64)
+        """Return the integer ``value`` plus discrete Gaussian noise (int or int64 array)."""
+        arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))
         source = as_source(rng)
         spend(accountant, self.privacy, "DiscreteGaussian")

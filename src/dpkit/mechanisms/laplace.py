@@ -13,6 +13,7 @@ from dpkit._validate import check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
+    as_integers,
     as_values,
     grid_round,
     measured,
@@ -244,21 +245,7 @@ class Geometric:
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Laplace noise (int or int64 array)."""
-        if isinstance(value, bool | np.bool_):
-            raise TypeError("Geometric.release: `value` must be an integer; got bool")
-        arr = np.asarray(value)
-        if not np.issubdtype(arr.dtype, np.integer):
-            if (
-                np.issubdtype(arr.dtype, np.floating)
-                and np.all(np.isfinite(arr))
-                and np.all(arr == np.rint(arr))
-            ):
-                arr = arr.astype(np.int64)
-            else:
-                raise TypeError(
-                    "Geometric.release: `value` must hold integers; use Laplace for real values"
-                )
-        arr = arr.astype(np.int64)
+        arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
         spend(accountant, self.privacy, "Geometric")
         out = arr + _discrete_laplace(self._t(), arr.size, source).reshape(arr.shape)
