@@ -17,7 +17,9 @@ LAYERS = [
     {"mechanisms"},
     {"queries", "sensitivity"},
     {"frameworks"},
+    {"statistics"},
     {"session", "compare"},
+    {"audit"},
     {"plot", "report"},
     {"cli"},
 ]
