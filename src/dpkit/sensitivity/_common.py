@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_finite_array,
+    check_int,
+    check_positive,
+)
 from dpkit.errors import ParameterError
 from dpkit.queries import Query, resolve
 
@@ -16,30 +23,33 @@ NORMS = ("l1", "l2")
 
 def check_relation(owner: str, relation: Any) -> str:
     """``"bounded"`` or ``"unbounded"`` (no default: the choice changes the answer)."""
-    if relation not in RELATIONS:
+    if isinstance(relation, str) and relation not in RELATIONS:
         raise ParameterError(
             f"{owner}: `relation` must be 'bounded' (same size, replace records) or "
             f"'unbounded' (add or remove records); got {relation!r}"
         )
-    return str(relation)
+    return check_choice(owner, "relation", relation, RELATIONS)
 
 
 def check_distance(owner: str, distance: Any, *, name: str = "distance", minimum: int = 1) -> int:
     """A Hamming distance: an int >= ``minimum``."""
-    if isinstance(distance, bool) or not isinstance(distance, int | np.integer):
-        raise TypeError(
-            f"{owner}: `{name}` must be an int >= {minimum}; "
-            f"got {type(distance).__name__} {distance!r}"
-        )
-    if distance < minimum:
-        raise ParameterError(f"{owner}: `{name}` must be an int >= {minimum}; got {distance!r}")
-    return int(distance)
+    return check_int(owner, name, distance, minimum=minimum)
 
 
 def check_norm(owner: str, norm: Any) -> str:
-    if norm not in NORMS:
-        raise ParameterError(f"{owner}: `norm` must be 'l1' or 'l2'; got {norm!r}")
-    return str(norm)
+    return check_choice(owner, "norm", norm, NORMS)
+
+
+def check_sensitivity(owner: str, value: float) -> float:
+    """A computed sensitivity must be a finite float: one that overflows (a variance over
+    bounds wider than about 1e154, a sum of many huge values) is refused, naming the
+    bounds, rather than returned as infinity."""
+    if not math.isfinite(value):
+        raise ParameterError(
+            f"{owner}: the sensitivity overflows a float ({value!r}) for these `bounds`; "
+            "rescale the data (other units) so the bounds are smaller"
+        )
+    return value
 
 
 def check_beta(owner: str, beta: Any) -> float:
@@ -54,7 +64,7 @@ def sorted_data(
     owner: str, data: Any, bounds: tuple[float, float] | None, query: Query
 ) -> np.ndarray:
     """The data as a sorted float array, checked finite, non-empty and within ``bounds``."""
-    arr = check_finite_array(owner, "data", data).ravel()
+    arr = check_finite_array(owner, "data", data, ndim=1)
     if arr.size < max(query.min_size, 1):
         raise ParameterError(
             f"{owner}: `data` must hold at least {max(query.min_size, 1)} value(s) for "

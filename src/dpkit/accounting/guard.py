@@ -1,0 +1,40 @@
+"""The one check of the ``accountant=`` keyword every mechanism and framework takes.
+
+``accountant=None`` means "charge nothing" (the caller accounts for the release some other
+way); anything else must be an :class:`~dpkit.accounting.Accountant` or the
+:class:`~dpkit.accounting.accountant.LabelledAccountant` view of one. Any other object, even
+one with a ``spend`` method, is refused with a :class:`TypeError` naming ``accountant``: a
+duck-typed stand-in could silently not enforce the budget, and a wrong object passed by
+mistake (a number, a string, a budget value) must not surface as
+``'str' object has no attribute 'spend'`` after validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpkit._validate import describe
+from dpkit.accounting.accountant import Accountant, LabelledAccountant
+from dpkit.accounting.loss import ZCDP, ApproxDP, PureDP
+
+__all__ = ["check_accountant"]
+
+
+def check_accountant(owner: str, accountant: Any) -> Accountant | LabelledAccountant | None:
+    """Return ``accountant`` if it is ``None``, an Accountant or a labelled view of one.
+
+    Raises
+    ------
+    TypeError
+        For anything else, naming ``accountant`` and what was received (with a hint when a
+        privacy-loss value was passed where its Accountant was meant).
+    """
+    if accountant is None or isinstance(accountant, Accountant | LabelledAccountant):
+        return accountant
+    hint = ""
+    if isinstance(accountant, PureDP | ApproxDP | ZCDP):
+        hint = f"; to spend from a budget, pass dpkit.Accountant({accountant!r})"
+    raise TypeError(
+        f"{owner}: `accountant` must be a dpkit.Accountant (or None to charge nothing); got "
+        f"{type(accountant).__name__} {describe(accountant)}{hint}"
+    )
