@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import as_real_array, check_int, describe
 from dpkit.errors import InternalError, ParameterError
 from dpkit.samplers._exact import (
     _FB,
@@ -67,15 +68,25 @@ _MAX_SCALE = Fraction(2**50)  # largest 1/x (geometric) or scale (Laplace): keep
 _MIN_MASS_BITS = 60  # table entries keep masses >= 2**-60 so 64-bit prefixes are distinct
 
 
-def _size(owner: str, size: Any) -> int:
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 0:
-        raise TypeError(f"{owner}: `size` must be an int >= 0; got {size!r}")
-    return int(size)
+#: Most draws one sampler call returns: 2**28 int64 values are 2 GiB. Larger requests are
+#: refused before anything is allocated (draw in batches): an allocation the machine cannot
+#: hold would otherwise fail half-way, or be killed by the operating system.
+MAX_DRAWS = 2**28
+
+
+def _size(owner: str, size: Any, *, name: str = "size") -> int:
+    out = check_int(owner, name, size, minimum=0)
+    if out > MAX_DRAWS:
+        raise ParameterError(
+            f"{owner}: `{name}` must be at most 2**28 = {MAX_DRAWS:,} draws per call "
+            f"({8 * MAX_DRAWS / 2**30:.0f} GiB of int64); got {describe(size)}: draw in batches"
+        )
+    return out
 
 
 def _rational(owner: str, name: str, value: Any, *, positive: bool = True) -> Fraction:
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{owner}: `{name}` must be a number; got bool")
+    if isinstance(value, bool | np.bool_ | np.timedelta64 | np.datetime64):
+        raise TypeError(f"{owner}: `{name}` must be a number; got {type(value).__name__}")
     if isinstance(value, Fraction):
         out = value
     elif isinstance(value, int | np.integer):
@@ -113,9 +124,7 @@ def uniform_int(n: int, size: int, rng: Any = None) -> np.ndarray:
     >>> uniform_int(6, 5, rng=1)
     array([4, 1, 3, 3, 2])
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 1 <= int(n) <= 2**63:
-        raise ParameterError(f"uniform_int: `n` must be an int in [1, 2**63]; got {n!r}")
-    n = int(n)
+    n = check_int("uniform_int", "n", n, minimum=1, maximum=2**63)
     size = _size("uniform_int", size)
     source = as_source(rng)
     out = np.zeros(size, dtype=np.int64)
@@ -139,9 +148,7 @@ def permutation(n: int, rng: Any = None) -> np.ndarray:
     again; conditioned on distinct keys every order is equally likely, so the result is
     exactly uniform.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 0:
-        raise ParameterError(f"permutation: `n` must be an int >= 0; got {n!r}")
-    n = int(n)
+    n = _size("permutation", n, name="n")
     source = as_source(rng)
     while True:
         keys = source.words(n)
@@ -217,8 +224,8 @@ def bernoulli_exp_int(x: Any, k: Any, rng: Any = None) -> np.ndarray:
     entries that fail early cost nothing further.
     """
     xf = _rational("bernoulli_exp_int", "x", x, positive=False)
-    karr = np.asarray(k)
-    if not np.issubdtype(karr.dtype, np.integer):
+    karr = as_real_array("bernoulli_exp_int", "k", k)
+    if karr.dtype.kind not in "iu":
         raise TypeError(f"bernoulli_exp_int: `k` must hold integers; got dtype {karr.dtype}")
     karr = karr.astype(np.int64, copy=False)
     if karr.size and karr.min() < 0:
@@ -442,6 +449,11 @@ class _GaussAcceptance:
     at most ``exp(1/t) * exp(c/s2) < 3``); an entry whose bits 64..128 lie within ``E(y)`` of
     a carry is recomputed exactly with :mod:`decimal`. The table stops where
     ``A(y) < 2**-66``; beyond it the prefix is 0 and any tie is settled by the deep compare.
+
+    Small sigma (``sigma < 1/2``, where ``m(0) = exp(1 - 1/(2 s2)) < exp(-1)`` and the
+    recurrence's start is out of its range): ``A`` falls below ``2**-66`` within
+    ``y <= c + sqrt(92 s2) < 6``, so each of those few entries is computed exactly with
+    :mod:`decimal` instead (``c = s2 < 1/4`` is never an integer there).
     """
 
     F_BITS = 128
@@ -455,9 +467,12 @@ class _GaussAcceptance:
         def fixed(val: ExactReal | DecimalReal) -> int:
             return val.prefix(fb)
 
+        expo = (2 * self.c - 1) / (2 * s2)
+        if expo < -1:  # sigma < 1/2: a handful of entries, each exact (class docstring)
+            self._small_sigma()
+            return
         # a = exp(-1/s2) <= 1; m0 = exp((2c-1)/(2 s2)) may exceed 1: write m0 = m0' * 2**e
         a_fp = fixed(exp_neg(1 / s2))
-        expo = (2 * self.c - 1) / (2 * s2)
         # m0 > 1 possible; compute exp(expo) = 2 * exp(expo - ln 2) is awkward, so use decimal
         m0_real = _exp_decimal(expo)
         m_fp = m0_real
@@ -488,6 +503,21 @@ class _GaussAcceptance:
                 raise InternalError("discrete_gaussian: acceptance table too long")
         self.thresholds = np.array(pre, dtype=np.uint64)
         self.one = np.array(ones, dtype=bool)
+        self.size = len(pre)
+
+    def _small_sigma(self) -> None:
+        pre: list[int] = []
+        y = 0
+        while True:
+            r = self.real(y)
+            pre.append(r.prefix(64))
+            if y > self.c and r.prefix(66) == 0:  # A(y) < 2**-66, and A decreases beyond c
+                break
+            y += 1
+            if y > 64:  # pragma: no cover - y <= c + sqrt(92 s2) < 6 here
+                raise InternalError("discrete_gaussian: small-sigma table too long")
+        self.thresholds = np.array(pre, dtype=np.uint64)
+        self.one = np.zeros(len(pre), dtype=bool)
         self.size = len(pre)
 
     def real(self, y: int) -> ExactReal:
@@ -595,8 +625,10 @@ def discrete_gaussian(sigma: Any, size: int, rng: Any = None, *, sigma2: Any = N
     else:
         s2 = _rational("discrete_gaussian", "sigma2", sigma2)
     if s2 > Fraction(2**40):
+        name = "sigma" if sigma2 is None else "sigma2"
         raise ParameterError(
-            f"discrete_gaussian: `sigma` must be <= 2**20; got sigma**2 = {float(s2)!r}"
+            f"discrete_gaussian: `{name}` must be at most 2**20 (sigma2 at most 2**40); got "
+            f"{describe(sigma2 if sigma2 is not None else sigma)}"
         )
     return _discrete_gaussian(s2, _size("discrete_gaussian", size), as_source(rng))
 

@@ -30,7 +30,14 @@ import numpy as np
 from dpkit.errors import InternalError
 from dpkit.samplers._source import BitSource
 
-__all__ = ["DecimalReal", "ExactReal", "RationalReal", "SurvivalTable", "less_than_deep"]
+__all__ = [
+    "DecimalReal",
+    "ExactReal",
+    "ExpNegReal",
+    "RationalReal",
+    "SurvivalTable",
+    "less_than_deep",
+]
 
 _MASK64 = (1 << 64) - 1
 _GUIDE_BITS = 16
@@ -108,14 +115,58 @@ class DecimalReal(ExactReal):
         raise InternalError("DecimalReal: binary digits did not settle (value rational?)")
 
 
+#: A rational just above ln 2 = 0.69314718055994530941...: ``x >= bits * LN2_UP`` proves
+#: ``exp(-x) <= 2**-bits`` exactly, with no transcendental function evaluated.
+LN2_UP = Fraction(6931471805599453, 10**16)
+
+
+class ExpNegReal(DecimalReal):
+    """``exp(-x)`` for a rational ``x > 0``, times an optional rational factor ``r > 0``.
+
+    Its binary digits come from :mod:`decimal` like any :class:`DecimalReal`, except that
+    ``floor(2**bits * r exp(-x))`` is known to be 0 without computing anything when
+    ``x >= (bits + log2(r)) ln 2`` (checked with :data:`LN2_UP` and an integer bound on
+    ``log2(r)``, exact rational arithmetic). This keeps the cost of a huge ``x`` (a
+    Bernoulli(exp(-2**31)), a geometric with ratio ``exp(-10**300)``) constant: the digits
+    of ``exp(-x)`` start with about ``1.44 x`` zeros, and a comparison of uniform bits with
+    them stops at the first nonzero word, so only the first few words are ever asked for.
+    The value is at most ``r``.
+    """
+
+    __slots__ = ("factor_bits", "x")
+
+    def __init__(self, x: Fraction, factor: Fraction = Fraction(1), *, slack: int = 25) -> None:
+        if x <= 0 or factor <= 0:
+            raise InternalError(f"ExpNegReal: need x > 0 and factor > 0; got {x}, {factor}")
+        num, den = x.numerator, x.denominator
+        fn, fd = factor.numerator, factor.denominator
+        if factor == 1:
+            super().__init__(lambda: (-Decimal(num) / Decimal(den)).exp(), slack=slack)
+        else:
+            super().__init__(
+                lambda: (-Decimal(num) / Decimal(den)).exp() * (Decimal(fn) / Decimal(fd)),
+                slack=slack,
+            )
+        self.x = x
+        # log2(factor) < factor_bits (an integer upper bound)
+        self.factor_bits = fn.bit_length() - (fd.bit_length() - 1)
+
+    def prefix(self, bits: int) -> int:
+        if self.x >= (bits + max(self.factor_bits, 0)) * LN2_UP:
+            return 0  # r exp(-x) < 2**factor_bits 2**-(bits + factor_bits) = 2**-bits
+        return super().prefix(bits)
+
+
 def exp_neg(x: Fraction, *, slack: int = 25) -> ExactReal:
-    """``exp(-x)`` for a rational ``x >= 0`` as an exact real (``1`` exactly when x = 0)."""
+    """``exp(-x)`` for a rational ``x >= 0`` as an exact real (``1`` exactly when x = 0).
+
+    Constant cost however large ``x`` is (:class:`ExpNegReal`).
+    """
     if x < 0:
         raise InternalError(f"exp_neg: x = {x} < 0")
     if x == 0:
         return RationalReal(Fraction(1))
-    num, den = x.numerator, x.denominator
-    return DecimalReal(lambda: (-Decimal(num) / Decimal(den)).exp(), slack=slack)
+    return ExpNegReal(x, slack=slack)
 
 
 def less_than_deep(reals: Sequence[ExactReal], source: BitSource) -> np.ndarray:

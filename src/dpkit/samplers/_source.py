@@ -133,19 +133,23 @@ def as_source(rng: Any) -> BitSource:
     if isinstance(rng, BitSource):
         return rng
     if isinstance(rng, bool | np.bool_):
-        raise TypeError("rng: a bool is not a seed; pass None (secure), an int seed or a BitSource")
-    if isinstance(rng, int | np.integer):
+        raise TypeError(
+            "`rng`: a bool is not a seed; pass None (secure), an int seed or a BitSource"
+        )
+    if isinstance(rng, int | np.integer) and not isinstance(rng, np.timedelta64):
         if int(rng) < 0:
-            raise ValueError(f"rng: an integer seed must be >= 0; got {int(rng)}")
+            from dpkit.errors import ParameterError
+
+            raise ParameterError(f"`rng`: an integer seed must be >= 0; got {int(rng)}")
         return SeededSource(int(rng))
     if isinstance(rng, np.random.SeedSequence):
         return SeededSource(rng)
     if isinstance(rng, np.random.Generator | np.random.RandomState):
         raise TypeError(
-            "rng: NumPy generators are not accepted (they are not cryptographically secure); "
+            "`rng`: NumPy generators are not accepted (they are not cryptographically secure); "
             "pass None for secure noise, or an int seed for reproducible tests"
         )
     raise TypeError(
-        f"rng: expected None, an int seed, a numpy.random.SeedSequence or a dpkit BitSource; "
+        f"`rng` must be None, an int seed, a numpy.random.SeedSequence or a dpkit BitSource; "
         f"got {type(rng).__name__}"
     )

@@ -33,11 +33,21 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import describe
 from dpkit.errors import InternalError, ParameterError
-from dpkit.samplers._discrete import bernoulli, bernoulli_exp, geometric, uniform_int
+from dpkit.samplers._discrete import (
+    _MAX_SCALE,
+    _rational,
+    _size,
+    bernoulli,
+    bernoulli_exp,
+    geometric,
+    uniform_int,
+)
 from dpkit.samplers._exact import (
     DecimalReal,
     ExactReal,
+    ExpNegReal,
     RationalReal,
     bernoulli_table,
     prefixes64,
@@ -58,27 +68,8 @@ _MASK64 = (1 << 64) - 1
 
 
 def _ratio(owner: str, ratio: Any) -> Fraction:
-    if isinstance(ratio, bool | np.bool_):
-        raise TypeError(f"{owner}: `ratio` must be a number; got bool")
-    if isinstance(ratio, Fraction):
-        out = ratio
-    elif isinstance(ratio, int | np.integer):
-        out = Fraction(int(ratio))
-    elif isinstance(ratio, float | np.floating):
-        if not math.isfinite(float(ratio)):
-            raise ParameterError(f"{owner}: `ratio` must be finite; got {ratio!r}")
-        out = Fraction(float(ratio))
-    else:
-        raise TypeError(f"{owner}: `ratio` must be a number; got {type(ratio).__name__}")
-    if out <= 0:
-        raise ParameterError(f"{owner}: `ratio` (scale / grid) must be > 0; got {ratio!r}")
-    return out
-
-
-def _size(owner: str, size: Any) -> int:
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 0:
-        raise TypeError(f"{owner}: `size` must be an int >= 0; got {size!r}")
-    return int(size)
+    """``ratio = scale / grid``: a positive rational (a float is taken exactly)."""
+    return _rational(owner, "ratio", ratio)
 
 
 # ----------------------------------------------------------------------------- Laplace
@@ -115,6 +106,10 @@ def rounded_laplace(ratio: Any, size: int, rng: Any = None) -> np.ndarray:
     [2, 4, 8, -3, -2, 8, -1, 13]
     """
     r = _ratio("rounded_laplace", ratio)
+    if r > _MAX_SCALE:
+        raise ParameterError(
+            f"rounded_laplace: `ratio` (scale / grid) must be at most 2**50; got {describe(ratio)}"
+        )
     n = _size("rounded_laplace", size)
     source = as_source(rng)
     h = 1 / r
@@ -336,29 +331,56 @@ def _rounded_t(owner: str, df: int, ratio: Any, size: int, rng: Any) -> np.ndarr
         below = _student_t_cdf_float(np.tan(mid), df) <= u
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    zf = np.tan((lo + hi) / 2) * float(r)
-    out: list[int] = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        zf = np.tan((lo + hi) / 2) * float(r)
     h = 1 / r
-    for i in range(n):
-        zi = float(zf[i])
-        if not math.isfinite(zi) or abs(zi) >= 2.0**62:
-            zi = math.copysign(2.0**62, float(u[i]) - 0.5)
-        k = round(zi)
-        lu = _LazyUniform(int(words[i]), source)
-        for _step in range(10_000):
-            if lu.less_than(_cdf_real((k - Fraction(1, 2)) * h, df)):
-                k -= 1 if _step < 64 else max(1, abs(k) // 2)
-                continue
-            if not lu.less_than(_cdf_real((k + Fraction(1, 2)) * h, df)):
-                k += 1 if _step < 64 else max(1, abs(k) // 2)
-                continue
-            break
-        else:  # pragma: no cover - the float proposal is within a few cells
-            raise InternalError(f"{owner}: inversion did not settle")
-        out.append(k)
+    out = [
+        _invert(df, h, _start(float(zf[i]), float(u[i])), _LazyUniform(int(words[i]), source))
+        for i in range(n)
+    ]
     if all(abs(k) < 2**63 for k in out):
         return np.array(out, dtype=np.int64)
     return np.array(out, dtype=object)  # pragma: no cover - |K| >= 2**63
+
+
+def _start(zf: float, u: float) -> int:
+    """The float proposal as an integer (clamped to +-2**62 where it overflowed)."""
+    if not math.isfinite(zf) or abs(zf) >= 2.0**62:
+        return int(math.copysign(2**62, u - 0.5))
+    return round(zf)
+
+
+def _invert(df: int, h: Fraction, k: int, lu: _LazyUniform) -> int:
+    """The integer ``K`` with ``F((K - 1/2) h) <= U < F((K + 1/2) h)``, exactly.
+
+    ``at_most(j)`` is the exact event ``K <= j``, that is ``U < F((j + 1/2) h)``; it is
+    monotone in ``j``, so ``K = min {j : at_most(j)}``. Starting from the float proposal
+    ``k``, galloping (steps 1, 2, 4, ...) brackets ``K`` and bisection finds it: about
+    ``2 log2 |K - k| + 2`` exact comparisons, whatever ``K`` is (Python integers, no
+    overflow, no iteration cap and no failure branch: the search is total). Each comparison
+    draws further words of ``U`` only while its digits tie with the CDF's.
+    """
+
+    def at_most(j: int) -> bool:
+        return lu.less_than(_cdf_real((j + Fraction(1, 2)) * h, df))
+
+    if at_most(k):  # K <= k: find the largest j < k with K > j
+        hi, step = k, 1
+        while at_most(hi - step):
+            hi, step = hi - step, 2 * step
+        lo = hi - step  # K > lo, K <= hi
+    else:  # K > k
+        lo, step = k, 1
+        while not at_most(lo + step):
+            lo, step = lo + step, 2 * step
+        hi = lo + step
+    while hi - lo > 1:  # invariant: at_most(hi) and not at_most(lo)
+        mid = (lo + hi) // 2
+        if at_most(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def rounded_cauchy(ratio: Any, size: int, rng: Any = None) -> np.ndarray:
@@ -434,17 +456,15 @@ class _AcceptReal(ExactReal):
         self.x = x
         self.rr = rr
 
-        def fn() -> Decimal:
-            # exp and the two divisions are correctly rounded to the context's significant
-            # digits, so the relative (hence absolute, the value being <= 1) error is a few
-            # units of the last digit: amplification 1.
-            val = (-_frac_dec(x)).exp() * (Decimal(rr.numerator) / Decimal(rr.denominator))
-            return val
-
-        self._inner = DecimalReal(fn, slack=25)
+        # exp and the two divisions are correctly rounded to the context's significant digits,
+        # so the relative (hence absolute, the value being <= 1) error is a few units of the
+        # last digit: amplification 1. ExpNegReal skips the work when exp(-x) R is below the
+        # digits asked for (a huge x: epsilon times a large loss).
+        self._inner = ExpNegReal(x, rr, slack=25)
         with localcontext() as ctx:
             ctx.prec = 40
-            v = fn()
+            ctx.Emin = -(10**9)
+            v = Decimal(0) if x > 200 * (1 + rr) else self._inner.fn()
         if v > 1 + Decimal(10) ** -30:
             raise InternalError(f"exp_weighted_choice: acceptance probability {v} > 1")
 
@@ -523,7 +543,7 @@ def exp_weighted_choice(
     source = as_source(rng)
     # Zero weights keep a proposal mass of 1 but their acceptance probability is exactly 0.
     e_min = int(e[w > 0].min())
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore"):  # exp(-inf) = 0: weight negligible
         v = np.exp(np.maximum(e - e_min, 0) * -float(rate))
         v *= w
     v_max = float(v.max())
