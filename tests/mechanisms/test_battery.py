@@ -204,15 +204,19 @@ def test_selection_input_checks(name: str) -> None:
         mech.select(["a", "b"], [1.0, float("nan")], rng=0)
 
 
-class _Recorder:
+class _Recorder(dp.Accountant):
+    """A real Accountant (mechanisms accept nothing else) that records or refuses spends."""
+
     def __init__(self, *, refuse: bool = False) -> None:
+        super().__init__(dp.ApproxDP(100.0, 0.5))
         self.spends: list[tuple[Any, str]] = []
         self.refuse = refuse
 
-    def spend(self, cost: Any, *, label: str) -> None:
+    def spend(self, cost: Any, *, label: str) -> Any:
         if self.refuse:
             raise BudgetExceededError("refused", requested=cost)
         self.spends.append((cost, label))
+        return super().spend(cost, label=label)
 
 
 class _CountingSource(dp.samplers.SeededSource):

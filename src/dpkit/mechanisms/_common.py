@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import as_real_array
+from dpkit.accounting.guard import check_accountant
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
@@ -27,37 +29,76 @@ _MAX_LATTICE = 2.0**61
 
 
 def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
-    """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn."""
-    if accountant is not None:
-        accountant.spend(privacy, label=label)
+    """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn.
+
+    ``accountant`` must be ``None`` or an Accountant (:func:`dpkit.accounting.guard.
+    check_accountant`): anything else is a TypeError naming it, raised before any charge.
+    """
+    acct = check_accountant(label, accountant)
+    if acct is not None:
+        acct.spend(privacy, label=label)
+
+
+#: Finest and coarsest lattice spacing a mechanism uses. Finest: a normal float, so that
+#: ``value / grid`` of an ordinary value does not overflow. Coarsest: lattice points up to
+#: ``2**63`` (value plus noise, in int64) map back to finite floats, so a release is never
+#: infinite (``2**63 * 2**959 < 2**1023``).
+MIN_GRID = 2.0**-1022
+MAX_GRID = 2.0**959
 
 
 def pow2_at_most(x: float) -> float:
-    """The largest power of two ``<= x`` (exact: ``math.frexp`` reads the exponent)."""
-    if not (x > 0 and math.isfinite(x)):
-        raise ParameterError(f"grid: expected a finite positive number; got {x!r}")
+    """The largest power of two ``<= x`` (exact: ``math.frexp`` reads the exponent).
+
+    ``x`` must be a finite positive float (callers check their parameters first, see
+    :func:`lattice_grid`).
+    """
+    if not (x > 0 and math.isfinite(x)):  # pragma: no cover - callers check first
+        raise ParameterError(f"pow2_at_most: expected a finite positive number; got {x!r}")
     _m, e = math.frexp(x)  # x = m * 2**e with 0.5 <= m < 1
     return math.ldexp(1.0, e - 1)
+
+
+def lattice_grid(owner: str, x: float, *, params: str) -> float:
+    """The lattice spacing: the largest power of two ``<= x``, within [MIN_GRID, MAX_GRID].
+
+    ``x`` is derived from public parameters (the sensitivity, the noise scale); ``params``
+    names them for the message, for example ``"`sensitivity`=1e+308"``. A spacing outside
+    the range would make the lattice underflow (values cannot be placed on it) or its points
+    overflow (releases would be infinite), so it is refused before anything is spent.
+    """
+    if not (math.isfinite(x) and x >= MIN_GRID):
+        raise ParameterError(
+            f"{owner}: {params} is too small: the lattice this mechanism rounds to would "
+            f"have a spacing of {x:.3g}, below the smallest normal float (2**-1022); rescale "
+            "the values (for example to other units) so the sensitivity is not so tiny"
+        )
+    g = pow2_at_most(x)
+    if g > MAX_GRID:
+        raise ParameterError(
+            f"{owner}: {params} is too large: released values (on a lattice of spacing "
+            f"{g:.3g}) could overflow a float to infinity; rescale the values (for example "
+            "to other units) so the sensitivity is below about 1e290"
+        )
+    return g
 
 
 def as_values(owner: str, value: Any) -> tuple[np.ndarray, bool]:
     """A finite float64 array from a scalar or array-like, and whether it was a scalar."""
     if isinstance(value, bool | np.bool_):
         raise TypeError(f"{owner}.release: `value` must be a real number or array; got bool")
-    if isinstance(value, str | bytes):
-        raise TypeError(f"{owner}.release: `value` must be numeric; got {type(value).__name__}")
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
-        raise TypeError(f"{owner}.release: `value` must hold real numbers; got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
+    # refuses strings, masked arrays, ragged or nested lists and non-numeric dtypes by name
+    arr = as_real_array(f"{owner}.release", "value", value).astype(np.float64, copy=False)
     if arr.size and not np.isfinite(arr).all():
         raise ParameterError(
             f"{owner}.release: `value` must be finite; got NaN or infinity "
             "(clip or impute before releasing)"
         )
     return arr, arr.ndim == 0
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 #: Largest |value| an integer mechanism accepts, so that value + noise stays in int64.
@@ -71,8 +112,14 @@ def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
     """
     if isinstance(value, bool | np.bool_):
         raise TypeError(f"{owner}.release: `value` must be an integer; got bool")
-    arr = np.asarray(value)
-    if arr.dtype == object and arr.size and all(isinstance(v, int) for v in arr.flat):
+    if isinstance(value, np.ma.MaskedArray | str | bytes):
+        as_real_array(f"{owner}.release", "value", value)  # refuses them, naming `value`
+    try:
+        arr = np.asarray(value)
+    except (ValueError, RecursionError):
+        as_real_array(f"{owner}.release", "value", value)  # a ragged or nested list: refused
+        raise  # pragma: no cover - as_real_array raised
+    if arr.dtype == object and arr.size and all(_is_int(v) for v in arr.flat):
         if max(abs(int(v)) for v in arr.flat) >= _MAX_INTEGER:
             raise ParameterError(f"{owner}.release: |value| must be below 2**62")
         arr = arr.astype(np.int64)
@@ -81,7 +128,7 @@ def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
             raise TypeError(
                 f"{owner}.release: `value` must hold integers; use {other} for real values"
             )
-    elif arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    elif arr.dtype.kind not in "iu":  # bool, time deltas, objects, complex: refused
         raise TypeError(f"{owner}.release: `value` must hold integers; got dtype {arr.dtype}")
     if arr.size and max(-float(arr.min()), float(arr.max())) >= _MAX_INTEGER:
         raise ParameterError(
@@ -140,6 +187,7 @@ def measured(
     from dpkit.mechanisms.release import Release
 
     owner = type(mech).__name__
+    mech.accuracy(alpha, 1)  # validate `alpha` before anything is spent
     out = mech.release(value, rng=rng, accountant=accountant)
     scalar = np.ndim(out) == 0
     d = max(int(np.size(out)), 1)

@@ -10,15 +10,21 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import (
+    check_choice,
+    check_delta,
+    check_finite_result,
+    check_int,
+    check_positive,
+)
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
     grid_round,
+    lattice_grid,
     measured,
-    pow2_at_most,
     restore_shape,
     spend,
 )
@@ -45,7 +51,9 @@ def _phi(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+def classic_gaussian_sigma(
+    epsilon: float, delta: float, sensitivity: float, *, owner: str = "classic_gaussian_sigma"
+) -> float:
     """``sigma = sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon`` (Dwork and Roth 2014, Thm A.1).
 
     Valid only for ``0 < epsilon < 1``.
@@ -55,7 +63,6 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
     >>> round(classic_gaussian_sigma(0.5, 1e-5, 1.0), 6)
     9.689611
     """
-    owner = "classic_gaussian_sigma"
     epsilon = check_positive(owner, "epsilon", epsilon)
     delta = check_delta(owner, delta, allow_zero=False)
     sensitivity = check_positive(owner, "sensitivity", sensitivity)
@@ -64,40 +71,116 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
             f"{owner}: the classic calibration needs epsilon < 1; got {epsilon!r} "
             "(use calibration='analytic', valid for any epsilon)"
         )
-    return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+    sigma = sensitivity * (math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+    return _check_sigma(owner, sigma, epsilon, delta, sensitivity)
 
 
-def _analytic_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """Balle and Wang (2018), Theorem 8: the exact delta of N(0, sigma^2) at epsilon."""
-    a = sensitivity / (2 * sigma)
-    b = epsilon * sigma / sensitivity
-    return _phi(a - b) - math.exp(epsilon) * _phi(-a - b)
+def _check_sigma(owner: str, sigma: float, epsilon: float, delta: float, sens: float) -> float:
+    """A calibrated sigma must be a finite positive float (it scales the noise)."""
+    return check_finite_result(
+        owner,
+        "the noise sigma",
+        sigma,
+        cause=(
+            f"`epsilon`={epsilon!r}, `delta`={delta!r} and `sensitivity`={sens!r} are too "
+            "extreme together; rescale the sensitivity (other units) or choose epsilon "
+            "closer to 1"
+        ),
+    )
 
 
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+_SQRT2 = math.sqrt(2.0)
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _erfcx(x: float) -> float:
+    """The scaled complementary error function ``exp(x**2) erfc(x)`` for ``x >= 0``.
+
+    Directly below 25 (``exp(625)`` and ``erfc(25)`` are both normal floats); above, the
+    asymptotic series ``(1 - z + 3 z**2 - 15 z**3 + 105 z**4) / (x sqrt(pi))`` with
+    ``z = 1 / (2 x**2)``, whose truncation error is below the next term, ``945 z**5``
+    (relative ``3e-13`` at ``x = 25``).
+    """
+    if x < 25.0:
+        return math.exp(x * x) * math.erfc(x)
+    z = 1.0 / (2.0 * x * x)
+    return (1.0 - z * (1.0 - z * (3.0 - z * (15.0 - 105.0 * z)))) / (x * _SQRT_PI)
+
+
+def _analytic_delta_unit(u: float, epsilon: float) -> float:
+    """Balle and Wang (2018), Theorem 8: the delta of ``N(0, sigma**2)`` at ``epsilon``,
+    as a function of ``u = sigma / sensitivity`` (it depends on nothing else).
+
+    ``delta = Phi(A) - exp(eps) Phi(B)``, ``A = 1/(2u) - eps u``, ``B = -1/(2u) - eps u``.
+    Since ``eps - B**2 / 2 = -A**2 / 2``, ``exp(eps) Phi(B) = exp(-A**2/2) erfcx(-B/sqrt 2)
+    / 2``: no ``exp(eps)`` is ever formed (it overflows past eps = 709.8), and for ``A < 0``
+    ``Phi(A) = exp(-A**2/2) erfcx(-A/sqrt 2) / 2`` too, so the difference of two tiny tails
+    is taken on the scaled values (no underflow to 0 - 0).
+    """
+    a = 0.5 / u - epsilon * u
+    b = -0.5 / u - epsilon * u
+    front = math.exp(-0.5 * a * a)  # may underflow to 0: then delta is 0 to float precision
+    if front == 0.0:
+        return 0.0 if a < 0 else 1.0
+    tail_b = front * _erfcx(-b / _SQRT2) / 2
+    if a >= 0:
+        return (1.0 - math.erfc(a / _SQRT2) / 2) - tail_b
+    return front * (_erfcx(-a / _SQRT2) - _erfcx(-b / _SQRT2)) / 2
+
+
+def analytic_gaussian_sigma(
+    epsilon: float, delta: float, sensitivity: float, *, owner: str = "analytic_gaussian_sigma"
+) -> float:
     """The smallest sigma with Balle and Wang's exact condition (2018, Theorem 8).
 
-    ``Phi(D/(2s) - eps s/D) - exp(eps) Phi(-D/(2s) - eps s/D) <= delta``, solved by bisection
-    on ``log sigma`` to a relative precision of 1e-12; the upper end of the final bracket is
-    returned, so the condition holds at the returned value. Valid for every epsilon > 0.
+    ``Phi(D/(2s) - eps s/D) - exp(eps) Phi(-D/(2s) - eps s/D) <= delta``. The condition
+    depends on ``sigma`` and ``D`` only through ``u = sigma / D``, so ``u`` is found once for
+    ``(epsilon, delta)`` and ``sigma = D u`` (no overflow or underflow for any sensitivity
+    whose sigma is a float). ``u`` is bracketed by doubling or halving from 1 and then
+    bisected on ``log u`` to a relative precision of 1e-12 (at most a few thousand
+    evaluations even at the extremes of the float range); the upper end of the final bracket
+    is returned, so the condition holds at the returned value. Valid for every epsilon > 0.
+
+    Raises
+    ------
+    ParameterError
+        Bad parameters, or a sigma that overflows or underflows a float (the message names
+        the parameters).
 
     Examples
     --------
     >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
     3.7306
     """
-    owner = "analytic_gaussian_sigma"
     epsilon = check_positive(owner, "epsilon", epsilon)
     delta = check_delta(owner, delta, allow_zero=False)
     sensitivity = check_positive(owner, "sensitivity", sensitivity)
-    lo, hi = 1e-6 * sensitivity, sensitivity
-    while _analytic_delta(hi, epsilon, sensitivity) > delta:
-        lo, hi = hi, hi * 2
-    while _analytic_delta(lo, epsilon, sensitivity) <= delta:
-        lo = lo / 2
+    u = _analytic_unit(epsilon, delta)
+    if u is None:
+        raise ParameterError(
+            f"{owner}: `epsilon`={epsilon!r} is too small for `delta`={delta!r}: sigma would "
+            "exceed 1e300 times the sensitivity"
+        )
+    return _check_sigma(owner, sensitivity * u, epsilon, delta, sensitivity)
+
+
+@lru_cache(maxsize=256)
+def _analytic_unit(epsilon: float, delta: float) -> float | None:
+    """``u = sigma / sensitivity`` of the analytic calibration (``None`` past 1e300)."""
+    lo = hi = 1.0
+    if _analytic_delta_unit(hi, epsilon) > delta:
+        while _analytic_delta_unit(hi, epsilon) > delta:
+            lo, hi = hi, hi * 2
+            if hi > 1e300:
+                return None
+    else:
+        while lo > 1e-300 and _analytic_delta_unit(lo, epsilon) <= delta:
+            hi, lo = lo, lo / 2
     while hi / lo > 1 + 1e-12:
-        mid = math.sqrt(lo * hi)
-        if _analytic_delta(mid, epsilon, sensitivity) > delta:
+        mid = math.sqrt(lo) * math.sqrt(hi)
+        if not lo < mid < hi:  # adjacent floats
+            break
+        if _analytic_delta_unit(mid, epsilon) > delta:
             lo = mid
         else:
             hi = mid
@@ -165,7 +248,17 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
 
     d = sensitivity
     a = epsilon * sigma2 / d
-    return max(0.0, p_greater(a - d / 2) - math.exp(epsilon) * p_greater(a + d / 2))
+    first, tail = p_greater(a - d / 2), p_greater(a + d / 2)
+    # exp(eps) tail, capped where it exceeds 1 >= first (the result is then 0 either way):
+    # exp(eps) alone overflows past eps = 709.8
+    second = 0.0 if tail == 0 else math.exp(min(epsilon + math.log(tail), 709.0))
+    return max(0.0, first - second)
+
+
+def _zcdp_sigma(steps: float, epsilon: float, delta: float) -> float:
+    """``steps / sqrt(2 rho)``: the sigma of the zCDP route (infinite when rho underflows)."""
+    rho = _rho_for(epsilon, delta)
+    return steps / math.sqrt(2 * rho) if rho > 0 else math.inf
 
 
 @lru_cache(maxsize=256)
@@ -181,11 +274,17 @@ def _rho_for(epsilon: float, delta: float) -> float:
 
     lg = math.log(1 / delta)
     lo = (math.sqrt(lg + epsilon) - math.sqrt(lg)) ** 2
+    if lo <= 0:  # epsilon so small that rho underflows: no finite sigma satisfies the route
+        return 0.0
     if zcdp_to_approx(lo, delta).epsilon > epsilon:  # pragma: no cover - never looser
+        return lo
+    if lo > 1e300:  # epsilon near the top of the float range: the bound is enough
         return lo
     hi = 4 * lo
     while zcdp_to_approx(hi, delta).epsilon <= epsilon:
         lo, hi = hi, 2 * hi
+        if hi > 1e300:
+            return lo
     while hi / lo > 1 + 1e-9:
         mid = math.sqrt(lo * hi)
         if zcdp_to_approx(mid, delta).epsilon <= epsilon:
@@ -195,34 +294,73 @@ def _rho_for(epsilon: float, delta: float) -> float:
     return lo
 
 
+#: Largest variance ``t * c`` (in lattice units) the exact discrete Gaussian samplers take.
+_MAX_TC = 2**56
+#: Largest lattice sigma whose exact 1-D delta (CKS Theorem 7, an O(sigma) sum) is checked;
+#: above it (epsilon below about 1e-4) the proven zCDP route of the vectors is used instead.
+_MAX_EXACT_SIGMA = 2.0**16
+
+
+def _too_noisy(owner: str, params: str, s2: float) -> ParameterError:
+    size = f"of about 2**{math.log2(s2) / 2:.1f}" if math.isfinite(s2) else "beyond any float"
+    return ParameterError(
+        f"{owner}: {params} give a noise sigma {size}, above the 2**28 lattice steps the "
+        "exact discrete Gaussian sampler supports: epsilon or delta is too small for this "
+        "sensitivity (the noise would swamp any value)"
+    )
+
+
 @lru_cache(maxsize=256)
 def _lattice_plan(
     epsilon: float, delta: float, sens2: float, d: int, calibration: str, sigma_cont: float
 ) -> tuple[float, int, int, float]:
-    """Grid, variance factors (t, c) and effective sigma for d coordinates (cached)."""
+    """Grid, variance factors (t, c) and effective sigma for d coordinates (cached).
+
+    The grid follows the sensitivity (``sens / (sqrt(d) 2**10)``), made coarser when the
+    noise is so large next to it that the lattice sigma would exceed ``2**16`` (one
+    coordinate: keeps the exact delta check cheap) or ``2**26`` (vectors: keeps ``t * c``
+    within the sampler's ``2**56``; the extra rounding charge ``sqrt(d) g`` is then at most
+    ``sqrt(d) 2**-25`` of sigma). Everything is checked here, before any spend.
+    """
     root_d = math.sqrt(d)
-    g = pow2_at_most(sens2 / (root_d * 2.0**10))
+    where = "" if d == 1 else f" for {d} coordinates"
+    params = f"`sensitivity`={sens2!r}{where}"
+    g = lattice_grid("Gaussian", sens2 / (root_d * 2.0**10), params=params)
     # keep the 1-D lattice sigma below 2**16 so the exact delta check stays cheap
     if d == 1 and sigma_cont / g > 2.0**16:
-        g = pow2_at_most(sigma_cont / 2.0**15)
+        g = lattice_grid("Gaussian", sigma_cont / 2.0**15, params=params)
+    if d > 1 and sigma_cont / g > 2.0**26:
+        g = lattice_grid("Gaussian", sigma_cont / 2.0**25, params=params)
     steps = math.floor(sens2 / g) + 1 if d == 1 else sens2 / g + root_d
     # rounding: each coordinate moves at most one extra lattice step; in L2 that is sqrt(d)
     sens_eff = steps * g
     sigma = _calibrate(epsilon, delta, sens_eff, calibration) / g
-    if d > 1:
-        sigma = max(sigma, steps / math.sqrt(2 * _rho_for(epsilon, delta)))
+    exact_check = d == 1 and sigma <= _MAX_EXACT_SIGMA
+    if not exact_check:  # vectors, or a scalar too noisy for the O(sigma) exact delta check
+        sigma = max(sigma, _zcdp_sigma(steps, epsilon, delta))
+    if not sigma * sigma < _MAX_TC:
+        raise _too_noisy(
+            "Gaussian", f"`epsilon`={epsilon!r}, `delta`={delta!r} and {params}", sigma * sigma
+        )
     t = math.floor(sigma) + 1
     c = math.ceil(sigma * sigma / t)
-    if d == 1:
+    if exact_check:
         while discrete_gaussian_delta(float(t * c), int(steps), epsilon) > delta:
             c = math.ceil(c * (1 + 2.0**-10))
+    if t * c > _MAX_TC:
+        raise _too_noisy(
+            "Gaussian", f"`epsilon`={epsilon!r}, `delta`={delta!r} and {params}", float(t * c)
+        )
     return g, t, c, math.sqrt(t * c) * g
 
 
-def _calibrate(epsilon: float, delta: float, sensitivity: float, calibration: str) -> float:
+def _calibrate(
+    epsilon: float, delta: float, sensitivity: float, calibration: str, owner: str = "Gaussian"
+) -> float:
+    """The continuous sigma; errors name ``owner`` (the mechanism the user built)."""
     if calibration == "classic":
-        return classic_gaussian_sigma(epsilon, delta, sensitivity)
-    return analytic_gaussian_sigma(epsilon, delta, sensitivity)
+        return classic_gaussian_sigma(epsilon, delta, sensitivity, owner=owner)
+    return analytic_gaussian_sigma(epsilon, delta, sensitivity, owner=owner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +391,9 @@ class Gaussian:
     neighbours at most ``floor(s/grid) + 1`` steps apart for a scalar and
     ``s/grid + sqrt(d)`` steps in L2 for ``d`` coordinates; sigma is calibrated for that
     effective sensitivity. For a scalar, the discrete Gaussian's exact delta (CKS Theorem 7)
-    is then checked and sigma raised until it is at most ``delta``. For ``d > 1`` sigma is
+    is then checked and sigma raised until it is at most ``delta``. For ``d > 1`` (and for a
+    scalar whose lattice sigma exceeds ``2**16``, epsilon below about ``1e-4``, where that
+    O(sigma) check is too costly) sigma is
     also at least ``steps / sqrt(2 rho)`` with ``rho`` the zCDP parameter that converts to
     ``(epsilon, delta)`` (Canonne, Kamath and Steinke 2020, Corollary 13), because the
     multivariate discrete Gaussian is proved ``rho``-zCDP (CKS Theorem 14) rather than
@@ -289,17 +429,20 @@ class Gaussian:
         object.__setattr__(
             self, "sensitivity", check_positive("Gaussian", "sensitivity", self.sensitivity)
         )
-        if self.norm not in _NORMS:
-            raise ParameterError(f"Gaussian: `norm` must be 'l1' or 'l2'; got {self.norm!r}")
-        if self.calibration not in _CALIBRATIONS:
-            raise ParameterError(
-                f"Gaussian: `calibration` must be 'analytic' or 'classic'; got {self.calibration!r}"
-            )
+        check_choice("Gaussian", "norm", self.norm, _NORMS)
+        check_choice("Gaussian", "calibration", self.calibration, _CALIBRATIONS)
         if self.calibration == "classic" and not self.epsilon < 1:
             raise ParameterError(
                 f"Gaussian: calibration='classic' needs epsilon < 1; got {self.epsilon!r} "
                 "(use calibration='analytic', valid for any epsilon)"
             )
+        # fail fast: sigma and the scalar lattice are representable (cheap checks; the full
+        # plan for d coordinates is made, and checked, by release before anything is spent)
+        sigma = self.sigma
+        params = f"`sensitivity`={self.sensitivity!r}"
+        g = lattice_grid("Gaussian", self.sensitivity / 2.0**10, params=params)
+        if sigma / g > 2.0**16:
+            lattice_grid("Gaussian", sigma / 2.0**15, params=params)
 
     @property
     def privacy(self) -> ApproxDP:
@@ -376,8 +519,11 @@ class DiscreteGaussian:
     -------
     ``(epsilon, delta)``-DP with sigma the smallest value (on a grid of relative step
     2**-10 above the analytic continuous calibration) whose exact discrete delta (Canonne,
-    Kamath and Steinke 2020, Theorem 7) is at most ``delta`` for a scalar; for ``d > 1``
-    integer coordinates sigma also satisfies the zCDP route of :class:`Gaussian`.
+    Kamath and Steinke 2020, Theorem 7) is at most ``delta`` for a scalar with
+    ``sigma <= 2**12``; for larger sigma and for ``d > 1`` integer coordinates sigma also
+    satisfies the zCDP route of :class:`Gaussian` (CKS Theorem 14 and Corollary 13). Any
+    sigma from about ``1e-3`` (epsilon up to ``1e6``) to ``2**28`` is supported; a larger one
+    is refused at construction, before anything is spent.
 
     Examples
     --------
@@ -396,12 +542,9 @@ class DiscreteGaussian:
         object.__setattr__(
             self, "delta", check_delta("DiscreteGaussian", self.delta, allow_zero=False)
         )
-        s = self.sensitivity
-        if isinstance(s, bool) or not isinstance(s, int | np.integer):
-            raise TypeError(f"DiscreteGaussian: `sensitivity` must be an int >= 1; got {s!r}")
-        if int(s) < 1:
-            raise ParameterError(f"DiscreteGaussian: `sensitivity` must be an int >= 1; got {s!r}")
-        object.__setattr__(self, "sensitivity", int(s))
+        s = check_int("DiscreteGaussian", "sensitivity", self.sensitivity, minimum=1)
+        object.__setattr__(self, "sensitivity", s)
+        self._s2(1)  # fail fast: the noise is within the exact sampler's range
 
     @property
     def privacy(self) -> ApproxDP:
@@ -424,29 +567,56 @@ class DiscreteGaussian:
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Gaussian noise (int or int64 array)."""
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
-        s2 = self._s2(max(arr.size, 1))
+        s2 = self._s2(max(arr.size, 1))  # checked within the sampler's range, before spending
         source = as_source(rng)
         spend(accountant, self.privacy, "DiscreteGaussian")
         if s2 <= 2**24:
             noise = discrete_gaussian(0, arr.size, source, sigma2=s2)
         else:  # large sigma: round the variance up to t * c (relative excess < 1/sigma)
-            t = math.isqrt(s2.numerator // s2.denominator) + 1
-            noise = discrete_gaussian_tc(t, math.ceil(s2 / t), arr.size, source)
+            t, c = _tc(s2)
+            noise = discrete_gaussian_tc(t, c, arr.size, source)
         out = arr + noise.reshape(arr.shape)
         return int(out) if out.ndim == 0 else out
+
+
+def _tc(s2: Fraction) -> tuple[int, int]:
+    """Integers ``t = floor(sigma) + 1`` and ``c = ceil(s2 / t)``: ``t c >= s2``, relative
+    excess below ``1 / sigma``."""
+    t = math.isqrt(s2.numerator // s2.denominator) + 1
+    return t, math.ceil(s2 / t)
+
+
+def _dyadic_up(x: float | Fraction, bits: int = 20) -> Fraction:
+    """The smallest ``m / 2**k >= x`` with ``m`` of ``bits`` significant bits (exact).
+
+    Keeps the variance a short dyadic rational at every scale: a tiny sigma (epsilon 1e6)
+    keeps its 20 significant bits instead of collapsing to a fixed ``2**-20`` grid.
+    """
+    q = Fraction(x)
+    k = bits - (q.numerator.bit_length() - q.denominator.bit_length())
+    scale = Fraction(2) ** k
+    return Fraction(math.ceil(q * scale)) / scale
 
 
 @lru_cache(maxsize=256)
 def _integer_plan(epsilon: float, delta: float, sens: int, d: int) -> Fraction:
     """Variance: the analytic sigma (and the zCDP bound for d > 1), raised in steps of
-    2**-10 until the exact 1-D discrete delta (CKS Theorem 7) is at most delta."""
-    sigma = analytic_gaussian_sigma(epsilon, delta, float(sens))
-    if d > 1:
-        sigma = max(sigma, sens / math.sqrt(2 * _rho_for(epsilon, delta)))
-    s2 = Fraction(sigma * sigma).limit_denominator(2**20)
-    if s2 * s2 < Fraction(sigma * sigma) ** 2:
-        s2 += Fraction(1, 2**20)
+    2**-10 until the exact 1-D discrete delta (CKS Theorem 7) is at most delta.
+
+    Raises a ParameterError (before any spend) when sigma exceeds the ``2**28`` the exact
+    samplers support."""
+    sigma = analytic_gaussian_sigma(epsilon, delta, float(sens), owner="DiscreteGaussian")
+    if d > 1 or sigma * sigma > 2**24:  # no exact O(sigma) delta check: the zCDP route
+        sigma = max(sigma, _zcdp_sigma(sens, epsilon, delta))
+    where = "" if d == 1 else f" for {d} coordinates"
+    params = f"`epsilon`={epsilon!r}, `delta`={delta!r} and `sensitivity`={sens!r}{where}"
+    if not sigma * sigma < _MAX_TC / 2:
+        raise _too_noisy("DiscreteGaussian", params, sigma * sigma)
+    s2 = _dyadic_up(sigma * sigma)
     if d == 1 and s2 <= 2**24:
         while discrete_gaussian_delta(float(s2), sens, epsilon) > delta:
-            s2 *= Fraction(1025, 1024)
+            s2 = _dyadic_up(s2 * Fraction(1025, 1024))
+    t, c = _tc(s2)
+    if s2 > 2**24 and t * c > _MAX_TC:  # pragma: no cover - excluded by the check above
+        raise _too_noisy("DiscreteGaussian", params, float(t * c))
     return s2

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_int, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
     grid_round,
+    lattice_grid,
     measured,
-    pow2_at_most,
     restore_shape,
     spend,
 )
@@ -63,12 +63,27 @@ def _check_alpha(owner: str, alpha: Any) -> float:
 def _discrete_laplace_accuracy(t: Fraction, alpha: float) -> int:
     """Smallest integer k with P[|Z| > k] <= alpha for P[Z = z] ~ exp(-|z|/t).
 
-    P[|Z| > k] = 2 q**(k+1) / (1 + q) with q = exp(-1/t) (a geometric tail on both sides).
+    P[|Z| > k] = 2 q**(k+1) / (1 + q) with q = exp(-1/t) (a geometric tail on both sides),
+    so ``k = ceil(t (ln(2 / alpha) - ln(1 + q)) - 1)``: written with logarithms, it stays
+    finite for every ``alpha`` in (0, 1) (``5e-324`` included) and every scale (``q`` may
+    underflow to 0 for a tiny ``t``).
     """
     tf = float(t)
     q = math.exp(-1 / tf)
-    k = math.ceil(tf * math.log(2 * q / (alpha * (1 + q))))
+    k = math.ceil(tf * (math.log(2.0) - math.log(alpha) - math.log1p(q)) - 1)
     return max(k, 0)
+
+
+def _check_lattice_scale(owner: str, t: Fraction, params: str) -> Fraction:
+    """The discrete Laplace scale in lattice steps: at most 2**50 (the sampler's range)."""
+    if t > _MAX_SCALE:
+        raise ParameterError(
+            f"{owner}: {params} give a noise scale of about "
+            f"2**{t.numerator.bit_length() - t.denominator.bit_length()} "
+            "lattice steps, more than the 2**50 the exact sampler supports: epsilon is too "
+            "small for this sensitivity (the noise would swamp any value)"
+        )
+    return t
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +144,7 @@ class Laplace:
         object.__setattr__(
             self, "sensitivity", check_positive("Laplace", "sensitivity", self.sensitivity)
         )
+        self._lattice_scale(1)  # fail fast: the lattice and the noise scale are representable
 
     @property
     def scale(self) -> float:
@@ -141,18 +157,20 @@ class Laplace:
     def grid(self, d: int = 1) -> float:
         """The lattice spacing used for ``d`` coordinates (a power of two)."""
         bits = 16 if d == 1 else 12
-        return pow2_at_most(self.sensitivity / (d * 2.0**bits))
+        where = "" if d == 1 else f" for {d} coordinates"
+        return lattice_grid(
+            "Laplace",
+            self.sensitivity / (d * 2.0**bits),
+            params=f"`sensitivity`={self.sensitivity!r}{where}",
+        )
 
     def _lattice_scale(self, d: int) -> tuple[float, Fraction]:
         g = self.grid(d)
         steps = math.floor(self.sensitivity / g) + d  # L1 lattice sensitivity, rounding charged
         t = Fraction(steps) / Fraction(self.epsilon)
-        if t > _MAX_SCALE:
-            raise ParameterError(
-                f"Laplace: epsilon={self.epsilon!r} is too small for {d} coordinates "
-                f"(lattice scale {float(t):.3g} exceeds 2**50)"
-            )
-        return g, t
+        where = "" if d == 1 else f" and {d} coordinates"
+        params = f"`epsilon`={self.epsilon!r}, `sensitivity`={self.sensitivity!r}{where}"
+        return g, _check_lattice_scale("Laplace", t, params)
 
     def noise_scale(self, d: int = 1) -> float:
         """The Laplace scale actually used for ``d`` coordinates (>= :attr:`scale`)."""
@@ -219,14 +237,10 @@ class Geometric:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("Geometric", "epsilon", self.epsilon))
-        s = self.sensitivity
-        if isinstance(s, bool) or not isinstance(s, int | np.integer):
-            raise TypeError(f"Geometric: `sensitivity` must be an int >= 1; got {s!r}")
-        if int(s) < 1:
-            raise ParameterError(f"Geometric: `sensitivity` must be an int >= 1; got {s!r}")
-        object.__setattr__(self, "sensitivity", int(s))
-        if self._t() > _MAX_SCALE:
-            raise ParameterError(f"Geometric: `epsilon` {self.epsilon!r} is too small")
+        s = check_int("Geometric", "sensitivity", self.sensitivity, minimum=1, maximum=2**62)
+        object.__setattr__(self, "sensitivity", s)
+        params = f"`epsilon`={self.epsilon!r} and `sensitivity`={self.sensitivity!r}"
+        _check_lattice_scale("Geometric", self._t(), params)
 
     def _t(self) -> Fraction:
         return Fraction(self.sensitivity) / Fraction(self.epsilon)
@@ -254,7 +268,7 @@ class Geometric:
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
+        k = self.accuracy(alpha)  # validates `alpha` before anything is spent
         out = self.release(value, rng=rng, accountant=accountant)
-        k = self.accuracy(alpha)
         interval = (out - k, out + k) if np.ndim(out) == 0 else None
         return Release(out, "Geometric", self.privacy, self.scale, interval, alpha)

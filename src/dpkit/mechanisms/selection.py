@@ -15,39 +15,59 @@ enters a draw.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import as_real_array, check_choice, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import pow2_at_most, spend
+from dpkit.mechanisms._common import MIN_GRID, pow2_at_most, spend
 from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
-from dpkit.samplers._discrete import _discrete_laplace
+from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax"]
 
 _MAX_UNITS = 2**62
 
 
-def _scores(owner: str, candidates: Any, scores: Any) -> tuple[Sequence[Any], np.ndarray]:
-    if isinstance(candidates, str | bytes) or not hasattr(candidates, "__len__"):
+def _candidates(owner: str, candidates: Any) -> Any:
+    """The candidates as a positionally indexed sequence: ``out[i]`` is the ``i``-th one.
+
+    Lists, tuples, ranges and 1-D arrays index by position already; anything else that is
+    sized and iterable (a pandas Series or Index, a dict's ``keys()`` view, ...) is copied
+    to a list in iteration order, so a Series with a shuffled index is still read by
+    position, never by label. Mappings, sets, strings and scalars are refused.
+    """
+    if isinstance(candidates, str | bytes | Mapping | set | frozenset):
         raise TypeError(
-            f"{owner}.select: `candidates` must be a sequence; got {type(candidates).__name__}"
+            f"{owner}.select: `candidates` must be a sequence (list, tuple, 1-D array, "
+            f"Series); got {type(candidates).__name__} (pass list(...) of what you mean)"
         )
-    n = len(candidates)
+    if isinstance(candidates, np.ndarray):
+        if candidates.ndim != 1:
+            shape = "a scalar (0-d array)" if candidates.ndim == 0 else f"shape {candidates.shape}"
+            raise TypeError(f"{owner}.select: `candidates` must be 1-D; got {shape}")
+        return candidates
+    if isinstance(candidates, list | tuple | range):
+        return candidates
+    if not (hasattr(candidates, "__len__") and hasattr(candidates, "__iter__")):
+        raise TypeError(
+            f"{owner}.select: `candidates` must be a sequence with a length; got "
+            f"{type(candidates).__name__}"
+        )
+    return list(candidates)
+
+
+def _scores(owner: str, candidates: Any, scores: Any) -> tuple[Sequence[Any], np.ndarray]:
+    cands = _candidates(owner, candidates)
+    n = len(cands)
     if n == 0:
         raise ParameterError(f"{owner}.select: `candidates` is empty; at least one is needed")
-    arr = np.asarray(scores)
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
-        raise TypeError(f"{owner}.select: `scores` must hold real numbers; got dtype {arr.dtype}")
-    arr = arr.astype(np.float64).ravel()
+    arr = as_real_array(f"{owner}.select", "scores", scores).astype(np.float64).ravel()
     if arr.size != n:
         raise ParameterError(
             f"{owner}.select: `scores` must have one score per candidate; got {arr.size} scores "
@@ -55,12 +75,22 @@ def _scores(owner: str, candidates: Any, scores: Any) -> tuple[Sequence[Any], np
         )
     if not np.isfinite(arr).all():
         raise ParameterError(f"{owner}.select: `scores` must be finite; found NaN or infinity")
-    return candidates, arr
+    return cands, arr
+
+
+def _unit(owner: str, sensitivity: float) -> float:
+    """The score lattice ``h = 2**floor(log2(sensitivity)) / 2**20`` (a normal float)."""
+    if not sensitivity / 2.0**20 >= MIN_GRID:
+        raise ParameterError(
+            f"{owner}: `sensitivity`={sensitivity!r} is too small: the score lattice "
+            "(sensitivity / 2**20) would be below the smallest normal float; rescale the scores"
+        )
+    return pow2_at_most(sensitivity) / 2.0**20
 
 
 def _lattice(owner: str, sensitivity: float, scores: np.ndarray) -> tuple[np.ndarray, int]:
     """Gaps ``k_i = max(q) - q_i >= 0`` of the quantised scores, and the lattice sensitivity."""
-    h = pow2_at_most(sensitivity) / 2.0**20
+    h = _unit(owner, sensitivity)
     q = np.floor(scores / h)
     if np.abs(q).max() >= _MAX_UNITS / 2:
         raise ParameterError(
@@ -102,6 +132,11 @@ class _Selection:
         )
         if not isinstance(self.monotonic, bool):
             raise TypeError(f"{owner}: `monotonic` must be a bool; got {self.monotonic!r}")
+        _unit(owner, self.sensitivity)
+
+    def _lattice_sensitivity(self) -> int:
+        """``ceil(sensitivity / h)``, between 2**20 and 2**21 (public: no scores involved)."""
+        return math.ceil(self.sensitivity / _unit(type(self).__name__, self.sensitivity))
 
     @property
     def privacy(self) -> PureDP:
@@ -274,10 +309,16 @@ class ReportNoisyMax(_Selection):
 
     def __post_init__(self) -> None:
         self._check()
-        if self.noise not in ("laplace", "gumbel"):
+        check_choice("ReportNoisyMax", "noise", self.noise, ("laplace", "gumbel"))
+        if self.noise == "laplace" and self._t(self._lattice_sensitivity()) > _MAX_SCALE:
             raise ParameterError(
-                f"ReportNoisyMax: `noise` must be 'laplace' or 'gumbel'; got {self.noise!r}"
+                f"ReportNoisyMax: `epsilon`={self.epsilon!r} is too small: the Laplace noise "
+                "would exceed 2**50 score-lattice steps (2**21 per unit of sensitivity), the "
+                "exact sampler's range; epsilon must be at least about 4e-9"
             )
+
+    def _t(self, lattice_sens: int) -> Fraction:
+        return Fraction(self._factor * lattice_sens) / Fraction(self.epsilon)
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
@@ -299,7 +340,7 @@ class ReportNoisyMax(_Selection):
             return exp.select(candidates, scores, rng=rng, accountant=accountant)
         cands, arr = _scores("ReportNoisyMax", candidates, scores)
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
-        t = Fraction(self._factor * s) / Fraction(self.epsilon)
+        t = self._t(s)
         source = as_source(rng)
         spend(accountant, self.privacy, "ReportNoisyMax")
         noisy = _discrete_laplace(t, gaps.size, source) - gaps
