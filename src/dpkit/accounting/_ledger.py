@@ -143,6 +143,12 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+#: What reading a damaged ledger can raise besides LedgerError: SQLite's own errors, and
+#: the decoding of what it returns (text that is not UTF-8, a number where text should be,
+#: a missing row). Every one of them becomes a LedgerError naming the file.
+_CORRUPT = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
 def _connect(path: Path, timeout: float, *, must_exist: bool) -> sqlite3.Connection:
     target = f"{path.absolute().as_uri()}?mode={'rw' if must_exist else 'rwc'}"
     conn = sqlite3.connect(
@@ -253,7 +259,7 @@ class SQLiteStore:
         where = f"ledger {str(self.path)!r}"
         try:
             conn = _connect(self.path, self.timeout, must_exist=True)
-        except sqlite3.Error as exc:
+        except _CORRUPT as exc:
             raise LedgerError(f"{where} cannot be opened or is corrupt: {exc}") from exc
         try:
             stored = self._verify(conn, where)
@@ -266,7 +272,7 @@ class SQLiteStore:
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.Error as exc:
+        except _CORRUPT as exc:
             _close_quietly(conn)
             raise LedgerError(f"{where} is unreadable or corrupt: {exc}") from exc
         except BaseException:
@@ -345,7 +351,7 @@ class SQLiteStore:
             _ORPHANS.append(self._conn)
             try:
                 self._install(_connect(self.path, self.timeout, must_exist=True))
-            except sqlite3.Error as exc:
+            except _CORRUPT as exc:
                 raise LedgerError(f"ledger {str(self.path)!r} cannot be opened: {exc}") from exc
         return self._conn
 
@@ -364,12 +370,14 @@ class SQLiteStore:
         row = conn.execute("SELECT a, b FROM totals WHERE id = 1").fetchone()
         return fraction_from_text(row[0]), fraction_from_text(row[1])
 
-    def _error(self, exc: sqlite3.Error) -> LedgerError:
+    def _error(self, exc: BaseException) -> LedgerError:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             return LedgerError(
                 f"ledger {str(self.path)!r} is busy: another writer held it for more than "
                 f"{self.timeout} s; nothing was spent, so nothing may be released"
             )
+        if not isinstance(exc, sqlite3.Error):
+            return LedgerError(f"ledger {str(self.path)!r} is corrupt: {exc}; nothing was spent")
         return LedgerError(f"ledger {str(self.path)!r}: {exc}; nothing was spent")
 
     def try_append(
@@ -412,7 +420,7 @@ class SQLiteStore:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
                     raise
-            except sqlite3.Error as exc:
+            except _CORRUPT as exc:
                 raise self._error(exc) from exc
             index = cur.lastrowid
             assert index is not None
@@ -422,7 +430,7 @@ class SQLiteStore:
         with self._lock:
             try:
                 return self._read_totals(self._connection())
-            except sqlite3.Error as exc:
+            except _CORRUPT as exc:
                 raise self._error(exc) from exc
 
     def entries(self) -> list[Entry]:
@@ -436,18 +444,21 @@ class SQLiteStore:
                     )
                     .fetchall()
                 )
-            except sqlite3.Error as exc:
+            except _CORRUPT as exc:
                 raise self._error(exc) from exc
-        return [
-            Entry(
-                int(i),
-                str(label),
-                loss_from_json(cost),
-                (fraction_from_text(ca), fraction_from_text(cb)),
-                datetime.fromisoformat(created),
-            )
-            for i, label, cost, ca, cb, created in rows
-        ]
+        try:
+            return [
+                Entry(
+                    int(i),
+                    str(label),
+                    loss_from_json(cost),
+                    (fraction_from_text(ca), fraction_from_text(cb)),
+                    datetime.fromisoformat(created),
+                )
+                for i, label, cost, ca, cb, created in rows
+            ]
+        except _CORRUPT as exc:
+            raise self._error(exc) from exc
 
 
 #: Connections inherited across ``fork``: kept alive so they are never closed in the child.

@@ -12,7 +12,14 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["ceil_float", "floor_float", "fraction_from_text", "fraction_to_text", "round_up"]
+__all__ = [
+    "ceil_float",
+    "finite_up",
+    "floor_float",
+    "fraction_from_text",
+    "fraction_to_text",
+    "round_up",
+]
 
 #: Units in the last place added to a value computed with transcendental functions. CPython's
 #: ``math.log``, ``math.sqrt``, ``math.exp`` and ``math.expm1`` are within 1 ulp; the formulas
@@ -20,8 +27,16 @@ __all__ = ["ceil_float", "floor_float", "fraction_from_text", "fraction_to_text"
 _ULPS = 8
 
 
+_MAX = Fraction(2**1024)  # every finite float is below 2**1024
+
+
 def ceil_float(x: Fraction) -> float:
-    """The smallest float >= ``x`` (``Fraction.__float__`` rounds to nearest; fix it up)."""
+    """The smallest float >= ``x`` (``Fraction.__float__`` rounds to nearest; fix it up).
+
+    ``inf`` when ``x`` exceeds every finite float (callers refuse it, naming the parameter).
+    """
+    if abs(x) >= _MAX:
+        return math.inf if x > 0 else -float.fromhex("0x1.fffffffffffffp+1023")
     f = float(x)
     if Fraction(f) < x:
         f = math.nextafter(f, math.inf)
@@ -29,10 +44,22 @@ def ceil_float(x: Fraction) -> float:
 
 
 def floor_float(x: Fraction) -> float:
-    """The largest float <= ``x``."""
+    """The largest float <= ``x`` (the largest finite float when ``x`` exceeds them all)."""
+    if abs(x) >= _MAX:
+        return float.fromhex("0x1.fffffffffffffp+1023") if x > 0 else -math.inf
     f = float(x)
     if Fraction(f) > x:
         f = math.nextafter(f, -math.inf)
+    return f
+
+
+def finite_up(owner: str, x: Fraction, what: str) -> float:
+    """:func:`ceil_float` of ``x``, refused with a ParameterError when it overflows."""
+    f = ceil_float(x)
+    if not math.isfinite(f):
+        from dpkit.errors import ParameterError
+
+        raise ParameterError(f"{owner}: {what} exceeds the largest float (about 1.8e308)")
     return f
 
 

@@ -371,6 +371,12 @@ class Accountant:
             return PureDP(rnd(pair[0]))
         return ApproxDP(rnd(pair[0]), rnd(pair[1]))
 
+    def _shown(self, pair: Pair) -> str:
+        """A charge for a message (one beyond every float, e.g. 1e300**2 / 2, in words)."""
+        if math.isfinite(ceil_float(pair[0])):
+            return repr(self._pair_to_loss(pair, up=True))
+        return "more than the largest float"
+
     def _charge(self, cost: PrivacyLoss) -> Pair:
         """The exact charge of ``cost`` against this budget, or a TypeError if it has none."""
         budget = self._budget
@@ -461,7 +467,7 @@ class Accountant:
         if index is None:
             remaining = self._remaining_from(totals)
             converted = (
-                f" (charged as {self._pair_to_loss(charge, up=True)!r})"
+                f" (charged as {self._shown(charge)})"
                 if isinstance(self._budget, ZCDP) != isinstance(cost, ZCDP)
                 else ""
             )

@@ -15,13 +15,12 @@ with (epsilon, delta) is refused with a :class:`TypeError` naming the conversion
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from dpkit._validate import check_delta
-from dpkit.accounting._rational import ceil_float, round_up
+from dpkit._validate import check_delta, check_int, describe
+from dpkit.accounting._rational import ceil_float, finite_up, round_up
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 
@@ -113,9 +112,12 @@ def sequential_composition(losses: Iterable[PrivacyLoss]) -> PrivacyLoss:
     owner = "sequential_composition"
     items = _collect(owner, losses)
     if isinstance(items[0], ZCDP):
-        return ZCDP(ceil_float(sum((Fraction(x.rho) for x in items), Fraction(0))))  # type: ignore[union-attr]
+        rho = sum((Fraction(x.rho) for x in items), Fraction(0))  # type: ignore[union-attr]
+        return ZCDP(finite_up(owner, rho, "the composed rho"))
     pairs = [_pair(x) for x in items]  # type: ignore[arg-type]
-    eps = ceil_float(sum((Fraction(e) for e, _ in pairs), Fraction(0)))
+    eps = finite_up(
+        owner, sum((Fraction(e) for e, _ in pairs), Fraction(0)), "the composed epsilon"
+    )
     if all(isinstance(x, PureDP) for x in items):
         return PureDP(eps)
     delta_exact = sum((Fraction(d) for _, d in pairs), Fraction(0))
@@ -237,10 +239,7 @@ def advanced_composition(loss: PureDP | ApproxDP, k: int, *, delta_prime: float)
             f"{owner}: `loss` must be a PureDP or ApproxDP value; got {type(loss).__name__} "
             f"{loss!r} (zCDP composes exactly: use sequential_composition)"
         )
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{owner}: `k` must be an int >= 1; got {type(k).__name__} {k!r}")
-    if k < 1:
-        raise ParameterError(f"{owner}: `k` must be an int >= 1; got {k!r}")
+    k = check_int(owner, "k", k, minimum=1)
     dp = check_delta(owner, delta_prime, allow_zero=False, name="delta_prime")
     eps, delta = _pair(loss)
     total_delta = Fraction(int(k)) * Fraction(delta) + Fraction(dp)
@@ -249,6 +248,15 @@ def advanced_composition(loss: PureDP | ApproxDP, k: int, *, delta_prime: float)
             f"{owner}: k * delta + delta_prime = {float(total_delta)!r} >= 1, which is no "
             "guarantee; lower `k`, `delta` or `delta_prime`"
         )
-    kf = float(k)
-    eps_out = math.sqrt(2.0 * kf * math.log(1.0 / dp)) * eps + kf * eps * math.expm1(eps)
+    try:
+        kf = float(k)
+        eps_out = math.sqrt(2.0 * kf * math.log(1.0 / dp)) * eps + kf * eps * math.expm1(eps)
+    except OverflowError:
+        eps_out = math.inf
+    if not math.isfinite(eps_out):
+        raise ParameterError(
+            f"{owner}: the composed epsilon overflows a float for `loss.epsilon`={eps!r} and "
+            f"`k`={describe(k)}; use sequential_composition (k epsilon), or a smaller k or "
+            "epsilon"
+        )
     return ApproxDP(round_up(eps_out), ceil_float(total_delta))

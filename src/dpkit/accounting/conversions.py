@@ -22,8 +22,8 @@ import math
 from fractions import Fraction
 from typing import Any, Literal
 
-from dpkit._validate import check_delta, check_number
-from dpkit.accounting._rational import ceil_float, round_up
+from dpkit._validate import check_choice, check_delta, check_number
+from dpkit.accounting._rational import finite_up, round_up
 from dpkit.accounting.loss import ZCDP, ApproxDP, PureDP
 from dpkit.errors import ParameterError
 
@@ -107,7 +107,8 @@ def pure_to_zcdp(epsilon: PureDP | float) -> ZCDP:
     0.005000000000000001
     """
     eps = _epsilon_of("pure_to_zcdp", epsilon)
-    return ZCDP(ceil_float(Fraction(eps) ** 2 / 2))
+    what = f"rho = epsilon**2 / 2 for `epsilon`={eps!r}"
+    return ZCDP(finite_up("pure_to_zcdp", Fraction(eps) ** 2 / 2, what))
 
 
 def bounded_range_to_zcdp(epsilon: PureDP | float) -> ZCDP:
@@ -155,7 +156,8 @@ def bounded_range_to_zcdp(epsilon: PureDP | float) -> ZCDP:
     ZCDP(rho=0.125)
     """
     eps = _epsilon_of("bounded_range_to_zcdp", epsilon)
-    return ZCDP(ceil_float(Fraction(eps) ** 2 / 8))
+    what = f"rho = epsilon**2 / 8 for `epsilon`={eps!r}"
+    return ZCDP(finite_up("bounded_range_to_zcdp", Fraction(eps) ** 2 / 8, what))
 
 
 def _cks_terms(alpha: float, rho: float, log_inv_delta: float) -> tuple[float, float]:
@@ -279,10 +281,7 @@ def zcdp_to_approx(
     owner = "zcdp_to_approx"
     r = _rho_of(owner, rho)
     d = check_delta(owner, delta, allow_zero=False)
-    if not isinstance(method, str):
-        raise TypeError(f"{owner}: `method` must be 'cks' or 'standard'; got {method!r}")
-    if method not in ("cks", "standard"):
-        raise ParameterError(f"{owner}: `method` must be 'cks' or 'standard'; got {method!r}")
+    check_choice(owner, "method", method, ("cks", "standard"))
     if r == 0:
         return ApproxDP(0.0, d)
     log_inv_delta = -math.log(d)
