@@ -11,7 +11,13 @@ import numpy as np
 from dpkit._validate import check_bounds
 from dpkit.errors import ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity._common import check_distance, check_norm, check_relation, query_of
+from dpkit.sensitivity._common import (
+    check_distance,
+    check_norm,
+    check_relation,
+    check_sensitivity,
+    query_of,
+)
 
 __all__ = ["global_sensitivity"]
 
@@ -126,6 +132,27 @@ def global_sensitivity(
     0.99498743710662
     """
     owner = "global_sensitivity"
+    return check_sensitivity(owner, _global(owner, query, bounds, relation, n, distance, norm))
+
+
+def _work_guard(owner: str, steps: float, k: int, n: int | None) -> None:
+    """Refuse, before starting, an exact maximisation that would take too long."""
+    if steps > _MAX_STEPS:
+        size = "" if n is None else f" and `n`={n}"
+        raise ParameterError(
+            f"{owner}: the exact computation for `distance`={k}{size} would take about "
+            f"{steps:.2g} steps (more than {_MAX_STEPS:.0e}); use a smaller distance, or "
+            "empirical_global on a small universe"
+        )
+
+
+#: Largest number of elementary steps an exact maximisation may take (a few seconds).
+_MAX_STEPS = 2e7
+
+
+def _global(
+    owner: str, query: Any, bounds: Any, relation: Any, n: Any, distance: Any, norm: Any
+) -> float:
     q = query_of(owner, query)
     rel = check_relation(owner, relation)
     k = check_distance(owner, distance)
@@ -157,14 +184,26 @@ def global_sensitivity(
             f"{owner}: the bounded sensitivity of {q.name!r} depends on the dataset size; pass n="
         )
     if kind in ("var", "std"):
+        if rel == "unbounded" and size is not None:
+            # from distance n + 2 on, {lower, upper} (largest variance) is reachable from n
+            # records at one bound (variance 0): the maximum 1/4 of the scaled variance
+            k = min(k, size + 2)
+            _work_guard(owner, (k + 1) ** 3 * 4.0, k, size)
         return _moment(owner, kind, Fraction(upper) - Fraction(lower), rel, k, size)
     if kind == "mean":
         if rel == "bounded":
             assert size is not None
             return min(k, size) * w / size
+        # a mean moves by at most w, and by exactly w from n records at one bound to a single
+        # record at the other: distance n + 1 (or 2 from one record, when n is free)
+        if k >= (size + 1 if size is not None else 2):
+            return w
         sizes = [size] if size is not None else list(range(1, 2 * k + 2))
+        _work_guard(owner, len(sizes) * (k + 1) ** 4 / 24.0, k, size)
         return w * max(_mean_unbounded(s, k) for s in sizes)
     assert q.q is not None
+    if rel == "unbounded":
+        _work_guard(owner, float(min(k, size if size is not None else 2) + 1) * (k + 1), k, size)
     return w * _percentile_overlap(q.q, rel, k, size)
 
 
@@ -298,9 +337,10 @@ def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float
         # supremum over sizes: an interval of length l overlaps one cell by min(l, 1), reached
         # when q (n - 1) is an integer (n = 1 + multiples of q's denominator)
         assert relation == "unbounded"
+        # the lengths grow with r + a and max(q, 1 - q) >= 1/2, so k >= 2 already gives 1
         best = 0.0
-        for r in range(k + 1):
-            for a in range(k + 1 - r):
+        for r in range(min(k, 2) + 1):
+            for a in range(min(k, 2) + 1 - r):
                 if r + a == 0:
                     continue
                 best = max(best, min(r * (1 - q) + a * q, 1.0), min(r * q + a * (1 - q), 1.0))
@@ -318,6 +358,8 @@ def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float
                 continue
             hm = q * (m - 1)
             best = max(best, _overlap(h, r + hm, cells), _overlap(hm - a, h, cells))
+            if best >= 1.0:  # a whole cell: no interval can overlap one by more
+                return best
     return best
 
 

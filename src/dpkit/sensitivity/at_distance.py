@@ -20,6 +20,7 @@ from dpkit.sensitivity import _order, _std_distance, _var_distance
 from dpkit.sensitivity._common import (
     check_distance,
     check_relation,
+    check_sensitivity,
     needs_bounds,
     query_of,
     sorted_data,
@@ -128,12 +129,42 @@ def local_at_distance(
     kk = check_distance(owner, k, name="k", minimum=0)
     rel = check_relation(owner, relation)
     x, lower, upper = prepare(owner, q, data, bounds)
+    kk = min(kk, stable_distance(q, x.size, rel))  # A is constant from there on
     out = 0.0
     for kv, a in enumerate(sequence(q, x, rel, lower, upper)):
         out = a
         if kv >= kk:
             break
-    return out
+    return check_sensitivity(owner, out)
+
+
+def stable_distance(q: Query, n: int, relation: str) -> int:
+    """A distance ``K`` with ``A(f, x, k) = A(f, x, K)`` for every ``k >= K`` (``|x| = n``).
+
+    ``A(f, x, k)`` is non-decreasing in ``k`` and at most ``G``, the largest ``LS_1`` of any
+    dataset in scope, so it is constant as soon as it reaches ``G``:
+
+    - count and sum, and the bounded mean: ``A`` is the same for every ``k >= 1``.
+    - bounded (replace) relation: every dataset of size ``n`` is within distance ``n``, so
+      ``A(f, x, k)`` is the same maximum over all of them for ``k >= n``.
+    - unbounded mean, percentiles, var and std: ``G`` is attained by a dataset of one record
+      (``{lower}`` or ``{upper}``), which is within distance ``n + 1`` of ``x`` (remove the
+      ``n`` records, add one). Mean: adding a record moves the mean by ``|z - mean| /
+      (m + 1) <= w / 2`` and removing one by ``|y_i - mean| / (m - 1) <= w / m <= w / 2``
+      (``w = upper - lower``), and ``{lower}`` plus ``upper`` moves it by ``w / 2``.
+      Percentiles: every term of ``LS_1`` is at most ``w`` times the length of its interval
+      of positions, ``q`` or ``1 - q`` (:func:`local_at_distance`), and adding ``upper`` to
+      ``{lower}`` (or ``lower`` to ``{upper}``) moves the percentile by ``q w`` (or
+      ``(1 - q) w``). Variance and deviation lie in ``[0, w**2 / 4]`` and ``[0, w / 2]``,
+      and adding ``upper`` to ``{lower}`` moves them by exactly that.
+
+    So the scans over ``k`` behind :func:`local_at_distance`, the smooth sensitivity and
+    propose-test-release's distance never need to go past ``K``: their cost is bounded by
+    the data size, not by ``k`` or by ``1 / beta``.
+    """
+    if q.kind in ("count", "sum") or (q.kind == "mean" and relation == "bounded"):
+        return 1
+    return n if relation == "bounded" else n + 1
 
 
 def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, float, float]:

@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_finite_array
+from dpkit._validate import check_finite_array, check_int, describe
 from dpkit.errors import ParameterError
 from dpkit.queries import Query
 from dpkit.sensitivity._common import (
     check_distance,
     check_norm,
     check_relation,
+    check_sensitivity,
     query_of,
 )
 
@@ -41,13 +42,13 @@ _PROGRESS_AFTER = 50  # chunks before a progress bar is worth showing
 
 def _universe(owner: str, universe: Any) -> tuple[np.ndarray, np.ndarray]:
     """Distinct sorted values of the universe and their multiplicities."""
-    arr = check_finite_array(owner, "universe", universe).ravel()
+    arr = check_finite_array(owner, "universe", universe, ndim=1)
     vals, caps = np.unique(arr, return_counts=True)
     return vals, caps.astype(np.int64)
 
 
 def _counts_in(owner: str, data: Any, vals: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    arr = check_finite_array(owner, "data", data).ravel()
+    arr = check_finite_array(owner, "data", data, ndim=1)
     dvals, dcounts = np.unique(arr, return_counts=True)
     pos = np.searchsorted(vals, dvals)
     pos_c = np.clip(pos, 0, vals.size - 1)
@@ -69,43 +70,58 @@ def _counts_in(owner: str, data: Any, vals: np.ndarray, caps: np.ndarray) -> np.
     return counts
 
 
-def _n_submultisets(caps: np.ndarray, size: int) -> int:
-    """How many sub-multisets of the given size (coefficient of t^size in prod (1+...+t^c))."""
-    poly = [1] + [0] * size
+def _size_poly(caps: np.ndarray, top: int, cap: int) -> list[int]:
+    """Coefficients of ``t**s`` (``s <= top``) in ``prod_v (1 + t + ... + t**caps_v)``: the
+    number of sub-multisets of each size, saturated at ``cap`` (counts only ever get compared
+    with a limit, so integers stay small however large the universe)."""
+    poly = [1] + [0] * top
     for c in caps.tolist():
-        new = [0] * (size + 1)
-        for s, v in enumerate(poly):
-            if v:
-                for j in range(0, min(c, size - s) + 1):
-                    new[s + j] += v
+        # multiply by (1 + t + ... + t**c): a sliding window sum over the old coefficients
+        new = [0] * (top + 1)
+        window = 0
+        for s in range(top + 1):
+            window += poly[s]
+            if s - c - 1 >= 0:
+                window -= poly[s - c - 1]
+            new[s] = min(window, cap)
         poly = new
-    return poly[size]
+    return poly
+
+
+def _n_submultisets(caps: np.ndarray, size: int, cap: int = 1 << 62) -> int:
+    """How many sub-multisets of the given size (saturated at ``cap``)."""
+    if size < 0 or size > int(caps.sum()):
+        return 0
+    return _size_poly(caps, size, cap)[size]
 
 
 def _submultisets(caps: np.ndarray, size: int) -> np.ndarray:
-    """All count vectors ``0 <= c <= caps`` with ``c.sum() == size`` (rows)."""
+    """All count vectors ``0 <= c <= caps`` with ``c.sum() == size`` (rows), vectorised.
+
+    Built value by value: every partial row (the counts of the first ``i`` values) that can
+    still be completed (the remaining capacity covers what is left) is extended by each
+    feasible count of value ``i``. No recursion (a universe of thousands of distinct values
+    is fine), and no partial row is a dead end, so the work is proportional to the output.
+    """
     nv = caps.size
-    # suffix capacities prune impossible branches
-    suffix = np.concatenate((np.cumsum(caps[::-1])[::-1], [0])).tolist()
-    capl = caps.tolist()
-    out: list[list[int]] = []
-    cur = [0] * nv
-
-    def rec(i: int, left: int) -> None:
-        if left == 0:
-            out.append(cur.copy())
-            return
-        if i == nv or suffix[i] < left:
-            return
-        for j in range(min(capl[i], left), -1, -1):
-            cur[i] = j
-            rec(i + 1, left - j)
-        cur[i] = 0
-
-    rec(0, size)
-    if not out:
+    suffix = np.concatenate((np.cumsum(caps[::-1])[::-1], [0]))
+    rows = np.zeros((1, nv), dtype=np.int64)
+    used = np.zeros(1, dtype=np.int64)
+    if suffix[0] < size:
         return np.zeros((0, nv), dtype=np.int64)
-    return np.asarray(out, dtype=np.int64)
+    for i in range(nv):
+        left = size - used
+        # counts j of value i with j <= caps[i], j <= left and left - j <= suffix[i + 1]
+        lo = np.maximum(left - suffix[i + 1], 0)
+        hi = np.minimum(left, caps[i])
+        reps = np.maximum(hi - lo + 1, 0)
+        idx = np.repeat(np.arange(rows.shape[0]), reps)
+        offset = np.arange(idx.size) - np.repeat(np.cumsum(reps) - reps, reps)
+        j = lo[idx] + offset
+        rows = rows[idx]
+        rows[:, i] = j
+        used = used[idx] + j
+    return rows[::-1].copy()  # largest counts of the first values first, as before
 
 
 def _rows(vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -117,7 +133,34 @@ def _rows(vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.tile(vals, n_rows), counts.ravel()).reshape(n_rows, size)
 
 
-def _evaluate(q: Query, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _evaluate(
+    q: Query, vals: np.ndarray, counts: np.ndarray, owner: str = "empirical"
+) -> np.ndarray:
+    """Query values for every count vector, or a ParameterError naming ``query``.
+
+    A user function that raises, returns no number, or returns NaN or infinity on some
+    dataset of the enumeration is reported with that dataset (these are analysis tools on
+    public universes, not private releases: the message may show data).
+    """
+    try:
+        with np.errstate(all="ignore"):
+            out = _evaluate_rows(q, vals, counts)
+    except Exception as exc:
+        raise ParameterError(
+            f"{owner}: `query` {q.name!r} failed on a dataset of the enumeration: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not np.isfinite(out).all():
+        bad = np.flatnonzero(~np.isfinite(out).reshape(out.shape[0], -1).all(axis=1))[0]
+        sample = np.repeat(vals, counts[bad]).tolist()
+        raise ParameterError(
+            f"{owner}: `query` {q.name!r} returned a non-finite value on the dataset "
+            f"{describe(sample)}; a sensitivity needs finite values"
+        )
+    return out
+
+
+def _evaluate_rows(q: Query, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Query values for every count vector (grouped by size, vectorised within a size)."""
     sizes = counts.sum(axis=1)
     out: np.ndarray | None = None
@@ -138,7 +181,11 @@ def _evaluate(q: Query, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _diff(fx: np.ndarray, fy: np.ndarray, norm: str | None) -> np.ndarray:
     """|f(x) - f(y)| for scalars; the chosen norm of the difference for vectors."""
-    d = fx - fy
+    with np.errstate(over="ignore"):  # an overflowing difference is refused by the caller
+        return _diff_norm(fx - fy, norm)
+
+
+def _diff_norm(d: np.ndarray, norm: str | None) -> np.ndarray:
     if d.ndim == 1 or norm is None:
         return np.abs(d)
     if norm == "l1":
@@ -146,12 +193,52 @@ def _diff(fx: np.ndarray, fy: np.ndarray, norm: str | None) -> np.ndarray:
     return np.sqrt((d * d).sum(axis=-1))
 
 
+#: Dataset counts are exact up to this and saturate there (integers stay small).
+_COUNT_CAP = 10**30
+
+
 def _too_many(owner: str, what: str, total: int, limit: int) -> ParameterError:
+    shown = f"{total:,}" if total < _COUNT_CAP else "more than 10**30"
     return ParameterError(
-        f"{owner}: the enumeration would visit {total:,} {what}, more than "
+        f"{owner}: the enumeration would visit {shown} {what}, more than "
         f"`max_datasets`={limit:,}; use a smaller universe, size or distance, or raise "
         "`max_datasets` if you can wait"
     )
+
+
+#: The limit ``max_datasets`` bounds three things, all checked before any work starts: the
+#: datasets evaluated, the memory their count vectors take (datasets times distinct values,
+#: at most ``_MEMORY_PER_DATASET * max_datasets`` int64 cells: 1 GiB at the default), and
+#: the pairwise comparisons (pairs times distinct values, at most
+#: ``_WORK_PER_DATASET * max_datasets`` cell operations: about a minute at the default).
+_MEMORY_PER_DATASET = 64
+_WORK_PER_DATASET = 1000
+
+
+def _check_limits(
+    owner: str, what: str, datasets: int, pairs: int, values: int, limit: int
+) -> None:
+    if datasets > limit:
+        raise _too_many(owner, what, datasets, limit)
+    if datasets * values > _MEMORY_PER_DATASET * limit:
+        raise ParameterError(
+            f"{owner}: the {datasets:,} {what} over {values:,} distinct values would take "
+            f"{8 * datasets * values / 2**30:.1f} GiB, more than `max_datasets`={limit:,} "
+            f"allows ({_MEMORY_PER_DATASET} values per dataset); use a smaller universe or "
+            "raise `max_datasets`"
+        )
+    if pairs * values > _WORK_PER_DATASET * limit:
+        raise ParameterError(
+            f"{owner}: the enumeration would compare {pairs:,} pairs of datasets over "
+            f"{values:,} distinct values, more than `max_datasets`={limit:,} allows "
+            f"({_WORK_PER_DATASET} value comparisons per dataset); use a smaller universe, size "
+            "or distance, or raise `max_datasets` if you can wait"
+        )
+
+
+def _limit(owner: str, max_datasets: Any) -> int:
+    """``max_datasets`` must be an int >= 1: None, NaN or a float never disable the limit."""
+    return check_int(owner, "max_datasets", max_datasets, minimum=1)
 
 
 def _progress(total: int, show: bool | None, desc: str) -> Any:
@@ -256,12 +343,12 @@ def empirical_global(
     sizes = (
         [n] if rel == "bounded" else list(range(max(n - k, q.min_size), min(n + k, total_u) + 1))
     )
-    counts_per = {s: _n_submultisets(caps, s) for s in sizes}
-    total = sum(counts_per.values())
-    if total > max_datasets:
-        raise _too_many(owner, "datasets", total, max_datasets)
+    limit = _limit(owner, max_datasets)
+    poly = _size_poly(caps, max(sizes), _COUNT_CAP)
+    total = sum(poly[s] for s in sizes)
+    _check_limits(owner, "datasets", total, poly[n] * total, vals.size, limit)
     ys = np.concatenate([_submultisets(caps, s) for s in sizes])
-    fy = _evaluate(q, vals, ys)
+    fy = _evaluate(q, vals, ys, owner)
     ysize = ys.sum(axis=1)
     xi = np.flatnonzero(ysize == n)
     best = 0.0
@@ -282,7 +369,7 @@ def empirical_global(
     finally:
         if bar is not None:
             bar.close()
-    return best
+    return check_sensitivity(owner, best)
 
 
 def _ball(
@@ -291,6 +378,7 @@ def _ball(
     """Count vectors of every neighbour at multiset distance 1..k (removals then additions)."""
     n = int(counts.sum())
     room = caps - counts
+    k = _reach(counts, caps, k, relation)
     for r in range(0, min(k, n) + 1):
         removals = _submultisets(counts, r)
         adds_range = [r] if relation == "bounded" else range(0, k - r + 1)
@@ -307,14 +395,30 @@ def _ball(
                 yield counts[None, :] - removals[ri] + additions[ai]
 
 
-def _ball_size(counts: np.ndarray, caps: np.ndarray, k: int, relation: str) -> int:
+def _reach(counts: np.ndarray, caps: np.ndarray, k: int, relation: str) -> int:
+    """The largest distance that still reaches new datasets: ``k`` clamped to the records
+    that can be removed (``n``) plus those the universe can still add (bounded: both)."""
+    n, room = int(counts.sum()), int((caps - counts).sum())
+    return min(k, n, room) if relation == "bounded" else min(k, n + room)
+
+
+def _ball_size(
+    counts: np.ndarray, caps: np.ndarray, k: int, relation: str, cap: int = 1 << 62
+) -> int:
+    """An upper bound on the datasets within distance ``k`` (saturated at ``cap``)."""
     n = int(counts.sum())
     room = caps - counts
+    k = _reach(counts, caps, k, relation)
+    rem = _size_poly(counts, min(k, n), cap)
+    add = _size_poly(room, min(k, int(room.sum())), cap)
     total = 0
     for r in range(0, min(k, n) + 1):
-        adds_range = [r] if relation == "bounded" else range(0, k - r + 1)
-        for a in adds_range:
-            total += _n_submultisets(counts, r) * _n_submultisets(room, a)
+        if relation == "bounded":
+            total += rem[r] * add[r] if r < len(add) else 0
+        else:
+            total += rem[r] * sum(add[: k - r + 1])
+        if total > cap:
+            return cap
     return total
 
 
@@ -385,15 +489,15 @@ def empirical_local(
     n = int(counts.sum())
     if n < max(q.min_size, 1):
         raise ParameterError(f"{owner}: `data` must hold at least 1 value for {q.name!r}")
-    total = _ball_size(counts, caps, k, rel)
-    if total > max_datasets:
-        raise _too_many(owner, "neighbouring datasets", total, max_datasets)
-    fx = _evaluate(q, vals, counts[None, :])[0]
+    limit = _limit(owner, max_datasets)
+    total = _ball_size(counts, caps, k, rel, _COUNT_CAP)
+    _check_limits(owner, "neighbouring datasets", total, total, vals.size, limit)
+    fx = _evaluate(q, vals, counts[None, :], owner)[0]
     best = 0.0
     for ys in _ball(counts, caps, k, rel, q.min_size):
-        fy = _evaluate(q, vals, ys)
+        fy = _evaluate(q, vals, ys, owner)
         best = max(best, float(np.max(_diff(fx[None, ...], fy, nrm))))
-    return best
+    return check_sensitivity(owner, best)
 
 
 def empirical_at_distance(
@@ -458,11 +562,13 @@ def empirical_at_distance(
     nrm = _vector_norm(owner, q, norm)
     vals, caps = _universe(owner, universe)
     counts = _counts_in(owner, data, vals, caps)
-    total = _ball_size(counts, caps, kk + 1, rel)
-    if total > max_datasets:
-        raise _too_many(owner, "neighbouring datasets", total, max_datasets)
+    limit = _limit(owner, max_datasets)
+    kk = min(kk, _reach(counts, caps, kk, rel))  # farther distances reach nothing new
+    total = _ball_size(counts, caps, kk + 1, rel, _COUNT_CAP)
+    inner = _ball_size(counts, caps, kk, rel, _COUNT_CAP)
+    _check_limits(owner, "neighbouring datasets", total, inner * total, vals.size, limit)
     ys = np.concatenate([counts[None, :], *_ball(counts, caps, kk + 1, rel, q.min_size)])
-    fy = _evaluate(q, vals, ys)
+    fy = _evaluate(q, vals, ys, owner)
     from_x = np.abs(ys - counts[None, :]).sum(axis=1)
     if rel == "bounded":
         from_x = from_x // 2
@@ -478,4 +584,4 @@ def empirical_at_distance(
         if np.any(mask):
             diffs = _diff(fy[idx][:, None, ...], fy[None, :, ...], nrm)
             best = max(best, float(np.max(np.where(mask, diffs, 0.0))))
-    return best
+    return check_sensitivity(owner, best)
