@@ -29,9 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_finite_array,
+    check_int,
+    check_positive,
+    describe,
+)
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
-from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 
 __all__ = ["METHODS", "Comparison", "MethodResult", "compare"]
@@ -43,6 +50,10 @@ METHODS: tuple[str, ...] = (
     "sample_and_aggregate",
     "inverse_sensitivity",
 )
+
+#: Largest ``trials``: every method keeps one float per trial (and the frameworks a few
+#: temporaries of that size), so 10**8 trials already hold several GB.
+MAX_TRIALS = 10**8
 
 _LABELS = {
     "global": "global sensitivity",
@@ -214,23 +225,28 @@ def compare(
     PureDP(epsilon=1.0)
     """
     owner = "compare"
-    if statistic not in ("mean", "median"):
-        raise ParameterError(f"{owner}: `statistic` must be 'mean' or 'median'; got {statistic!r}")
+    check_choice(owner, "statistic", statistic, ("mean", "median"))
     lower, upper = check_bounds(owner, bounds)
     eps = check_positive(owner, "epsilon", epsilon)
     dlt = check_delta(owner, delta, allow_zero=False)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ParameterError(f"{owner}: `trials` must be an int >= 1; got {trials!r}")
-    arr = np.clip(check_finite_array(owner, "data", data).ravel(), lower, upper)
-    chosen = list(METHODS if methods is None else methods)
-    for m in chosen:
-        if m not in METHODS:
-            raise ParameterError(f"{owner}: unknown method {m!r}; choose from {METHODS}")
+    n_trials = check_int(owner, "trials", trials, minimum=1, maximum=MAX_TRIALS)
+    k_chunks = check_int(owner, "chunks", chunks, minimum=1)
+    arr = np.clip(check_finite_array(owner, "data", data, ndim=1), lower, upper)
+    if methods is None:
+        chosen = list(METHODS)
+    elif isinstance(methods, str) or not isinstance(methods, Sequence):
+        raise TypeError(
+            f"{owner}: `methods` must be a sequence of method names from {METHODS}; got "
+            f"{type(methods).__name__} {describe(methods)}"
+        )
+    else:
+        chosen = [check_choice(owner, "methods[i]", m, METHODS) for m in methods]
     source = as_source(rng)
     truth = float(np.mean(arr) if statistic == "mean" else np.median(arr))
     width = upper - lower
     b = ptr_bound if ptr_bound is not None else (5e-5 if statistic == "mean" else 0.01) * width
-    task = _Task(arr, statistic, lower, upper, eps, dlt, trials, source, b, chunks)
+    b = check_positive(owner, "ptr_bound", b)
+    task = _Task(arr, statistic, lower, upper, eps, dlt, n_trials, source, b, k_chunks)
     results = []
     for m in chosen:
         t0 = time.perf_counter()
@@ -238,7 +254,7 @@ def compare(
         results.append(
             MethodResult(m, privacy, nbrs, np.asarray(values, float), time.perf_counter() - t0, det)
         )
-    return Comparison(statistic, column, truth, int(arr.size), eps, dlt, trials, tuple(results))
+    return Comparison(statistic, column, truth, int(arr.size), eps, dlt, n_trials, tuple(results))
 
 
 _Out = tuple[np.ndarray, PrivacyLoss, str, dict[str, Any]]
@@ -260,18 +276,27 @@ class _Task:
     chunks: int  # sample-and-aggregate's parts
 
 
+def _spacing(t: _Task, scale: float, extent: float | None = None) -> float:
+    from dpkit.frameworks._common import noise_spacing
+
+    top = max(abs(t.lower), abs(t.upper)) if extent is None else extent
+    return noise_spacing("compare", scale, extent=top, params=f"`epsilon`={t.eps!r}")
+
+
 def _run_global(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
+    from dpkit.frameworks._common import laplace_on_grid
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
         half = t.eps / 2
+        n = float(arr.size)
+        g_sum = _spacing(t, s_sens / half, n * s_sens)
         sums, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.sum())), s_sens, half, spacing_for(s_sens / half), t.source
+            np.full(t.trials, float(arr.sum())), s_sens, half, g_sum, t.source
         )
         counts, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.size)), 1.0, half, spacing_for(1 / half), t.source
+            np.full(t.trials, n), 1.0, half, _spacing(t, 1 / half, n), t.source
         )
         # post-processing: a non-positive noisy count gives no estimate (counted as refused)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -280,26 +305,23 @@ def _run_global(t: _Task) -> _Out:
         return vals, PureDP(t.eps), "unbounded", det
     sens = upper - lower
     vals, scale = laplace_on_grid(
-        np.full(t.trials, float(np.median(arr))), sens, t.eps, spacing_for(sens / t.eps), t.source
+        np.full(t.trials, float(np.median(arr))), sens, t.eps, _spacing(t, sens / t.eps), t.source
     )
     return vals, PureDP(t.eps), "unbounded", {"sensitivity": sens, "scale": scale}
 
 
 def _run_ptr(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
-    from dpkit.frameworks.ptr import _cap, distance_to_high_sensitivity, ptr_threshold
+    from dpkit.frameworks._common import laplace_on_grid
+    from dpkit.frameworks.ptr import distance_to_high_sensitivity, threshold_plan
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     eps_t = eps_r = t.eps / 2
-    g_test = spacing_for(1 / eps_t)
-    thr = ptr_threshold(eps_t, t.dlt, g_test)
-    cap = _cap(thr, eps_t)
+    g_test, thr, cap = threshold_plan(eps_t, t.dlt)
+    g_rel = _spacing(t, t.b / eps_r)
     dist = distance_to_high_sensitivity(statistic, arr, t.b, bounds=(lower, upper), cap=cap)
     noisy, _ = laplace_on_grid(np.full(t.trials, float(dist)), 1.0, eps_t, g_test, t.source)
     value = float(np.mean(arr) if statistic == "mean" else np.median(arr))
-    rel, scale = laplace_on_grid(
-        np.full(t.trials, value), t.b, eps_r, spacing_for(t.b / eps_r), t.source
-    )
+    rel, scale = laplace_on_grid(np.full(t.trials, value), t.b, eps_r, g_rel, t.source)
     vals = np.where(noisy > thr, rel, np.nan)
     det = {"proposed_bound": t.b, "threshold": thr, "distance": dist, "scale": scale}
     return vals, ApproxDP(t.eps, t.dlt), "unbounded", det
@@ -321,11 +343,12 @@ def _run_smooth(t: _Task) -> _Out:
 
 
 def _run_saa(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
+    from dpkit.frameworks._common import laplace_on_grid
     from dpkit.frameworks.sample_aggregate import chunk_outputs
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     k = min(t.chunks, arr.size)
+    g = _spacing(t, (upper - lower) / k / t.eps)
     means = np.empty(t.trials)
     for i in range(t.trials):
         outs, _ = chunk_outputs(
@@ -333,7 +356,7 @@ def _run_saa(t: _Task) -> _Out:
         )
         means[i] = outs.mean()
     sens = (upper - lower) / k
-    vals, scale = laplace_on_grid(means, sens, t.eps, spacing_for(sens / t.eps), t.source)
+    vals, scale = laplace_on_grid(means, sens, t.eps, g, t.source)
     return vals, PureDP(t.eps), "bounded", {"chunks": k, "sensitivity": sens, "scale": scale}
 
 

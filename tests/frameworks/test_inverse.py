@@ -179,17 +179,12 @@ def test_empirical_histograms_on_neighbours_respect_e_to_the_epsilon() -> None:
 
 
 def test_release_record_and_accountant_spend_before_sampling() -> None:
-    spends: list[tuple[object, str]] = []
-
-    class Fake:
-        def spend(self, cost: object, *, label: str) -> None:
-            spends.append((cost, label))
-
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
     rel = inverse_sensitivity(
-        [1.0, 5.0, 7.0], "median", epsilon=0.5, bounds=(0, 10), rng=0, accountant=Fake()
+        [1.0, 5.0, 7.0], "median", epsilon=0.5, bounds=(0, 10), rng=0, accountant=acct
     )
     assert rel.privacy == dpkit.PureDP(0.5)
-    assert spends == [(dpkit.PureDP(0.5), "inverse_sensitivity")]
+    assert [(s.cost, s.label) for s in acct.history] == [(dpkit.PureDP(0.5), "inverse_sensitivity")]
     assert 0 <= rel.value <= 10
     assert rel.diagnostics["loss"] == int(loss_at([1.0, 5.0, 7.0], [rel.value], bounds=(0, 10))[0])
     # seeded runs repeat

@@ -91,22 +91,17 @@ def test_pass_rate_at_known_distance_matches_laplace_tail() -> None:
 
 
 def test_release_and_refusal_both_charge_the_full_cost() -> None:
-    spends = []
-
-    class Fake:
-        def spend(self, cost, *, label):
-            spends.append((cost, label))
-
+    acct = dpkit.Accountant(dpkit.ApproxDP(10.0, 0.5))
     ages = np.arange(20.0, 70.0).repeat(100)
     ok = propose_test_release(
-        ages, "mean", 0.05, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=Fake()
+        ages, "mean", 0.05, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=acct
     )
     no = propose_test_release(
-        ages, "mean", 1e-4, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=Fake()
+        ages, "mean", 1e-4, epsilon=2.0, delta=1e-6, bounds=(0, 100), rng=0, accountant=acct
     )
     assert not ok.refused and no.refused and no.value is None
     assert ok.privacy == no.privacy == dpkit.ApproxDP(2.0, 1e-6)
-    assert [c for c, _ in spends] == [dpkit.ApproxDP(2.0, 1e-6)] * 2
+    assert [s.cost for s in acct.history] == [dpkit.ApproxDP(2.0, 1e-6)] * 2
     assert ok.scale == pytest.approx(0.05 / 1.0, rel=1e-6)
     assert ok.details["threshold"] == pytest.approx(ptr_threshold(1.0, 1e-6), rel=1e-6)
     assert abs(ok.value - ages.mean()) < 1

@@ -128,12 +128,7 @@ def test_neighbouring_datasets_privacy_loss_within_epsilon() -> None:
 
 
 def test_median_aggregator_and_accountant() -> None:
-    spends = []
-
-    class Fake:
-        def spend(self, cost, *, label):
-            spends.append((cost, label))
-
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
     x = np.random.default_rng(1).normal(50, 5, 2000)
     rel = sample_and_aggregate(
         x,
@@ -143,9 +138,11 @@ def test_median_aggregator_and_accountant() -> None:
         epsilon=1.0,
         aggregator="median",
         rng=3,
-        accountant=Fake(),
+        accountant=acct,
     )
-    assert spends == [(dpkit.PureDP(1.0), "sample_and_aggregate")]
+    assert [(s.cost, s.label) for s in acct.history] == [
+        (dpkit.PureDP(1.0), "sample_and_aggregate")
+    ]
     assert abs(rel.value - 50) < 3
 
 

@@ -115,16 +115,13 @@ def test_laplace_parameters_match_the_book() -> None:
 
 
 def test_accountant_is_charged_before_noise() -> None:
-    spends = []
-
-    class Fake:
-        def spend(self, cost, *, label):
-            spends.append((cost, label))
-
+    acct = dpkit.Accountant(dpkit.ApproxDP(10.0, 0.5))
     smooth_sensitivity_release(
-        [1.0, 2.0, 3.0], "mean", epsilon=1.0, delta=1e-5, bounds=(0, 10), rng=0, accountant=Fake()
+        [1.0, 2.0, 3.0], "mean", epsilon=1.0, delta=1e-5, bounds=(0, 10), rng=0, accountant=acct
     )
-    assert spends == [(dpkit.ApproxDP(1.0, 1e-5), "smooth_sensitivity_release")]
+    assert [(s.cost, s.label) for s in acct.history] == [
+        (dpkit.ApproxDP(1.0, 1e-5), "smooth_sensitivity_release")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -60,11 +60,18 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_finite_array,
+    check_int,
+    check_positive,
+)
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
     as_sorted,
+    check_grid_bounds,
     grid_for_bounds,
     quantile_of,
     spend,
@@ -130,10 +137,10 @@ def loss_at(
     [0, 0, 0, 1]
     """
     owner = "loss_at"
-    arr = check_finite_array(owner, "data", data)
+    arr = check_finite_array(owner, "data", data, ndim=1)
     lower, upper = check_bounds(owner, bounds)
     _name, p = quantile_of(owner, query, percentile)
-    pts = check_finite_array(owner, "points", points, allow_empty=True)
+    pts = check_finite_array(owner, "points", points, allow_empty=True, ndim=1)
     if pts.size and (pts.min() < lower or pts.max() > upper):
         raise ParameterError(f"{owner}: `points` must lie inside bounds [{lower}, {upper}]")
     xs = as_sorted(arr, lower, upper)
@@ -199,14 +206,9 @@ def _units(xs: np.ndarray, lower: float, upper: float) -> tuple[np.ndarray, floa
     Each record is rounded to the nearest grid point and clipped to the grid points inside
     the bounds: a per-record map, so neighbours stay neighbours.
     """
-    spacing = grid_for_bounds(lower, upper)
+    spacing = check_grid_bounds(_OWNER, lower, upper)
     lo = math.ceil(lower / spacing)  # lower / spacing is exact (power-of-two scaling)
     hi = math.floor(upper / spacing)
-    if max(abs(lo), abs(hi)) >= 2**52:
-        raise ParameterError(
-            f"{_OWNER}: bounds ({lower}, {upper}) are too far from 0 for their width; "
-            "shift the data (a public offset) so that the bounds straddle or touch 0"
-        )
     units = np.rint(xs / spacing)
     np.clip(units, lo, hi, out=units)
     return units, float(lo), float(hi), spacing
@@ -237,11 +239,10 @@ def inverse_sensitivity_sample(
     ([45.871, 50.999, 48.243], [5, 1, 2])
     """
     owner = _OWNER
-    arr = check_finite_array(owner, "data", data)
+    arr = check_finite_array(owner, "data", data, ndim=1)
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    size = check_int(owner, "size", size, minimum=1)
     if _is_mean(query):
         if grid is not None:
             raise ParameterError(f"{owner}: `grid` is supported for the median and percentiles")
@@ -288,12 +289,11 @@ def _mean_sample(
     side; it is drawn with exact weights, then a side and a unit cell of ``s`` uniformly, and
     the cell's midpoint released (post-processing of the uniform point).
     """
+    _check_mean_size(arr.size, lower, upper)
     xs = as_sorted(arr, lower, upper)
     units, lo, hi, spacing = _units(xs, lower, upper)
     n = units.size
     total = float(units.sum())
-    if abs(total) >= 2**52 or n * max(abs(lo), abs(hi)) >= 2**52:
-        raise ParameterError(f"{_OWNER}: too many records for the exact mean mechanism")
     # data sorted ascending: the room above is largest first as is, the room below reversed
     up = (hi - units).astype(np.int64)
     down = (units - lo)[::-1].astype(np.int64)
@@ -314,8 +314,22 @@ def _mean_sample(
     return np.clip(values, lower, upper), ell[chosen].astype(np.int64)
 
 
+def _check_mean_size(n: int, lower: float, upper: float) -> None:
+    """The exact mean mechanism sums grid units in float64: ``n max(|lo|, |hi|) < 2**52``.
+
+    Depends on ``n`` and the bounds only, so it is checked before anything is spent."""
+    spacing = check_grid_bounds(_OWNER, lower, upper)
+    top = max(abs(math.ceil(lower / spacing)), abs(math.floor(upper / spacing)))
+    if n * top >= 2**52:
+        raise ParameterError(
+            f"{_OWNER}: too many records ({n}) for the exact mean mechanism with `bounds` "
+            f"({lower!r}, {upper!r}): n times the bounds in grid units (2**-30 of the width) "
+            "must stay below 2**52; narrow the bounds around 0 or use fewer records"
+        )
+
+
 def _check_grid(owner: str, grid: Any, lower: float, upper: float) -> np.ndarray:
-    pts = check_finite_array(owner, "grid", grid)
+    pts = check_finite_array(owner, "grid", grid, ndim=1)
     if pts.ndim != 1:
         raise ParameterError(f"{owner}: `grid` must be one-dimensional; got shape {pts.shape}")
     if pts.min() < lower or pts.max() > upper:
@@ -410,9 +424,13 @@ def inverse_sensitivity(
     eps = check_positive(_OWNER, "epsilon", epsilon)
     name, p = ("mean", 0.5) if _is_mean(query) else quantile_of(_OWNER, query, percentile)
     lower, upper = check_bounds(_OWNER, bounds)
-    check_finite_array(_OWNER, "data", data)
+    arr = check_finite_array(_OWNER, "data", data, ndim=1)
     if grid is not None:
         _check_grid(_OWNER, grid, lower, upper)
+    else:  # the exact continuous mechanism's grid: refused now, never after the spend
+        check_grid_bounds(_OWNER, lower, upper)
+        if name == "mean":
+            _check_mean_size(arr.size, lower, upper)
     cost = PureDP(eps)
     spend(accountant, cost, _OWNER)
     values, losses = inverse_sensitivity_sample(
@@ -507,7 +525,7 @@ def utility_bound(
     True
     """
     owner = "utility_bound"
-    arr = check_finite_array(owner, "data", data)
+    arr = check_finite_array(owner, "data", data, ndim=1)
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
     _name, p = quantile_of(owner, query, percentile)
@@ -596,10 +614,7 @@ def inverse_sensitivity_finite(
     """
     owner = "inverse_sensitivity_finite"
     eps = check_positive(owner, "epsilon", epsilon)
-    if relation not in ("bounded", "unbounded"):
-        raise ParameterError(
-            f"{owner}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
-        )
+    check_choice(owner, "relation", relation, ("bounded", "unbounded"))
     uni = sorted(set(universe))
     if not 1 <= len(uni) <= 12:
         raise ParameterError(f"{owner}: `universe` must hold 1 to 12 distinct values")

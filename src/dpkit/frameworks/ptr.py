@@ -45,10 +45,17 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_finite_array,
+    check_int,
+    check_positive,
+)
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.frameworks._common import laplace_on_grid, noise_spacing, spend
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 
@@ -71,8 +78,36 @@ def ptr_threshold(epsilon_test: float, delta: float, spacing: float = 0.0) -> fl
 def _cap(threshold: float, epsilon_test: float) -> int:
     """Distances are capped at ``C``: past ``T + 60 / epsilon_test`` the test passes except
     with probability ``exp(-60) / 2``, so exploring further changes nothing visible.
-    ``C`` depends on public parameters only."""
-    return max(1, math.ceil(threshold + 60 / epsilon_test))
+    ``C`` depends on public parameters only (at most ``2**62``: any public cap is valid)."""
+    top = threshold + 60 / epsilon_test
+    return max(1, math.ceil(top)) if top < 2.0**62 else 2**62
+
+
+def threshold_plan(epsilon_test: float, delta: float) -> tuple[float, float, int]:
+    """The test's grid, threshold and cap ``(g, T, C)``, checked finite (public values).
+
+    Raises a ParameterError naming epsilon and delta when the threshold overflows (epsilon
+    so small that the test could never pass)."""
+    if not epsilon_test > 0:
+        raise ParameterError(
+            f"{_OWNER}: the test's share of `epsilon` ({epsilon_test!r}) underflows to 0; "
+            "raise epsilon or test_fraction"
+        )
+    cap_estimate = (2 * math.log(1 / (2 * delta)) + 62) / epsilon_test
+    g_test = noise_spacing(
+        _OWNER,
+        1 / epsilon_test,
+        extent=min(max(cap_estimate, 1.0), 2.0**62),
+        params=f"`epsilon` (test share {epsilon_test!r})",
+    )
+    threshold = ptr_threshold(epsilon_test, delta, g_test)
+    if not math.isfinite(threshold):
+        raise ParameterError(
+            f"{_OWNER}: the test threshold overflows a float for the test's share of "
+            f"`epsilon` ({epsilon_test!r}) and `delta`={delta!r}: the test could never pass; "
+            "raise epsilon"
+        )
+    return g_test, threshold, _cap(threshold, epsilon_test)
 
 
 def _query(query: Any) -> Any:
@@ -123,17 +158,22 @@ def distance_to_high_sensitivity(
     owner = "distance_to_high_sensitivity"
     b = check_positive(owner, "proposed_bound", proposed_bound)
     lower, upper = check_bounds(owner, bounds)
-    arr = np.clip(check_finite_array(owner, "data", data), lower, upper)
+    relation = check_choice(owner, "relation", relation, ("bounded", "unbounded"))
+    if cap is not None:
+        cap = check_int(owner, "cap", cap, minimum=1)
+    arr = np.clip(check_finite_array(owner, "data", data, ndim=1), lower, upper)
     q = _query(query)
     x, lo, hi = at_distance.prepare(owner, q, arr, (lower, upper))
     limit = cap if cap is not None else x.size + 4
+    stable = at_distance.stable_distance(q, x.size, relation)
     env = at_distance.upper_envelope(q, x, relation, lo, hi, x.size + 3)
     for k, a in enumerate(at_distance.sequence(q, x, relation, lo, hi)):
         if a > b:
             return k
         if k + 1 >= limit:
             return limit if cap is not None else -1
-        if env[min(k + 1, env.size - 1) :].max() <= b:  # A(k') <= B(k') <= b for all k' > k
+        if k >= stable or env[min(k + 1, env.size - 1) :].max() <= b:
+            # A(k') = A(k) <= b past the stable distance, or A(k') <= B(k') <= b: never above
             return cap if cap is not None else -1
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -221,16 +261,18 @@ def propose_test_release(
     frac = check_positive(_OWNER, "test_fraction", test_fraction)
     if not frac < 1:
         raise ParameterError(f"{_OWNER}: `test_fraction` must be in (0, 1); got {test_fraction!r}")
-    if relation not in ("bounded", "unbounded"):
-        raise ParameterError(
-            f"{_OWNER}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
-        )
-    arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
+    check_choice(_OWNER, "relation", relation, ("bounded", "unbounded"))
+    arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = _query(query)
     eps_test, eps_rel = eps * frac, eps * (1 - frac)
-    g_test = spacing_for(1 / eps_test)
-    threshold = ptr_threshold(eps_test, dlt, g_test)
-    cap = _cap(threshold, eps_test)
+    g_test, threshold, cap = threshold_plan(eps_test, dlt)
+    # the release's grid, checked now (never after the spend)
+    g_rel = noise_spacing(
+        _OWNER,
+        b / eps_rel if eps_rel > 0 else math.inf,
+        extent=max(abs(lower), abs(upper)),
+        params=f"`proposed_bound`={b!r} and `epsilon`={eps!r} (release share {eps_rel!r})",
+    )
     distance = distance_to_high_sensitivity(
         q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
     )
@@ -257,7 +299,7 @@ def propose_test_release(
             details=details,
             diagnostics=diagnostics,
         )
-    vals, scale = laplace_on_grid(q(arr), b, eps_rel, spacing_for(b / eps_rel), source)
+    vals, scale = laplace_on_grid(q(arr), b, eps_rel, g_rel, source)
     return Release(
         value=float(vals[0]),
         mechanism="propose_test_release",

@@ -17,15 +17,24 @@ fixed size, fewer than asked, and still divides by the number asked, under-noisi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_positive
+from dpkit._validate import (
+    as_real_array,
+    check_bounds,
+    check_choice,
+    check_int,
+    check_positive,
+    describe,
+    is_real,
+)
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.frameworks._common import check_grid_bounds, laplace_on_grid, noise_spacing, spend
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source, permutation
@@ -36,13 +45,25 @@ _OWNER = "sample_and_aggregate"
 
 
 def _check_data(data: Any) -> np.ndarray:
-    if isinstance(data, str | bytes):
+    if isinstance(data, str | bytes | dict | set | frozenset):
         raise TypeError(f"{_OWNER}: `data` must be an array of records; got {type(data).__name__}")
-    arr = np.asarray(data)
+    if isinstance(data, np.ma.MaskedArray):
+        as_real_array(_OWNER, "data", data)  # refuses masked arrays, naming `data`
+    try:
+        arr = np.asarray(data)
+    except (ValueError, RecursionError) as exc:
+        raise TypeError(
+            f"{_OWNER}: `data` must be an array of records (rows of equal length); got a "
+            f"ragged or nested {type(data).__name__} ({str(exc).split('.')[0]})"
+        ) from None
     if arr.ndim == 0:
         raise TypeError(f"{_OWNER}: `data` must be an array of records; got a scalar")
     if arr.shape[0] == 0:
         raise ParameterError(f"{_OWNER}: `data` is empty; at least one record is needed")
+    if arr.dtype.kind in "mMcb":
+        raise TypeError(
+            f"{_OWNER}: `data` must hold real numbers or records; got dtype {arr.dtype}"
+        )
     if np.issubdtype(arr.dtype, np.number) and not np.isfinite(arr).all():
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ParameterError(
@@ -51,10 +72,36 @@ def _check_data(data: Any) -> np.ndarray:
     return arr
 
 
+def _check_func(func: Any, arr: np.ndarray) -> None:
+    if isinstance(func, str):
+        if func not in ("mean", "median") or arr.ndim != 1:
+            raise ParameterError(
+                f"{_OWNER}: `func` as a string must be 'mean' or 'median' on 1-D data; got "
+                f"{describe(func)}"
+            )
+    elif not callable(func):
+        raise TypeError(
+            f"{_OWNER}: `func` must be callable or 'mean' / 'median'; got "
+            f"{type(func).__name__} {describe(func)}"
+        )
+
+
+def _part_output(func: Callable[[np.ndarray], Any], part: np.ndarray) -> float:
+    """``func(part)`` as a float, or NaN when ``func`` raises or returns no real number.
+
+    Whether ``func`` fails on a part depends on that part's records: raising would publish
+    that event (after the budget is spent), so a failure is treated like a non-finite output.
+    """
+    try:
+        out = func(part)
+        value = float(out) if is_real(out) or np.ndim(out) == 0 else math.nan
+    except Exception:
+        return math.nan
+    return value
+
+
 def _check_chunks(chunks: Any, n: int) -> int:
-    if isinstance(chunks, bool) or not isinstance(chunks, int | np.integer):
-        raise TypeError(f"{_OWNER}: `chunks` must be an int; got {type(chunks).__name__}")
-    k = int(chunks)
+    k = check_int(_OWNER, "chunks", chunks)
     if not 1 <= k <= n:
         raise ParameterError(
             f"{_OWNER}: `chunks` must be between 1 and the number of records ({n}) so every "
@@ -100,7 +147,9 @@ def chunk_outputs(
 
     Not private by itself: the first step of :func:`sample_and_aggregate`, exposed for tests
     and teaching. Returns the outputs (one per part, exactly ``chunks`` of them) and the
-    number of non-finite outputs replaced by the midpoint of ``output_bounds``.
+    number of outputs replaced by the midpoint of ``output_bounds`` because they were not a
+    finite real number (including parts on which ``func`` raised: raising would reveal
+    something about that part).
 
     Examples
     --------
@@ -114,28 +163,17 @@ def chunk_outputs(
     k = _check_chunks(chunks, n)
     lower, upper = check_bounds(_OWNER, output_bounds, name="output_bounds")
     source = as_source(rng)
+    _check_func(func, arr)
     if isinstance(func, str):
-        if func not in ("mean", "median") or arr.ndim != 1:
-            raise ParameterError(
-                f"{_OWNER}: `func` as a string must be 'mean' or 'median' on 1-D data; got {func!r}"
-            )
         outs = _fast_outputs(arr.astype(np.float64), permutation(n, source), k, func)
     elif callable(func):
-        vals = []
-        for idx in _partition(n, k, source):
-            try:
-                v = float(func(arr[idx]))
-            except (TypeError, ValueError) as exc:
-                raise TypeError(
-                    f"{_OWNER}: `func` must return one real number per part; got {exc}"
-                ) from exc
-            vals.append(v)
-        outs = np.array(vals, dtype=np.float64)
-    else:
+        outs = np.array([_part_output(func, arr[idx]) for idx in _partition(n, k, source)])
+    else:  # pragma: no cover - _check_func refused it
         raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
     bad = ~np.isfinite(outs)
-    # a non-finite output is a function of its part only: mapping it to a fixed value keeps
-    # the one-part-changes argument (raising instead would leak which part misbehaved)
+    # a failed or non-finite output is a function of its part only: mapping it to a fixed
+    # value keeps the one-part-changes argument (raising instead would leak which part
+    # misbehaved, after the budget was spent)
     outs[bad] = (lower + upper) / 2
     return np.clip(outs, lower, upper), int(bad.sum())
 
@@ -179,12 +217,15 @@ def sample_and_aggregate(
         ``value``; ``privacy = PureDP(epsilon)``; ``scale`` (Laplace scale for the mean);
         ``details``: ``chunks`` (parts used, always equal to ``chunks``), ``chunk_sizes``
         ``(smallest, largest)``, ``sensitivity`` of the aggregate, ``aggregator``, and the
-        diagnostic ``nonfinite_outputs`` (read from the data: not private).
+        diagnostic ``nonfinite_outputs`` (read from the data: not private): parts whose output
+        was replaced by the midpoint of ``output_bounds`` because ``func`` raised or returned
+        no finite real number there (raising would reveal which part failed, after spending).
 
     Raises
     ------
     TypeError
-        Non-numeric parameters, ``func`` not callable, ``func`` not returning a number.
+        Non-numeric parameters, ``func`` neither callable nor 'mean' / 'median', a bad
+        ``accountant``.
     ParameterError
         ``chunks`` outside ``[1, n]``, inverted or missing ``output_bounds``, ``epsilon <= 0``,
         NaN or infinite data, empty data, unknown aggregator.
@@ -222,24 +263,28 @@ def sample_and_aggregate(
     k = _check_chunks(chunks, n)
     lower, upper = check_bounds(_OWNER, output_bounds, name="output_bounds")
     eps = check_positive(_OWNER, "epsilon", epsilon)
-    if aggregator not in ("mean", "median"):
-        raise ParameterError(
-            f"{_OWNER}: `aggregator` must be 'mean' or 'median'; got {aggregator!r}"
+    check_choice(_OWNER, "aggregator", aggregator, ("mean", "median"))
+    _check_func(func, arr)
+    sens = (upper - lower) / k
+    # the aggregate's grid, checked now (never after the spend)
+    if aggregator == "mean":
+        spacing = noise_spacing(
+            _OWNER,
+            sens / eps,
+            extent=max(abs(lower), abs(upper)),
+            params=f"`epsilon`={eps!r}, `chunks`={k} and `output_bounds`=({lower!r}, {upper!r})",
         )
-    if not (callable(func) or func in ("mean", "median")):
-        raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
+    else:
+        check_grid_bounds(_OWNER, lower, upper, name="output_bounds")
     cost = PureDP(eps)
     spend(accountant, cost, _OWNER)
     source = as_source(rng)
     outs, bad = chunk_outputs(arr, func, chunks=k, output_bounds=(lower, upper), rng=source)
     if outs.size != k:  # pragma: no cover - guaranteed by _partition
         raise AssertionError("sample_and_aggregate: wrong number of parts")
-    sens = (upper - lower) / k
     scale: float | None
     if aggregator == "mean":
-        vals, scale = laplace_on_grid(
-            float(np.mean(outs)), sens, eps, spacing_for(sens / eps), source
-        )
+        vals, scale = laplace_on_grid(float(np.mean(outs)), sens, eps, spacing, source)
         value = float(vals[0])
     else:
         med, _ = inverse_sensitivity_sample(

@@ -37,10 +37,17 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_finite_array,
+    check_int,
+    check_positive,
+)
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spacing_for, spend
+from dpkit.frameworks._common import MAX_NOISE_SCALE, grid_release, noise_spacing, spend
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
@@ -102,33 +109,49 @@ def _prepare(
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta)
     lower, upper = check_bounds(_OWNER, bounds)
-    if noise not in NOISES:
-        raise ParameterError(f"{_OWNER}: `noise` must be one of {NOISES}; got {noise!r}")
+    check_choice(_OWNER, "noise", noise, NOISES)
     if noise != "laplace" and dlt != 0:
         raise ParameterError(
             f"{_OWNER}: noise={noise!r} gives pure epsilon-DP and uses no delta; pass delta=0 "
             f"(got {delta!r})"
         )
-    if isinstance(df, bool) or not isinstance(df, int) or not 1 <= df <= 64:
-        raise ParameterError(f"{_OWNER}: `df` must be an int in [1, 64]; got {df!r}")
-    if relation not in ("bounded", "unbounded"):
-        raise ParameterError(
-            f"{_OWNER}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
-        )
-    arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
+    df = check_int(_OWNER, "df", df, minimum=1, maximum=64)
+    check_choice(_OWNER, "relation", relation, ("bounded", "unbounded"))
+    arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = resolve(query, owner=_OWNER)
     beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
-    if exact_k is not None and (
-        isinstance(exact_k, bool) or not isinstance(exact_k, int) or exact_k < 0
-    ):
-        raise ParameterError(f"{_OWNER}: `exact_k` must be None or an int >= 0; got {exact_k!r}")
+    params = f"`epsilon`={eps!r}" + (f", `delta`={dlt!r}" if noise == "laplace" else "")
+    if not (beta > 0 and math.isfinite(mult)):
+        raise ParameterError(
+            f"{_OWNER}: {params} is too small: the smoothing parameter beta ({beta!r}) or the "
+            f"noise multiplier ({mult!r}) is not a positive finite float"
+        )
+    if exact_k is not None:
+        exact_k = check_int(_OWNER, "exact_k", exact_k, minimum=0)
+    spacing = noise_spacing(
+        _OWNER,
+        (upper - lower) / eps,
+        extent=max(abs(lower), abs(upper)),
+        params=f"{params} and `bounds`=({lower!r}, {upper!r})",
+    )
     s_val, s_k, exact = smooth_upper_bound(q, arr, beta, relation, lower, upper, exact_k)
-    spacing = spacing_for((upper - lower) / eps)
+    if not math.isfinite(s_val):  # pragma: no cover - the sensitivity functions refuse it
+        raise ParameterError(f"{_OWNER}: the smooth sensitivity overflows for `bounds`")
     g = Fraction(spacing)
     s_star = Fraction(s_val) + g  # beta-smooth bound for the rounded statistic
     # noise scale in grid units; the float multiplier is taken exactly and rounded *up* by
     # 2**-40 relative so that float error can only add noise
     ratio = s_star * Fraction(mult) * (1 + Fraction(1, 2**40)) / g
+    if noise == "laplace" and ratio > 2**50:  # the exact rounded-Laplace sampler's range
+        raise ParameterError(
+            f"{_OWNER}: {params} is too small: the Laplace noise would exceed 2**50 steps of "
+            "the output grid, the exact sampler's range"
+        )
+    if ratio * g > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"{_OWNER}: {params} give a noise scale above 2**960 for this data's smooth "
+            "sensitivity: epsilon is too small for the bounds (the release could overflow)"
+        )
     privacy: PrivacyLoss = ApproxDP(eps, dlt) if noise == "laplace" else PureDP(eps)
     return {
         "eps": eps,
@@ -244,7 +267,7 @@ def smooth_sensitivity_sample(
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
     units = np.rint(p["value"] / p["spacing"])
     k = _noise_units(p, size, as_source(rng))
-    return (units + k.astype(np.float64)) * p["spacing"]
+    return grid_release(units, k, p["spacing"])
 
 
 def smooth_sensitivity_release(
@@ -341,7 +364,7 @@ def smooth_sensitivity_release(
     spend(accountant, p["privacy"], _OWNER)
     units = np.rint(p["value"] / p["spacing"])
     k = _noise_units(p, 1, as_source(rng))
-    value = float((units + float(k[0])) * p["spacing"])
+    value = float(grid_release(units, k[0], p["spacing"]))
     return Release(
         value=value,
         mechanism="smooth_sensitivity",
