@@ -26,8 +26,9 @@ __all__ = [
 GRID_BITS = 30
 
 
-def spend(accountant: Any, cost: PrivacyLoss, label: str) -> None:
-    """Charge ``cost`` to ``accountant`` (if any) before any noise is drawn."""
+def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+    """Charge ``cost``, which holds under ``relation``, to ``accountant`` (if any) before any
+    noise is drawn."""
     if accountant is None:
         return
     fn = getattr(accountant, "spend", None)
@@ -36,7 +37,7 @@ def spend(accountant: Any, cost: PrivacyLoss, label: str) -> None:
             f"{label}: `accountant` must have a spend(cost, *, label) method; "
             f"got {type(accountant).__name__}"
         )
-    fn(cost, label=label)
+    fn(cost, label=label, relation=relation)
 
 
 def grid_for_bounds(lower: float, upper: float, bits: int = GRID_BITS) -> float:

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit._validate import check_bounds, check_finite_array, check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -334,6 +334,7 @@ def inverse_sensitivity(
     bounds: tuple[float, float],
     grid: Any = None,
     percentile: float | None = None,
+    relation: str = "unbounded",
     rng: Any = None,
     accountant: Any = None,
 ) -> Release:
@@ -358,10 +359,14 @@ def inverse_sensitivity(
         the width).
     percentile : float, optional
         For ``query="percentile"``.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation to report and spend under. Quantiles are ``epsilon``-DP under
+        both, so either is honest (pick the accountant's); the mean only under ``"bounded"``
+        (replace one record, ``n`` public): ``"unbounded"`` is refused for it.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged ``PureDP(epsilon)`` (``spend(cost, label=...)``) before sampling.
+        Charged ``PureDP(epsilon)`` under ``relation`` before sampling.
 
     Returns
     -------
@@ -376,7 +381,7 @@ def inverse_sensitivity(
         Non-numeric data or parameters.
     ParameterError
         ``epsilon <= 0`` or not finite, missing or inverted bounds, NaN/infinite or empty
-        data, grid points outside the bounds.
+        data, grid points outside the bounds, ``query="mean"`` with ``relation="unbounded"``.
 
     Privacy
     -------
@@ -409,12 +414,19 @@ def inverse_sensitivity(
     """
     eps = check_positive(_OWNER, "epsilon", epsilon)
     name, p = ("mean", 0.5) if _is_mean(query) else quantile_of(_OWNER, query, percentile)
+    rel = check_relation(_OWNER, relation)
+    if name == "mean" and rel != "bounded":
+        raise ParameterError(
+            f"{_OWNER}: the inverse-sensitivity mean is private under replace-one neighbours "
+            "only (the number of records public); pass relation='bounded' (and spend from an "
+            "Accountant(..., relation='bounded'))"
+        )
     lower, upper = check_bounds(_OWNER, bounds)
     check_finite_array(_OWNER, "data", data)
     if grid is not None:
         _check_grid(_OWNER, grid, lower, upper)
     cost = PureDP(eps)
-    spend(accountant, cost, _OWNER)
+    spend(accountant, cost, _OWNER, rel)
     values, losses = inverse_sensitivity_sample(
         data,
         epsilon=eps,
@@ -440,6 +452,7 @@ def inverse_sensitivity(
         # how many records separate the data from one whose statistic is the output: it
         # depends on the data beyond the (private) output, so it is not private
         diagnostics={"loss": int(losses[0])},
+        relation=rel,
     )
 
 
@@ -633,4 +646,5 @@ def inverse_sensitivity_finite(
         privacy=PureDP(eps),
         details={"relation": relation},
         diagnostics={"losses": losses, "loss": losses[idx]},
+        relation=relation,
     )

@@ -174,16 +174,18 @@ def propose_test_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged ``ApproxDP(epsilon, delta)`` before the test, whatever its outcome.
+        Charged ``ApproxDP(epsilon, delta)`` under ``relation`` before the test, whatever its
+        outcome.
 
     Returns
     -------
     Release
         ``refused=False`` with ``value`` and ``scale = (b + g) / epsilon_release``, or
         ``refused=True`` with ``value=None``. ``privacy = ApproxDP(epsilon, delta)`` either
-        way. ``details``: ``noisy_distance`` and ``threshold`` (private / public),
-        ``proposed_bound``, ``epsilon_test``, ``epsilon_release``, ``cap``, and the
-        diagnostic ``distance`` (``min(D, cap)``, read from the data: not private).
+        way, under ``relation`` (``Release.relation``). ``details``: ``noisy_distance`` and
+        ``threshold`` (private / public), ``proposed_bound``, ``epsilon_test``,
+        ``epsilon_release``, ``cap``, and the diagnostic ``distance`` (``min(D, cap)``, read
+        from the data: not private).
 
     Raises
     ------
@@ -235,7 +237,7 @@ def propose_test_release(
         q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
     )
     cost = ApproxDP(eps, dlt)
-    spend(accountant, cost, _OWNER)
+    spend(accountant, cost, _OWNER, relation)
     source = as_source(rng)
     noisy, _ = laplace_on_grid(float(distance), 1.0, eps_test, g_test, source)
     noisy_distance = float(noisy[0])
@@ -256,6 +258,7 @@ def propose_test_release(
             refused=True,
             details=details,
             diagnostics=diagnostics,
+            relation=relation,
         )
     vals, scale = laplace_on_grid(q(arr), b, eps_rel, spacing_for(b / eps_rel), source)
     return Release(
@@ -265,4 +268,5 @@ def propose_test_release(
         scale=scale,
         details=details,
         diagnostics=diagnostics,
+        relation=relation,
     )

@@ -171,12 +171,15 @@ def sample_and_aggregate(
     rng
         ``None`` (secure), an ``int`` seed or a bit source. The partition uses it too.
     accountant : optional
-        Charged ``PureDP(epsilon)`` before anything random happens.
+        Charged ``PureDP(epsilon)`` under ``relation="bounded"`` (replace one record) before
+        anything random happens. An add/remove budget refuses it (replace-one DP does not
+        imply add/remove DP): use ``Accountant(..., relation="bounded")``.
 
     Returns
     -------
     Release
-        ``value``; ``privacy = PureDP(epsilon)``; ``scale`` (Laplace scale for the mean);
+        ``value``; ``privacy = PureDP(epsilon)``; ``relation = "bounded"``; ``scale`` (Laplace
+        scale for the mean);
         ``details``: ``chunks`` (parts used, always equal to ``chunks``), ``chunk_sizes``
         ``(smallest, largest)``, ``sensitivity`` of the aggregate, ``aggregator``, and the
         diagnostic ``nonfinite_outputs`` (read from the data: not private).
@@ -229,7 +232,7 @@ def sample_and_aggregate(
     if not (callable(func) or func in ("mean", "median")):
         raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
     cost = PureDP(eps)
-    spend(accountant, cost, _OWNER)
+    spend(accountant, cost, _OWNER, "bounded")
     source = as_source(rng)
     outs, bad = chunk_outputs(arr, func, chunks=k, output_bounds=(lower, upper), rng=source)
     if outs.size != k:  # pragma: no cover - guaranteed by _partition
@@ -259,4 +262,5 @@ def sample_and_aggregate(
             "aggregator": aggregator,
             "nonfinite_outputs": bad,
         },
+        relation="bounded",
     )

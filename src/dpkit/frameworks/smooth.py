@@ -145,6 +145,7 @@ def _prepare(
         "privacy": privacy,
         "noise": noise,
         "df": df,
+        "relation": relation,
     }
 
 
@@ -290,7 +291,7 @@ def smooth_sensitivity_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged the release's privacy before noise is drawn.
+        Charged the release's privacy, under ``relation``, before noise is drawn.
 
     Returns
     -------
@@ -338,7 +339,7 @@ def smooth_sensitivity_release(
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
-    spend(accountant, p["privacy"], _OWNER)
+    spend(accountant, p["privacy"], _OWNER, relation)
     units = np.rint(p["value"] / p["spacing"])
     k = _noise_units(p, 1, as_source(rng))
     value = float((units + float(k[0])) * p["spacing"])
@@ -358,4 +359,5 @@ def smooth_sensitivity_release(
             "exact": p["exact"],
             "scale": p["scale"],
         },
+        relation=relation,
     )

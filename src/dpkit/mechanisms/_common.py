@@ -27,10 +27,11 @@ __all__ = [
 _MAX_LATTICE = 2.0**61
 
 
-def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
-    """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn."""
+def spend(accountant: Any, privacy: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+    """Charge ``privacy``, which holds under ``relation``, to ``accountant`` (if any) before
+    any noise is drawn."""
     if accountant is not None:
-        accountant.spend(privacy, label=label)
+        accountant.spend(privacy, label=label, relation=relation)
 
 
 def pow2_at_most(x: float) -> float:
@@ -134,4 +135,5 @@ def measured(
         interval=(out - half, out + half) if scalar else None,
         alpha=alpha,
         details={**details(d), "half_width": half},
+        relation=mech.relation,
     )
