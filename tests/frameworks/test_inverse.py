@@ -70,6 +70,7 @@ def test_finite_oracle_matches_fast_loss_for_lower_median() -> None:
         [0, 1, 2, 3],
         epsilon=1.0,
         relation="unbounded",
+        max_loss=6,
         rng=0,
     )
     # unbounded: removing 3 gives [0, 1] whose lower median is 0 -> distance 1
