@@ -126,7 +126,7 @@ def binomial_lower(k: int, n: int, confidence: float) -> float:
     Examples
     --------
     >>> round(binomial_lower(50, 100, 0.95), 4)
-    0.4169
+    0.4136
     """
     _check(k, n, confidence)
     if k == 0:
