@@ -16,7 +16,7 @@ from dpkit._validate import check_delta, check_positive
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.audit._binomial import binomial_lower, binomial_upper
 from dpkit.audit.events import Event, select_event
-from dpkit.audit.features import Featurizer, Outputs, lattice_cells, to_outputs
+from dpkit.audit.features import Feature, Featurizer, Outputs, lattice_cells, to_outputs
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 
@@ -27,7 +27,7 @@ _OWNER = "audit"
 #: Draws per input when ``samples=None`` (the time budget usually stops sooner).
 DEFAULT_MAX_SAMPLES = 4_000_000
 #: Share of the time budget spent drawing; the rest is left for the analysis.
-_SAMPLING_SHARE = 0.8
+_SAMPLING_SHARE = 0.5
 _MIN_SAMPLES = 20
 
 
@@ -251,55 +251,50 @@ def _z(confidence: float) -> float:
 
 def _evaluate(
     event: Event | None,
-    ev0: Outputs,
-    ev1: Outputs,
-    fz: Featurizer,
+    ev0: list[Feature],
+    ev1: list[Feature],
+    n: int,
     delta: float,
     confidence: float,
-    lattice_only: bool = False,
 ) -> tuple[float, float, tuple[int, int]]:
+    """Exact bound of the chosen event on the held-out evaluation features."""
     if event is None:
         return 0.0, 0.0, (0, 0)
-    f0 = fz.transform(ev0, lattice_only=lattice_only)
-    f1 = fz.transform(ev1, lattice_only=lattice_only)
-    k0 = int(np.count_nonzero(event.indicator(f0)))
-    k1 = int(np.count_nonzero(event.indicator(f1)))
+    k0 = int(np.count_nonzero(event.indicator(ev0)))
+    k1 = int(np.count_nonzero(event.indicator(ev1)))
     k_fav, k_other = (k0, k1) if event.favours == 0 else (k1, k0)
-    lower, est = _bound(k_fav, k_other, ev0.n, delta, confidence)
+    lower, est = _bound(k_fav, k_other, n, delta, confidence)
     return lower, est, (k_fav, k_other)
 
 
 def _lattice_check(
     all0: Outputs,
     all1: Outputs,
-    sel: tuple[Outputs, Outputs],
-    ev: tuple[Outputs, Outputs],
-    fz: Featurizer,
+    sel: tuple[list[Feature], list[Feature]],
+    ev: tuple[list[Feature], list[Feature]],
+    n_ev: int,
+    name: str,
     delta: float,
     confidence: float,
     claimed_epsilon: float,
     z: float,
-) -> LatticeCheck | None:
-    if not fz._floats:
-        return None
-    name = fz._floats[0]
-    lows, excl = [], []
-    cells = []
+) -> LatticeCheck:
+    lows, codes, cells = [], [], []
     for out in (all0, all1):
         vals = out.real[name]
         vals = vals[np.isfinite(vals) & (vals != 0)]
         b, g = lattice_cells(vals)
         lows.append(int(g.min()) if g.size else 0)
-        cells.append(np.unique(b * 65536 + g) if g.size else np.empty(0, np.int64))
-        excl.append((b * 65536 + g, vals.size))
-    shares = []
-    for i, (codes, n) in enumerate(excl):
-        other = cells[1 - i]
-        shares.append(float(np.count_nonzero(~np.isin(codes, other)) / n) if n else 0.0)
-    s0 = fz.transform(sel[0], lattice_only=True)
-    s1 = fz.transform(sel[1], lattice_only=True)
-    _score, event = select_event(s0, s1, delta, z)
-    lower, _est, _counts = _evaluate(event, ev[0], ev[1], fz, delta, confidence, True)
+        c = b * 65536 + g
+        codes.append(c)
+        cells.append(np.unique(c))
+    shares = [
+        float(np.count_nonzero(~np.isin(c, cells[1 - i])) / c.size) if c.size else 0.0
+        for i, c in enumerate(codes)
+    ]
+    only = [[f for f in feats if f.lattice] for feats in (*sel, *ev)]
+    _score, event = select_event(only[0], only[1], delta, z)
+    lower, _est, _counts = _evaluate(event, only[2], only[3], n_ev, delta, confidence)
     return LatticeCheck(
         lowest_bit=(lows[0], lows[1]),
         exclusive=(shares[0], shares[1]),
@@ -352,7 +347,7 @@ def audit(
         In (0, 1): the probability, over the audit's draws, that the reported lower bound
         holds. A correct mechanism is flagged with probability at most ``1 - confidence``.
     time_budget : float
-        Seconds; sampling stops at 80% of it and the rest goes to the analysis.
+        Seconds; sampling stops at half of it and the rest goes to the analysis.
     samples : int, optional
         Draws per input (>= 20). ``None``: as many as the time budget allows, at most
         :data:`DEFAULT_MAX_SAMPLES`.
@@ -466,9 +461,13 @@ def audit(
     ev = (out0.take(slice(half, 2 * half)), out1.take(slice(half, 2 * half)))
     fz = Featurizer().fit(*sel)
     z = _z(conf)
-    _score, event = select_event(fz.transform(sel[0]), fz.transform(sel[1]), dlt, z)
-    lower, est, counts = _evaluate(event, ev[0], ev[1], fz, dlt, conf)
-    lattice = _lattice_check(out0, out1, sel, ev, fz, dlt, conf, eps, z)
+    fs = (fz.transform(sel[0]), fz.transform(sel[1]))
+    fe = (fz.transform(ev[0]), fz.transform(ev[1]))
+    _score, event = select_event(fs[0], fs[1], dlt, z)
+    lower, est, counts = _evaluate(event, fe[0], fe[1], half, dlt, conf)
+    lattice = None
+    if fz.floats:
+        lattice = _lattice_check(out0, out1, fs, fe, half, fz.floats[0], dlt, conf, eps, z)
     return AuditResult(
         epsilon_lower_bound=lower,
         event=event.description if event else "none (no event separates the inputs)",

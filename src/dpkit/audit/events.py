@@ -108,7 +108,7 @@ def _real_candidates(
             if score[i] > best:
                 best = float(score[i])
                 op = ">=" if kind == "ge" else "<="
-                best_ev = Event(name, kind, float(ts[i]), (), fav, f"{name} {op} {ts[i]:.10g}")
+                best_ev = Event(name, kind, float(ts[i]), (), fav, f"{name} {op} {ts[i]:.17g}")
     return best, best_ev
 
 

@@ -45,6 +45,7 @@ class Feature:
     kind: str
     values: np.ndarray
     labels: tuple[str, ...] = ()  # cat: the label of each code
+    lattice: bool = False  # a floating-point lattice feature (cell, lowest bit, residue)
 
 
 @dataclass
@@ -184,21 +185,23 @@ def lattice_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     when one input's outputs reach cells the other's cannot. Zero gets ``(-4096, -4096)``
     and NaN ``(-8192, -8192)``.
     """
-    v = np.asarray(values, dtype=np.float64)
+    v = np.ascontiguousarray(values, dtype=np.float64)
     bits = v.view(np.uint64)
     expo = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = (bits & np.uint64((1 << 52) - 1)).astype(np.int64)
+    mant = bits & np.uint64((1 << 52) - 1)
     normal = expo > 0
-    mant = np.where(normal, mant | (1 << 52), mant)
-    # exponent of the value of the mantissa's last bit
-    base = np.where(normal, expo - 1075, -1074)
-    low = mant & -mant  # lowest set bit (a power of two below 2**53)
-    tz = np.zeros(v.shape, dtype=np.int64)
-    nz = low > 0
-    tz[nz] = np.log2(low[nz].astype(np.float64)).astype(np.int64)  # exact for powers of two
+    mant |= np.where(normal, np.uint64(1 << 52), np.uint64(0))
+    low = mant & (~mant + np.uint64(1))  # the lowest set bit, a power of two below 2**53
+    # the exponent of a power of two below 2**53 is exact in its float64 representation
+    tz = ((low.astype(np.float64).view(np.uint64) >> np.uint64(52)).astype(np.int64)) - 1023
+    base = np.where(normal, expo - 1075, -1074)  # exponent of the mantissa's last bit
     grain = base + tz
-    top = np.where(normal, expo - 1023, -1075 + np.floor(np.log2(np.maximum(mant, 1))))
-    binade = top.astype(np.int64) + np.where(np.signbit(v), 2048, 0)
+    binade = expo - 1023
+    sub = ~normal
+    if sub.any():  # subnormals: the leading bit's exponent
+        top = (mant[sub].astype(np.float64).view(np.uint64) >> np.uint64(52)).astype(np.int64)
+        binade[sub] = top - 1023 - 1074
+    binade += np.where(np.signbit(v), 2048, 0)
     zero = v == 0
     binade[zero], grain[zero] = -4096, -4096
     nan = np.isnan(v)
@@ -274,13 +277,13 @@ class Featurizer:
         self._bins: dict[str, np.ndarray] = {}
         self._grids: dict[str, float] = {}
         self._real: tuple[str, ...] = ()
-        self._floats: tuple[str, ...] = ()
+        self.floats: tuple[str, ...] = ()
 
     def fit(self, *halves: Outputs) -> Featurizer:
         """Fit vocabularies, bins, lattice cells and residue grids on the selection halves."""
         pooled = Outputs.concat(list(halves))
         self._real = tuple(sorted(pooled.real))
-        self._floats = tuple(pooled.floats)
+        self.floats = tuple(pooled.floats)
         for name, labels in sorted(pooled.cat.items()):
             self._cats[name] = _object_vocab(labels)
         for name in self._real:
@@ -294,7 +297,7 @@ class Featurizer:
             else:
                 qs = np.quantile(vals, np.linspace(0, 1, BINS + 1)[1:-1])
                 self._bins[name] = np.unique(qs)
-        for name in self._floats:
+        for name in self.floats:
             binade, grain = lattice_cells(pooled.real[name])
             cell = _numeric_vocab(
                 _pair(binade, grain),
@@ -325,7 +328,7 @@ class Featurizer:
             for name, voc in self._cats.items():
                 raw = out.cat.get(name, np.full(out.n, None, dtype=object))
                 feats.append(Feature(name, "cat", voc.encode(raw), voc.labels))
-        for name in self._floats:
+        for name in self.floats:
             vals = out.real.get(name, np.full(out.n, np.nan))
             feats.extend(self._lattice_features(name, vals))
         return feats
@@ -335,15 +338,19 @@ class Featurizer:
         binade, grain = lattice_cells(vals)
         feats = [
             Feature(
-                f"lattice cell of {name}", "cat", cell.encode(_pair(binade, grain)), cell.labels
+                f"lattice cell of {name}",
+                "cat",
+                cell.encode(_pair(binade, grain)),
+                cell.labels,
+                True,
             ),
-            Feature(f"lowest bit of {name}", "cat", lowest.encode(grain), lowest.labels),
+            Feature(f"lowest bit of {name}", "cat", lowest.encode(grain), lowest.labels, True),
         ]
         if name in self._grids:
             g = self._grids[name]
             with np.errstate(invalid="ignore"):
                 res = np.fmod(vals, g) / g  # fmod of floats is exact
-            feats.append(Feature(f"{name} modulo 2^{int(np.log2(g))}", "real", res))
+            feats.append(Feature(f"{name} modulo 2^{int(np.log2(g))}", "real", res, (), True))
         return feats
 
 

@@ -169,6 +169,17 @@ def statistic_pairs(
             other = np.delete(split, k)
             desc = f"{k} x {lo:g} and {n - k} x {hi:g}, remove one {hi:g}"
         pairs.append(NeighbourPair(split, other, relation, desc))
+        # records spread inside the bounds: the loss of every interval moves (at the bounds
+        # every output interval can have the same loss, hiding the mechanism's behaviour)
+        spread = lo + (hi - lo) * (np.arange(n) + 0.5) / n
+        if relation == "bounded":
+            other = spread.copy()
+            other[k] = lo
+            desc = f"{n} values spread in ({lo:g}, {hi:g}), replace x[{k}] by {lo:g}"
+        else:
+            other = np.delete(spread, k)
+            desc = f"{n} values spread in ({lo:g}, {hi:g}), remove x[{k}]"
+        pairs.append(NeighbourPair(spread, other, relation, desc))
     if statistic in ("mean", "sum", "var", "std") and max(abs(lo), abs(hi)) / (hi - lo) > 2**20:
         pairs.insert(0, float_worst_pair(statistic, (lo, hi), n, relation=relation))
     return pairs
@@ -236,7 +247,7 @@ def float_worst_pair(
         a,
         b,
         relation,
-        f"float worst case of {statistic} on ({lo:g}, {hi:g}): moves by {best:.4g}",
+        f"float worst case of {statistic} on ({lo:.17g}, {hi:.17g}): moves by {best:.4g}",
     )
 
 
