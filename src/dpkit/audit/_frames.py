@@ -62,7 +62,7 @@ def frame_outputs(frame: Any, size: int | None) -> Outputs:
     numeric = {c for c in df.columns if df.schema[c].is_numeric() and c != "draw"}
     keys, values = split_columns(list(df.columns), numeric)
     if keys:
-        parts = [df[k].to_numpy() for k in keys]
+        parts = [df[k].to_list() for k in keys]  # Python values: clean labels
         label = np.empty(draw.size, dtype=object)
         label[:] = [repr(t) if len(keys) > 1 else repr(t[0]) for t in zip(*parts, strict=True)]
     else:
