@@ -337,7 +337,13 @@ class Gaussian:
         return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array)."""
+        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
         return self._draw(value, None, rng, accountant)
 
     def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
@@ -350,10 +356,10 @@ class Gaussian:
         return np.asarray(self._draw(value, check_size("Gaussian.sample", size), rng, None))
 
     def _draw(self, value: Any, size: int | None, rng: Any, accountant: Any) -> Any:
-        arr, scalar = as_values("Gaussian", value)
-        d = max(arr.size, 1)
+        vals = as_values("Gaussian", value)
+        d = max(vals.size, 1)
         g, t, c, _ = self._plan(d)
-        lattice = grid_round("Gaussian", arr, g)
+        lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian")
         reps = 1 if size is None else size
@@ -361,7 +367,7 @@ class Gaussian:
         noise = noise.reshape((reps, *lattice.shape))
         noise += lattice  # in place: the sampler's fresh array, no third temporary
         if size is None:
-            return restore_shape(noise[0], g, scalar)
+            return restore_shape(noise[0], g, vals.scalar)
         return restore_shape(noise, g, False)
 
     def measure(

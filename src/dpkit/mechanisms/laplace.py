@@ -175,7 +175,13 @@ class Laplace:
         return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array)."""
+        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
         return self._draw(value, None, rng, accountant)
 
     def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
@@ -188,10 +194,10 @@ class Laplace:
         return np.asarray(self._draw(value, check_size("Laplace.sample", size), rng, None))
 
     def _draw(self, value: Any, size: int | None, rng: Any, accountant: Any) -> Any:
-        arr, scalar = as_values("Laplace", value)
-        d = max(arr.size, 1)
+        vals = as_values("Laplace", value)
+        d = max(vals.size, 1)
         g, t = self._lattice_scale(d)
-        lattice = grid_round("Laplace", arr, g)
+        lattice = grid_round("Laplace", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Laplace")
         reps = 1 if size is None else size
@@ -199,7 +205,7 @@ class Laplace:
         noise = noise.reshape((reps, *lattice.shape))
         noise += lattice  # in place: the sampler's fresh array
         if size is None:
-            return restore_shape(noise[0], g, scalar)
+            return restore_shape(noise[0], g, vals.scalar)
         return restore_shape(noise, g, False)
 
     def measure(
