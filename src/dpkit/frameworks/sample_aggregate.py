@@ -25,7 +25,7 @@ import numpy as np
 from dpkit._validate import check_bounds, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.frameworks._common import grid_for, laplace_units, mean_on_grid, spend
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source, permutation, permutations
@@ -297,7 +297,10 @@ def _draw(
         raise AssertionError("sample_and_aggregate: wrong number of parts")
     sens = (upper - lower) / k
     if aggregator == "mean":
-        vals, scale = laplace_on_grid(outs.mean(axis=1), sens, eps, spacing_for(sens / eps), source)
+        # the exact mean of the outputs mapped to the lattice of the output bounds: a map of
+        # each output inside the bounds, so one changed part still moves it by at most `sens`
+        g = grid_for(sens / eps, lower, upper)
+        vals, scale = laplace_units(mean_on_grid(outs, lower, upper, g), sens, eps, g, source)
         return vals, bad, scale
     meds = np.array(
         [
