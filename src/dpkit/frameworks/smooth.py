@@ -200,7 +200,7 @@ def smooth_upper_bound(
         val = math.exp(-beta * k) * a
         if val > best:
             best, best_k = val, k
-        if k + 1 > kmax or tail[k + 1] <= best:
+        if k + 1 > kmax or tail[k + 1] * (1 + 2.0**-40) <= best:
             return float(best), best_k, True
         if k >= exact_k:
             # past K0 use the envelope: max over k' > K0 of e^-bk' B(k')
