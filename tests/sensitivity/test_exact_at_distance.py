@@ -68,7 +68,8 @@ def _oracle(x: list[float], k: int, relation: str, query: str, lower: float, upp
     return best
 
 
-QUERIES = ["mean", "median", "p30", "p90"]
+# p1e-06: a level whose float has a denominator above 2**60 (the band-and-recompute path)
+QUERIES = ["mean", "median", "p30", "p90", "p1e-06"]
 
 
 @pytest.mark.parametrize("relation", ["unbounded", "bounded"])

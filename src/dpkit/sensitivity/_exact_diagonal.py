@@ -30,7 +30,7 @@ import numpy as np
 
 from dpkit.sensitivity._lattice_data import LatticeData
 
-__all__ = ["mean_diagonal", "percentile_diagonal"]
+__all__ = ["gaps", "mean_diagonal", "percentile_diagonal"]
 
 _U = 2.0**-53
 
@@ -50,6 +50,11 @@ def _padded(ld: LatticeData, lo_fill: int, hi_fill: int, idx: np.ndarray) -> np.
     n = ld.n
     clipped = np.clip(idx, 0, n - 1)
     return np.where(idx < 0, lo_fill, np.where(idx >= n, hi_fill, ld.w[clipped])).astype(np.int64)
+
+
+def gaps(ld: LatticeData, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``xt[second] - xt[first]`` of the padded lattice data (int64, exact, non-negative)."""
+    return _padded(ld, ld.lo, ld.hi, second) - _padded(ld, ld.lo, ld.hi, first)
 
 
 def mean_diagonal(ld: LatticeData, k: int) -> Fraction:

@@ -85,7 +85,7 @@ class LatticeData:
         """``hi - lo`` in units."""
         return self.hi - self.lo
 
-    def slack(self, lipschitz: float) -> Fraction:
+    def slack(self, lipschitz: float | Fraction) -> Fraction:
         """``2 L_f u`` when the data or bounds were off the lattice, else 0 (module docs)."""
         if self.on_lattice:
             return Fraction(0)

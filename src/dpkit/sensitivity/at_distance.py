@@ -190,13 +190,27 @@ def sequence(
         while True:
             yield ceil_float((hi_f - lo_f) / n)
     if kind in ("var", "std"):
-        data = _var_distance.VarData(x, lower, upper)
+        # certified: the float algorithm on the lattice data, plus a proven bound on its error
+        # (_var_distance.certified_error) and the lattice slack, rounded up
+        ld = LatticeData(x, lower, upper)
+        data = _var_distance.VarData.from_lattice(ld)
         moment = _var_distance.var_diagonal if kind == "var" else _std_distance.std_diagonal
+        scale = (Fraction(ld.unit) / Fraction(data.factor)) ** (2 if kind == "var" else 1)
+        lip = (
+            2 * (Fraction(upper) - Fraction(lower)) + Fraction(ld.unit)
+            if kind == "var"
+            else Fraction(1)
+        )
+        slack = ld.slack(lip)
         best, k = 0.0, 0
         while True:
-            cut = best if floor is None else max(floor(k), best)
+            err = _var_distance.certified_error(kind, k, data)
+            lowest = (
+                best if floor is None else max(float((Fraction(floor(k)) - slack) / scale), best)
+            )
+            cut = max(lowest - float(err), 0.0) * (1 - 2.0**-40)  # never prune a term that matters
             best = max(best, moment(data, relation, k, cut))
-            yield best
+            yield ceil_float((Fraction(best) + err) * scale + slack)
             k += 1
     if kind not in ("mean", "percentile"):
         raise InternalError(f"no A(f, x, k) algorithm for kind {kind!r}")
@@ -219,10 +233,35 @@ def sequence(
                 else max(Fraction(floor(k)), exact * unit + slack)
             )
             cut = float((cut_real - slack) / unit) * (1 - 2.0**-40)
-            groups = _percentile_groups(ld, q.q, relation, k, cut)
-            exact = max(exact, _exact_diagonal.percentile_diagonal(ld, q.q, relation, k, groups))
+            groups, direct = _percentile_groups(ld, q.q, relation, k, cut)
+            if direct is None:
+                direct = _exact_diagonal.percentile_diagonal(ld, q.q, relation, k, groups)
+            exact = max(exact, direct)
         yield ceil_float(exact * unit + slack)
         k += 1
+
+
+def certified_gap(kind: str, lower: float, upper: float, beta: float) -> float:
+    """A public bound ``G`` on ``max_k exp(-beta k) (R(k) - A(f, x, k))`` over every dataset,
+    where ``R(k)`` is the value :func:`sequence` reports for the variance or the deviation.
+
+    ``R(k) - A(k)`` is at most twice the certified error of the float algorithm at ``k``
+    (:func:`dpkit.sensitivity._var_distance.certified_error`: ``a (k + 1)**2`` for the
+    variance, ``b (k + 1)`` for the deviation, in real units) plus twice the lattice slack, and
+    ``max_{y >= 1} y**p exp(-beta (y - 1)) <= exp(beta) max(1, (p / beta)**p exp(-p))``. Smooth
+    sensitivity adds ``G / (exp(beta) - 1)`` to restore exact beta-smoothness: reported values
+    satisfy ``R(x, k) <= R(x', k + 1) + (R - A)(x, k)``, so their smooth maximum ``S`` satisfies
+    ``S(x) <= e^beta S(x') + G``, and ``S + G / (e^beta - 1)`` is beta-smooth.
+    """
+    ld = LatticeData(np.asarray([float(lower)]), lower, upper)
+    data = _var_distance.VarData.from_lattice(ld)
+    unit = Fraction(ld.unit) / Fraction(data.factor)
+    p = 2 if kind == "var" else 1
+    per = _var_distance.certified_error(kind, 0, data) * unit**p  # the k = 0 error, real units
+    lip = 2 * (upper - lower) + ld.unit if kind == "var" else 1.0
+    growth = math.exp(beta) * max(1.0, (p / beta) ** p * math.exp(-p))
+    slack = 4 * lip * ld.unit  # twice the slack 2 L u
+    return (2 * float(per) * growth + slack * math.exp(beta)) * (1 + 2.0**-30)
 
 
 def _diagonal_pairs(n: int, k: int, relation: str) -> tuple[np.ndarray, np.ndarray]:
@@ -293,7 +332,7 @@ def _exact_moves(q: float, m: np.ndarray, relation: str) -> list[tuple[np.ndarra
 
 def _percentile_groups(
     ld: LatticeData, q: float, relation: str, k: int, cut: float
-) -> list[tuple[float, int, int, int]]:
+) -> tuple[list[tuple[float, int, int, int]], Fraction | None]:
     """The float pass over the percentile's candidate shapes at distance ``k`` (lattice units).
 
     Returns ``(largest float value, move, r, a)`` for every group (one move from one dataset
@@ -303,18 +342,28 @@ def _percentile_groups(
     once) is within a relative ``4 u`` of the exact one, and a group is skipped only when
     its upper bound ``(w0 + w1) (y[t + r + 2] - y[t - a])``, raised by ``2**-40``, is at most
     ``cut`` or below the best value found (less its error).
+
+    When ``q``'s denominator ``D`` is at most ``2**60`` (every float percentile level above
+    ``2**-8``, and 0), every value ``(W0 g0 + W1 g1) / D`` is also computed exactly in int64
+    limbs (``W = Wh 2**30 + Wl``, products below ``2**62``) and the exact maximum is returned
+    as the second element (``None`` otherwise: the caller then recomputes the groups near the
+    float maximum exactly).
     """
     x, lower, upper = ld.floats()
     n = x.size
     if cut >= 0:
         env = _percentile_envelope(x, lower, upper, q, relation, np.asarray([k]))
         if env[0] <= cut:  # O(1) test: nothing at this distance can beat the threshold
-            return []
+            return [], Fraction(0)
     r0, a0 = _diagonal_pairs(n, k, relation)
     if r0.size == 0:
-        return []
+        return [], Fraction(0)
     m0 = n - r0 + a0
-    den = float(Fraction(q).denominator)  # a power of two: the divisions below are exact
+    big_den = Fraction(q).denominator
+    den = float(big_den)  # a power of two: the divisions below are exact
+    limbs = big_den <= 2**60
+    mask = (1 << 30) - 1
+    top = (0, 0)  # the exact maximum found, as limbs (value * D = hi 2**30 + lo)
     out: list[tuple[float, int, int, int]] = []
     best = 0.0
     for move, (t0, big_w0, big_w1, allowed0) in enumerate(_exact_moves(q, m0, relation)):
@@ -330,6 +379,10 @@ def _percentile_groups(
             continue
         r, a, allowed, t = r0[keep], a0[keep], allowed0[keep], t0[keep]
         w0, w1 = w0_all[keep], w1_all[keep]
+        if limbs:
+            kw0, kw1 = big_w0[keep], big_w1[keep]
+            w0h, w0l = (kw0 >> 30).astype(np.int64), (kw0 & mask).astype(np.int64)
+            w1h, w1l = (kw1 >> 30).astype(np.int64), (kw1 & mask).astype(np.int64)
         # expand over p = 0..a (records added at `lower`), i = t - p
         counts = a + 1
         firsts = np.cumsum(counts) - counts
@@ -352,12 +405,28 @@ def _percentile_groups(
             y1 = _order.padded(x, lower, upper, i + d1 + 1)
             y2 = _order.padded(x, lower, upper, i + d + 2)
             val = ww0 * (y1 - y0) + ww1 * (y2 - y1)
+            if limbs:
+                g0 = _exact_diagonal.gaps(ld, i, i + d1 + 1)
+                g1 = _exact_diagonal.gaps(ld, i + d1 + 1, i + d + 2)
+                hi_p = w0h[rep] * g0 + w1h[rep] * g1
+                lo_p = w0l[rep] * g0 + w1l[rep] * g1
+                hi_p = np.where(feas, hi_p + (lo_p >> 30), 0)
+                lo_p = np.where(feas, lo_p & mask, 0)
+                cand = int(hi_p.max())
+                if cand >= top[0]:
+                    low = int(lo_p[hi_p == cand].max())
+                    top = max(top, (cand, low))
             # `rep` is sorted: one segment per group, starting at `firsts`
             seg = np.maximum.reduceat(np.where(feas, val, 0.0), firsts)
             np.maximum(group, seg, out=group)
         best = max(best, float(group.max()))
-        out += [(float(v), move, int(rr), int(aa)) for v, rr, aa in zip(group, r, a, strict=True)]
-    return out
+        if not limbs:
+            out += [
+                (float(v), move, int(rr), int(aa)) for v, rr, aa in zip(group, r, a, strict=True)
+            ]
+    if limbs:
+        return [], Fraction(top[0] * 2**30 + top[1], big_den)
+    return out, None
 
 
 def _percentile_envelope(
@@ -400,10 +469,21 @@ def upper_envelope(
             return np.full(ks.size, (upper - lower) / n * (1 + 2.0**-50))
         wide = (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
         return wide * (1 + 2.0**-50) + slack
-    if q.kind == "var":
-        return _var_distance.var_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
-    if q.kind == "std":
-        return _std_distance.std_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
+    if q.kind in ("var", "std"):
+        # an envelope of the values sequence() reports: the envelope of the lattice data plus
+        # the certified error and twice the lattice slack (those values exceed A by that much)
+        ld = LatticeData(x, lower, upper)
+        data = _var_distance.VarData.from_lattice(ld)
+        unit = ld.unit / data.factor
+        if q.kind == "var":
+            env = _var_distance.var_envelope(data, relation, ks)
+            scale = unit**2
+            slack = float(ld.slack(2 * (upper - lower) + ld.unit))
+        else:
+            env = _std_distance.std_envelope(data, relation, ks)
+            scale, slack = unit, float(ld.slack(1))
+        err = np.array([float(_var_distance.certified_error(q.kind, int(k), data)) for k in ks])
+        return ((env * (1 + 2.0**-30) + 2 * err) * scale + 2 * slack) * (1 + 2.0**-50)
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
         return np.full(ks.size, float(top))
