@@ -59,7 +59,13 @@ def local_at_distance(
     Returns
     -------
     float
-        ``A(f, x, k) = max { LS_1(f, y) : dist(x, y) <= k }``; non-decreasing in ``k``.
+        ``A(f, x, k) = max { LS_1(f, y) : dist(x, y) <= k }``; non-decreasing in ``k``. For
+        count, sum, mean, median and percentiles the exact value rounded up to a float when
+        the data and the bounds lie on the lattice of the bounds (``dpkit._lattice``; integer
+        data with integer bounds always do), else a certified upper bound at most four lattice
+        units (``2**-29 (upper - lower)``) above it. For the variance and the deviation a
+        certified upper bound (:func:`dpkit.sensitivity._var_distance.certified_error`).
+        Values that scale noise must never be below ``A``: these never are.
 
     Raises
     ------
@@ -72,7 +78,8 @@ def local_at_distance(
 
     Notes
     -----
-    Closed forms, all exact (checked against :func:`empirical_at_distance`):
+    Closed forms and algorithms (checked against :func:`empirical_at_distance`; the numbers
+    are computed on the integer lattice, see :mod:`dpkit.sensitivity._lattice_data`):
 
     - ``count``: 1 unbounded, 0 bounded.
     - ``sum``: ``max(|lower|, |upper|)`` unbounded (one record added at the bound of largest
