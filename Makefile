@@ -1,8 +1,12 @@
-# dpkit: the two commands a newcomer runs are `make demo` and `make test`.
-# Both create .venv themselves from the `python3.11` (or `python3`) on PATH.
+# dpkit: the two commands a newcomer runs are `make demo` and `make test`, in either order.
+# Both use .venv, created from the `python3.11` (or `python3`) on PATH: `make demo` installs the
+# runtime only (dpkit and its `plot` extra); `make test` adds the development tools to the
+# same environment (and a later `make demo` reuses it as it is).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
@@ -10,13 +14,18 @@ DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(RUNTIME): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet -e '.[plot]'
+	touch $(RUNTIME)
 
-demo: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(RUNTIME) $(STAMP)
+
+demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
 test: $(STAMP)

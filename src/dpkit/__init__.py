@@ -18,6 +18,7 @@ from dpkit.errors import (
     DPError,
     InternalError,
     LedgerError,
+    MissingDependencyError,
     ParameterError,
     UnsafeReleaseError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "InternalError",
     "Laplace",
     "LedgerError",
+    "MissingDependencyError",
     "ParameterError",
     "PermuteAndFlip",
     "PureDP",

@@ -47,3 +47,52 @@ def test_only_picks_sections_by_exact_name(capsys: pytest.CaptureFixture[str]) -
     assert main(["demo", "--only", "frameworkz"]) == 2
     err = capsys.readouterr().err
     assert "no section 'frameworkz'" in err and "frameworks" in err
+
+
+_HIDE_MATPLOTLIB = """
+import sys
+
+class HideMatplotlib:  # a plain `pip install dpkit`: no matplotlib anywhere
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, HideMatplotlib())
+from dpkit.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_demo_without_matplotlib_names_the_extra_before_starting(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "figs"
+    proc = subprocess.run(
+        [sys.executable, "-c", _HIDE_MATPLOTLIB, "demo", "--out", str(out), "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""  # not one section printed first
+    assert proc.stderr == (
+        "dpkit demo: error: the demo needs matplotlib to draw figures, and it is not "
+        "installed: pip install 'dpkit[plot]'\n"
+    )
+    assert not out.exists()
+
+
+def test_run_demo_checks_matplotlib_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from dpkit.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    lines: list[str] = []
+    with pytest.raises(MissingDependencyError, match=r"pip install 'dpkit\[plot\]'"):
+        run_demo(tmp_path / "figs", seed=1, echo=lines.append)
+    assert lines == []
+    with pytest.raises(ImportError):  # still an ImportError for callers catching that
+        run_demo(tmp_path / "figs", seed=1, echo=lines.append)
