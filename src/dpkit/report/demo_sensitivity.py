@@ -51,8 +51,8 @@ def run(ctx: Any) -> None:
             ls = sens.local(name, ages, relation=rel, bounds=bounds)
             g = sens.global_sensitivity(name, bounds=bounds, relation=rel, n=ages.size)
             sm = sens.smooth(name, ages, beta=0.1, relation=rel, bounds=bounds)
-            vals = [name, rel, f"{ls:.5g}", f"{g:.5g}", f"{sm.sensitivity:.4g}", str(sm.k)]
-            echo(table_line(list(zip(vals, widths, strict=True))))
+            texts = [name, rel, f"{ls:.5g}", f"{g:.5g}", f"{sm.sensitivity:.4g}", str(sm.k)]
+            echo(table_line(list(zip(texts, widths, strict=True))))
     g_bounded = sens.global_sensitivity("median", bounds=bounds, relation="bounded", n=ages.size)
     g_unbounded = sens.global_sensitivity("median", bounds=bounds, relation="unbounded")
     echo(f"  The median's global sensitivity is {g_bounded:g} under replace-one (bounded, n odd)")
