@@ -127,6 +127,24 @@ class Exponential(_Selection):
     ``monotonic=True``: every utility moves in the same direction between neighbours).
     Returns the candidate, never its score.
 
+    Parameters
+    ----------
+    epsilon : float > 0
+        Privacy parameter.
+    sensitivity : float > 0
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0.
+
     Privacy
     -------
     Pure ``epsilon``-DP (McSherry and Talwar 2007; Dwork and Roth 2014, Theorem 3.10), on the
@@ -151,14 +169,53 @@ class Exponential(_Selection):
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound: with probability >= 1 - alpha the chosen candidate's score is
-        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11)."""
+        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
     def _x(self, lattice_sens: int) -> Fraction:
         return Fraction(self.epsilon) / (self._factor * lattice_sens)
 
     def probabilities(self, scores: Any) -> np.ndarray:
-        """The selection probabilities (float64; for inspection and tests, not for sampling)."""
+        """The selection probabilities (float64; for inspection and tests, not for sampling).
+
+        Parameters
+        ----------
+        scores : array_like
+            One finite real score per candidate.
+
+        Returns
+        -------
+        numpy.ndarray
+            The probability of choosing each candidate (on the quantised scores), summing to 1.
+
+        Raises
+        ------
+        TypeError
+            ``scores`` does not hold real numbers.
+        ParameterError
+            No scores, a NaN or infinite score, or a score too large for the lattice.
+        """
         _, arr = _scores("Exponential", list(range(np.size(scores))), scores)
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         w = np.exp(-float(self._x(s)) * gaps.astype(np.float64))
@@ -172,7 +229,36 @@ class Exponential(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
-        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
+        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity)).
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, arr = _scores("Exponential", candidates, scores)
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         x = self._x(s)
@@ -195,6 +281,24 @@ class PermuteAndFlip(_Selection):
     a coin with probability ``exp(epsilon (u_r - u_max) / (2 sensitivity))`` comes up heads
     (``epsilon / sensitivity`` when ``monotonic``). Never worse in expected utility than the
     exponential mechanism at the same epsilon.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+        Privacy parameter.
+    sensitivity : float > 0
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0.
 
     Privacy
     -------
@@ -219,7 +323,28 @@ class PermuteAndFlip(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound ``scale * ln(n / alpha)`` with probability >= 1 - alpha: a
         candidate ``g`` below the best is returned only if its coin, of probability
-        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates)."""
+        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("PermuteAndFlip", self.scale, alpha, n, 1.0)
 
     def select(
@@ -230,6 +355,36 @@ class PermuteAndFlip(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return one candidate: the first head of the coins, in a random order.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, arr = _scores("PermuteAndFlip", candidates, scores)
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
         x = Fraction(self.epsilon) / (self._factor * s)
@@ -261,6 +416,13 @@ class ReportNoisyMax(_Selection):
     ``>= r* + 2s`` (``+ s`` when monotonic), and the discrete Laplace survival function
     satisfies ``S(r + k) >= exp(-k / scale) S(r)`` for every integer ``r`` (log-concavity).
 
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``noise``.
+
     Examples
     --------
     >>> ReportNoisyMax(epsilon=1.0).select(["a", "b", "c"], [1, 50, 2], rng=0)
@@ -282,7 +444,28 @@ class ReportNoisyMax(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
         Laplace noise (each of ``n`` noises exceeds ``scale ln(n / alpha)`` in magnitude with
-        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel."""
+        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel.
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         factor = 2.0 if self.noise == "laplace" else 1.0
         return _selection_accuracy("ReportNoisyMax", self.scale, alpha, n, factor)
 
@@ -294,6 +477,36 @@ class ReportNoisyMax(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return the candidate with the largest noisy score.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         if self.noise == "gumbel":
             exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
             return exp.select(candidates, scores, rng=rng, accountant=accountant)
