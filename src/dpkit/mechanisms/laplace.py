@@ -236,7 +236,7 @@ class Laplace:
         ----------
         size : int
             Number of draws, >= 0.
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             As for :meth:`release`.
 
         Returns
@@ -263,7 +263,7 @@ class Laplace:
             ints, :class:`fractions.Fraction` values, or a sequence / object array of them
             (an exact statistic such as a rational mean) are rounded to the lattice in exact
             arithmetic, never through a float (:mod:`dpkit._lattice`).
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             ``None`` (default) draws from a secure source; an ``int`` seed gives
             reproducible, NOT private noise.
         accountant : Accountant, optional
@@ -278,7 +278,7 @@ class Laplace:
         ------
         TypeError
             ``value`` does not hold real numbers (a bool, a string, ...); ``rng`` is not
-            ``None``, an ``int`` seed, a ``numpy.random.SeedSequence`` or a bit source (NumPy
+            ``None``, an ``int`` seed, a NumPy ``SeedSequence`` or a bit source (NumPy
             generators are refused: not cryptographically secure); ``accountant`` is not an
             accountant.
         ParameterError
@@ -409,7 +409,7 @@ class Geometric:
         value : int or array_like of int
             The true integer answer (integer-valued floats are accepted), or an array of them
             (independent noise per coordinate).
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             ``None`` (default) draws from a secure source; an ``int`` seed gives
             reproducible, NOT private noise.
         accountant : Accountant, optional

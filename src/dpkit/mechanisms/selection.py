@@ -237,7 +237,7 @@ class Exponential(_Selection):
             The candidates; ``scores[i]`` is the score of the ``i``-th one.
         scores : array_like
             One finite real score per candidate, higher is better.
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             ``None`` (default) draws from a secure source; an ``int`` seed gives
             reproducible, NOT private choices.
         accountant : Accountant, optional
@@ -363,7 +363,7 @@ class PermuteAndFlip(_Selection):
             The candidates; ``scores[i]`` is the score of the ``i``-th one.
         scores : array_like
             One finite real score per candidate, higher is better.
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             ``None`` (default) draws from a secure source; an ``int`` seed gives
             reproducible, NOT private choices.
         accountant : Accountant, optional
@@ -485,7 +485,7 @@ class ReportNoisyMax(_Selection):
             The candidates; ``scores[i]`` is the score of the ``i``-th one.
         scores : array_like
             One finite real score per candidate, higher is better.
-        rng : None, int, numpy.random.SeedSequence or BitSource, optional
+        rng : None, int, SeedSequence or BitSource, optional
             ``None`` (default) draws from a secure source; an ``int`` seed gives
             reproducible, NOT private choices.
         accountant : Accountant, optional
