@@ -510,7 +510,7 @@ def _check_memory(owner: str, trials: int, methods: int, limit: int) -> None:
             f"({_KEPT_BYTES} bytes per trial for each of {methods} method(s), plus working "
             f"copies); the limit `max_memory` is {_bytes(limit)}, which allows at most "
             f"{_most_trials(methods, limit):,} trials here. Lower `trials` (a few thousand "
-            "show the error distributions) or raise `max_memory`"
+            "show the error distributions) or raise `max_memory` (CLI: --max-memory)"
         )
 
 

@@ -207,3 +207,14 @@ def test_plot_without_matplotlib_fails_before_the_work(
     captured = capsys.readouterr()
     assert captured.out == ""  # no table computed and printed first
     assert "--plot needs matplotlib" in captured.err and "dpkit[plot]" in captured.err
+
+
+def test_max_memory_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [*ADULT, "--methods", "global", "--seed", "0"]
+    assert main([*args, "--trials", "100000", "--max-memory", "1M"]) == 2
+    assert "the limit `max_memory` is 1.0 MiB" in _err(capsys)
+    assert main([*args, "--trials", "20", "--max-memory", "1M"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*args, "--max-memory", "lots"])
+    assert "expected a size such as 512M or 4G" in capsys.readouterr().err

@@ -72,6 +72,14 @@ def register(sub: Any) -> None:
         help="allow --delta above 1/n, which protects no one (to study what it does)",
     )
     p.add_argument("--trials", type=int, default=1000, help="releases per method")
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="refuse runs estimated to need more memory than this, for example 512M or 4G "
+        "(default: 1G)",
+    )
     p.add_argument("--methods", default=None, help="comma-separated subset of the methods")
     p.add_argument("--ptr-bound", type=float, default=None, help="PTR's proposed bound")
     p.add_argument(
@@ -86,6 +94,24 @@ def register(sub: Any) -> None:
         "--seed", type=int, default=None, help="reproducible (NOT private) noise; default secure"
     )
     p.set_defaults(func=run)
+
+
+def _size(text: str) -> int:
+    """``"4G"``, ``"512M"``, ``"100K"`` or a number of bytes -> bytes."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = units.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if scale > 1 else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M or 4G; got {text!r}"
+        ) from None
+    if not 0 < value < 2**60:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite size > 0, such as 512M or 4G; got {text!r}"
+        )
+    return int(value * scale)
 
 
 def _bounds(text: str | None) -> tuple[float, float]:
@@ -120,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     ------
     ParameterError
         Missing or bad ``--bounds``, an unreadable file or column, values outside the bounds
-        without ``--clip``, unsafe ``--delta``, ``--chunks`` above n, too many ``--trials``.
+        without ``--clip``, unsafe ``--delta``, ``--chunks`` above n, ``--trials`` needing more
+        memory than ``--max-memory``.
     ImportError
         ``--plot`` without matplotlib (before any work), naming the ``plot`` extra.
     """
@@ -145,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         force_delta=args.force_delta,
         trials=args.trials,
         methods=methods,
+        **({} if args.max_memory is None else {"max_memory": args.max_memory}),
         ptr_bound=args.ptr_bound,
         chunks=args.chunks,
         column=column,
