@@ -71,7 +71,9 @@ def register(sub: Any) -> None:
         action="store_true",
         help="allow --delta above 1/n, which protects no one (to study what it does)",
     )
-    p.add_argument("--trials", type=int, default=1000, help="releases per method")
+    p.add_argument(
+        "--trials", type=int, default=1000, help="releases per method (default: %(default)s)"
+    )
     p.add_argument(
         "--max-memory",
         type=_size,
@@ -80,7 +82,12 @@ def register(sub: Any) -> None:
         help="refuse runs estimated to need more memory than this, for example 512M or 4G "
         "(default: 1G)",
     )
-    p.add_argument("--methods", default=None, help="comma-separated subset of the methods")
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated subset of global, ptr, smooth, sample_and_aggregate, "
+        "inverse_sensitivity (default: all)",
+    )
     p.add_argument("--ptr-bound", type=float, default=None, help="PTR's proposed bound")
     p.add_argument(
         "--chunks",
