@@ -218,3 +218,14 @@ def test_max_memory_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main([*args, "--max-memory", "lots"])
     assert "expected a size such as 512M or 4G" in capsys.readouterr().err
+
+
+def test_help_lists_every_method(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpkit.compare import METHODS
+
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for method in METHODS:
+        assert method in text
+    assert "(required; for Adult's Age: 0,100)" in text
