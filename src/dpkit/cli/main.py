@@ -27,6 +27,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.budget",
     "dpkit.cli.sensitivity",
     "dpkit.cli.compare",
+    "dpkit.cli.audit",
 )
 
 #: Exit code when stdout is closed early (``| head``): 128 + SIGPIPE (13), as the shell
