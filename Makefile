@@ -8,7 +8,7 @@ BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 DEMO_OUT ?= demo-output
 
-.PHONY: demo test bench lint format typecheck clean
+.PHONY: demo test bench lint format typecheck clean mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ $(BENCH_STAMP): pyproject.toml
 BENCH_ARGS ?=
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
+
+# Wrong variants of the privacy-relevant code, each of which its listed tests must reject
+# (tests/mutation/README.md). Not part of `make test`, which only checks the list is current.
+# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 2"` runs a subset in parallel.
+MUTATION_ARGS ?=
+mutation: $(STAMP)
+	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache
