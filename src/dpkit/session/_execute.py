@@ -18,6 +18,7 @@ from dpkit.session.engines import Engine
 
 __all__ = [
     "Context",
+    "DistinctUnits",
     "aggregate_table",
     "bounded_rows",
     "grid_counts",
@@ -127,16 +128,34 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def aggregate_table(
-    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, nw.Expr]
-) -> pl.DataFrame:
-    """One row per group (sorted by key; public keys restrict and complete the groups)."""
-    exprs = [e.alias(k) for k, e in columns.items()]
-    agg = ctx.engine.collect(_grouped(rows, list(ctx.by), exprs))
+def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+    """Per-group sums of the row-level Int64 ``columns`` (``None``: the row count), one row
+    per group, sorted by key; public keys restrict and complete the groups.
+
+    The row-level columns are computed first and only plain sums are aggregated, so every
+    engine (pandas included) runs a native group-by.
+    """
+    row_exprs = [e.alias(k) for k, e in columns.items() if isinstance(e, nw.Expr)]
+    lf = rows.with_columns(*row_exprs) if row_exprs else rows
+    aggs = [_aggregation(k, e).alias(k) for k, e in columns.items()]
+    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
     agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
-    if not ctx.by and agg.height == 0:  # pragma: no cover - a global select gives one row
-        agg = pl.DataFrame({k: [0] for k in columns}, schema=dict.fromkeys(columns, pl.Int64))
     return _with_keys(agg, ctx, list(columns))
+
+
+class DistinctUnits:
+    """Marker for the per-group number of distinct values of ``column`` (key selection)."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+
+def _aggregation(key: str, expr: Any) -> nw.Expr:
+    if expr is None:
+        return nw.len()
+    if isinstance(expr, DistinctUnits):
+        return nw.col(expr.column).n_unique()
+    return nw.col(key).sum()
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:
@@ -155,7 +174,7 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
     lf = rows if agg.fill is not None else rows.filter(valid)
     lf = lf.with_columns((off + nw.lit(grid.centre, nw.Int64)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().cast(nw.Int64).alias("__n")))
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
     out = _plain_keys(out, ctx.by)
     return out.sort(by, nulls_last=True)
 
@@ -165,7 +184,7 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
     inside, index = agg.bin_expr(ctx.schema)
     lf = rows.filter(inside).with_columns(index.alias(BUCKET))
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().cast(nw.Int64).alias("__n")))
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
     return _plain_keys(out, ctx.by)
 
 

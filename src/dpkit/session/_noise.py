@@ -40,6 +40,7 @@ __all__ = [
 #: largest Laplace scale (in steps) and Gaussian variance (in steps**2) drawn without coarsening
 _MAX_T = Fraction(2**40)
 _MAX_S2 = Fraction(2**36)
+_MIN_S2 = Fraction(1, 4)
 #: float evaluations of tails are inflated by this relative margin so they stay upper bounds
 _MARGIN = 1 + 1e-9
 
@@ -163,7 +164,8 @@ class Noise:
         else:
             sens = Fraction(_ceil_sqrt(l2_sq), step) + _ceil_sqrt(Fraction(groups))
             sens_sq = sens * sens
-        s2 = sens_sq / (2 * rho)
+        # never below 1/4: more noise keeps rho-zCDP, and the sampler needs sigma**2 >= 1/4
+        s2 = max(sens_sq / (2 * rho), _MIN_S2)
         if s2 > 2**40:  # pragma: no cover - the step loop keeps it near 2**36
             raise ParameterError(f"Session: rho {float(rho):.3g} is too small to release")
         return cls("gaussian", step, Fraction(math.sqrt(sens_sq)), s2)

@@ -182,7 +182,8 @@ def split(
 ) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None]:
     """Split the budget by weight and build each part's noise (see :func:`make_budget`)."""
     weights = [Fraction(a.weight) for a in aggregates]
-    sel_w = Fraction(selection_weight) if selection_weight is not None and reuse is None else 0
+    private = budget.delta_select > 0
+    sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
     total = sum(weights, Fraction(0)) + sel_w
     parts: list[PartPlan] = []
     quants: list[QuantilePlan] = []
@@ -198,7 +199,7 @@ def split(
             noise = _noise(budget, share * part.share, sens, cells)
             parts.append(PartPlan(agg.name, part, share * part.share, sens, noise, a_alpha))
     selection = None
-    if budget.delta_select > 0:
+    if private:
         keys = min(groups, k)
         if reuse is not None:
             source = next(p for p in parts if p.aggregate == reuse)

@@ -157,11 +157,11 @@ class Count(Aggregate):
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
+        """Row-level Int64 columns whose per-group sums are the statistics (``None``: rows)."""
         if self.column is None:
-            return {f"{prefix}n": nw.len().cast(nw.Int64)}
-        valid = _valid(self.column, schema[self.column])
-        return {f"{prefix}n": valid.cast(nw.Int64).sum().cast(nw.Int64)}
+            return {f"{prefix}n": None}
+        return {f"{prefix}n": _valid(self.column, schema[self.column]).cast(nw.Int64)}
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         return [table[f"{prefix}n"]]
@@ -187,18 +187,19 @@ class _Bounded(Aggregate):
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
 
-    def _base_columns(self, schema: Any, prefix: str, squares: bool = False) -> dict[str, nw.Expr]:
+    def _base_columns(
+        self, schema: Any, prefix: str, squares: bool = False
+    ) -> dict[str, nw.Expr | None]:
         assert self.column is not None
         lat = self.lattice
         valid = lat.valid(self.column, schema[self.column])
         off = lat.offsets(self.column, valid, self.fill)
-        n = nw.len() if self.fill is not None else valid.cast(nw.Int64).sum()
-        out = {
-            f"{prefix}n": n.cast(nw.Int64),
-            f"{prefix}s": off.sum().cast(nw.Int64),
+        out: dict[str, nw.Expr | None] = {
+            f"{prefix}n": None if self.fill is not None else valid.cast(nw.Int64),
+            f"{prefix}s": off,
         }
         if squares:
-            out[f"{prefix}q"] = (off * off).sum().cast(nw.Int64)
+            out[f"{prefix}q"] = off * off
         return out
 
 
@@ -218,7 +219,7 @@ class Sum(_Bounded):
         lat = self.lattice
         return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
         return self._base_columns(schema, prefix)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
@@ -275,7 +276,7 @@ class Mean(_Bounded):
             Part(f"{prefix}s", "centred sum", lat.half_range, share, lat.unit),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
         return self._base_columns(schema, prefix)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
@@ -330,7 +331,7 @@ class Var(_Bounded):
             Part(f"{prefix}q", "sum of squares", lat.half_range**2, third, lat.unit**2),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
         return self._base_columns(schema, prefix, squares=True)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:

@@ -454,14 +454,13 @@ def _run(
     release on every engine."""
     budget = plan.budget
     assert budget is not None
-    columns: dict[str, nw.Expr] = {}
+    columns: dict[str, Any] = {}
     for i, a in enumerate(ctx.aggregates):
         if hasattr(a, "columns"):
             columns.update(a.columns(ctx.schema, f"__a{i}_"))
     sel = plan.selection
     if sel is not None and sel.reuse is None:
-        count = nw.col(ctx.unit).n_unique() if ctx.unit else nw.len()
-        columns[ex.SELECT] = count.cast(nw.Int64)
+        columns[ex.SELECT] = None if ctx.unit is None else ex.DistinctUnits(ctx.unit)
     table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
     arrays = ex.column_arrays(table, list(columns))
     parts: dict[str, list[Any]] = {}
