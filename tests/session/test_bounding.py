@@ -90,3 +90,15 @@ def test_sensitivities_equal_brute_force_removal(engine: Callable[[pl.DataFrame]
         worst["sum"] = max(worst["sum"], float((full["x"] - less["x"]).abs().sum()))
     assert worst["count"] == sens["count"] == K
     assert worst["sum"] == sens["sum"] == K * 100.0
+
+
+def test_each_release_draws_a_fresh_salt() -> None:
+    """Through the public path: every person has a row at 0 and a row at 100 and keeps one;
+    with noise far below 1, each release's sum shows which rows were kept, and consecutive
+    releases of one Session keep different rows."""
+    pid = np.repeat(np.arange(200), 2)
+    df = pl.DataFrame({"pid": pid, "x": np.tile([0.0, 100.0], 200)})
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=1, budget=dp.PureDP(1e4), rng=9)
+    sums = [float(s.sum("x", bounds=(0, 100), epsilon=1e3)["x_sum"][0]) for _ in range(3)]
+    assert len({round(v) for v in sums}) == 3
+    assert all(2000 < v < 18000 for v in sums)  # about half of the 200 persons keep 100

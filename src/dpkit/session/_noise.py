@@ -41,6 +41,7 @@ __all__ = [
 _MAX_T = Fraction(2**40)
 _MAX_S2 = Fraction(2**36)
 _MIN_S2 = Fraction(1, 4)
+_MIN_T = Fraction(1, 64)
 #: float evaluations of tails are inflated by this relative margin so they stay upper bounds
 _MARGIN = 1 + 1e-9
 
@@ -145,7 +146,9 @@ class Noise:
             raise InternalError(f"Noise.laplace: bad epsilon {epsilon} or l1 {l1}")
         step = _pow2_ceil(Fraction(l1) / epsilon / _MAX_T)
         sens = Fraction(l1) if step == 1 else Fraction(l1 // step + groups)
-        t = sens / epsilon
+        # never below 1/64: more noise keeps epsilon-DP; below it the noise is 0 but with
+        # probability < 1e-27, and the exact sampler's cost grows with 1/t
+        t = max(sens / epsilon, _MIN_T)
         if t > 2**50:
             raise ParameterError(f"Session: epsilon {float(epsilon):.3g} is too small to release")
         return cls("laplace", step, sens, t)

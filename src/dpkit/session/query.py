@@ -279,12 +279,14 @@ class Query:
             self._aggs,
         )
 
-    def _plan(self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any) -> Plan:
+    def _plan(
+        self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any, required: bool = False
+    ) -> Plan:
         a = check_positive("release", "alpha", alpha)
         if not a < 1:
             raise ParameterError(f"release: `alpha` must be in (0, 1); got {alpha!r}")
         private = bool(self._by) and self._keys is None
-        need = epsilon is not None or rho is not None
+        need = required or epsilon is not None or rho is not None
         budget = make_budget(epsilon, delta, rho, noise, private) if need else None
         base = Plan(
             self._s._engine.name,
@@ -411,7 +413,7 @@ class Query:
             The release would overspend: nothing is spent, nothing is drawn.
         """
         ctx = self._context()
-        plan = self._plan(epsilon, delta, rho, noise, alpha)
+        plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
         assert plan.budget is not None
         if plan.quantiles:
             _statistics()  # fails before spending if the statistics layer is missing

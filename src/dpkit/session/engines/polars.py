@@ -31,10 +31,24 @@ def polars_rank(
     method: RankMethod,
     name: str,
 ) -> pl.LazyFrame:
-    """Polars' native salted hash (``Expr.hash(seed=...)``) ranked within ``partition``."""
-    h = pl.struct(hash_columns).hash(seed=salt[0] % 2**64)
-    key = pl.struct([h.alias("__dpkit_h"), *tie_columns]) if tie_columns else h
-    return frame.with_columns(key.rank(method).over(partition).cast(pl.Int64).alias(name))
+    """Polars' native salted hash (``Expr.hash(seed=...)``) ranked within ``partition``.
+
+    One sort by (partition, hash, ties) and run arithmetic instead of a window function:
+    the rank is the position in the partition's run (ordinal), or the number of distinct
+    (hash, ties) values so far in the run (dense). Faster than ``rank().over()`` on structs.
+    """
+    h = "__dpkit_hash"
+    keys = [partition, h, *tie_columns]
+    lf = frame.with_columns(pl.struct(hash_columns).hash(seed=salt[0] % 2**64).alias(h))
+    lf = lf.sort(keys, nulls_last=True, maintain_order=False)
+    starts = pl.col(partition).ne_missing(pl.col(partition).shift())
+    if method == "ordinal":
+        pos = pl.int_range(pl.len(), dtype=pl.Int64)
+    else:
+        change = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift()) for c in keys])
+        pos = change.cast(pl.Int64).cum_sum()
+    first = pl.when(starts).then(pos).otherwise(None).forward_fill()
+    return lf.with_columns((pos - first + 1).alias(name)).drop(h)
 
 
 class PolarsEngine(Engine):
