@@ -177,7 +177,7 @@ def split(
     k: int,
     groups: int,
     alpha: float,
-    selection_weight: float | None,
+    selection_weight: float,
     reuse: str | None,
 ) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None]:
     """Split the budget by weight and build each part's noise (see :func:`make_budget`)."""
