@@ -578,7 +578,7 @@ def _quantiles(
             rng=source,
         )
         values = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
-        intervals = np.asarray(rel.intervals, dtype=np.float64).reshape(-1, 2)
+        intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
         for j, name in enumerate(outs):
             cols[name].append(float(values[j]))
             cols[name + "_low"].append(float(intervals[j, 0]))
