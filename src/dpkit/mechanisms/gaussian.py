@@ -336,16 +336,22 @@ class Gaussian:
         return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array)."""
-        arr, scalar = as_values("Gaussian", value)
-        d = max(arr.size, 1)
+        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
+        vals = as_values("Gaussian", value)
+        d = max(vals.size, 1)
         g, t, c, _ = self._plan(d)
-        lattice = grid_round("Gaussian", arr, g)
+        lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian")
         noise = discrete_gaussian_tc(t, c, lattice.size, source).reshape(lattice.shape)
         noise += lattice  # in place: the sampler's fresh array, no third temporary
-        return restore_shape(noise, g, scalar)
+        return restore_shape(noise, g, vals.scalar)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None

@@ -174,15 +174,21 @@ class Laplace:
         return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array)."""
-        arr, scalar = as_values("Laplace", value)
-        d = max(arr.size, 1)
+        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
+        vals = as_values("Laplace", value)
+        d = max(vals.size, 1)
         g, t = self._lattice_scale(d)
-        lattice = grid_round("Laplace", arr, g)
+        lattice = grid_round("Laplace", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Laplace")
         noise = _discrete_laplace(t, lattice.size, source).reshape(lattice.shape)
-        return restore_shape(lattice + noise, g, scalar)
+        return restore_shape(lattice + noise, g, vals.scalar)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
