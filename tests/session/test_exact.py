@@ -17,7 +17,8 @@ import numpy as np
 import polars as pl
 
 import dpkit as dp
-from dpkit.session._lattice import Lattice, units_numpy
+from dpkit._lattice import units
+from dpkit.session._lattice import Lattice
 
 LO, HI = 1e15, 1e15 + 1
 STEPS = LO + np.array([0.0, 0.25, 0.5, 0.75, 1.0, 0.3, 0.9])  # 0.3, 0.9 round to the 0.125 grid
@@ -41,7 +42,7 @@ def test_engine_sums_are_exact(engine: Callable[[pl.DataFrame], Any]) -> None:
     # probability ~2e-6, so the released mean is the exact one
     got = s.query().agg(dp.mean("x", bounds=(LO, HI))).release(epsilon=50.0)
     dp_mean = float(got["x_mean"][0])
-    u = units_numpy(x, LO, HI, 0.25)
+    u = units(x, 0.25, LO, HI)  # the shared NumPy reference of the map
     exact = Fraction(sum(int(v) for v in u), len(u)) * Fraction(0.25)
     assert abs(Fraction(dp_mean) - exact) <= Fraction(1, 8)  # float64 spacing at 1e15
     naive = float(np.cumsum(x)[-1] / x.size)  # a sequential float sum, as a streaming engine
@@ -85,3 +86,37 @@ def test_neighbour_ratio_of_the_released_centred_sum() -> None:
         assert abs(math.log(a[v] / b[v])) <= EPS + slack, v
         checked += 1
     assert checked >= 5
+
+
+def test_engine_lattice_map_is_the_shared_map_bit_for_bit(
+    engine: Callable[[pl.DataFrame], Any],
+) -> None:
+    """The engine expression gives dpkit._lattice.units exactly, on awkward values: a hair
+    below a half step, negative values, values beyond the bounds, infinities."""
+    lat = Lattice.for_bounds("test", -3.0, 7.0, 20)
+    half = lat.unit / 2
+    x = np.array(
+        [
+            0.0,
+            half,
+            np.nextafter(half, 0),
+            -half,
+            3 * half,
+            7.0,
+            -3.0,
+            1e300,
+            -np.inf,
+            np.inf,
+            np.nextafter(7.0, 8),
+            2.0 / 3,
+            -1.0 / 3,
+            1e-300,
+        ]
+    )
+    df = pl.DataFrame({"x": x})
+    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    schema = s._schema
+    valid = lat.valid("x", schema["x"])
+    got = s._engine.collect(s._frame.select(lat.offsets("x", valid, None).alias("o")))
+    want = units(x, lat.unit, -3.0, 7.0) - lat.centre
+    assert got["o"].to_list() == want.tolist()

@@ -1,25 +1,25 @@
-"""The per-record lattice map, as an engine expression and as its NumPy reference.
+"""The per-record lattice map of :mod:`dpkit._lattice` as an engine expression.
 
 Every value an aggregate sums is first mapped, in the engine, to an integer number of
-``unit`` steps (CONTRACTS.md, contract 2)::
+``unit`` steps with the shared formula (CONTRACTS.md, contract 2; :func:`dpkit._lattice.units`
+is the NumPy reference)::
 
     units(x) = clip(floor(clip(x, lower, upper) / unit + 0.5),
                     ceil(lower / unit), floor(upper / unit))
 
-in float64, with ``unit`` a power of two and every ``|bound / unit| < 2**52`` (checked), so
-the division is exact, the result is an integer-valued float64 and the cast to int64 is exact.
-Every step is IEEE-754 float64 arithmetic with round-to-nearest, so Polars, pandas, DuckDB
-and NumPy (and Spark) compute the same integers bit for bit. The engine then sums the
-*offsets* ``units(x) - centre`` as Int64; they are small (``|offset| <= 2**(bits + 1)``), so
-the sums are exact integers with no overflow for up to ``2**62 / 2**(bits + 1)`` rows per
-group (checked after the fact), and the exact sum of units is ``centre * count + offsets``
-in Python integers. No float sum of bounded values is ever trusted: the float-sum attack on
-engines that sum floats (order-dependent rounding exceeding the sensitivity at offsets such as
-``(1e15, 1e15 + 1)``) cannot apply.
+in float64, with ``unit`` a power of two and every ``|bound / unit| < 2**52`` (checked by
+:func:`dpkit._lattice.check_unit`), so every engine computes the same integers bit for bit.
+The engine then sums the *offsets* ``units(x) - centre`` as Int64; they are small
+(``|offset| <= 2**(bits + 1)``), so the sums are exact integers for up to
+``2**62 / 2**(bits + 1)`` rows per group (checked after the fact: no term exceeds the bound,
+so no overflow can have happened), and the exact sum of units is ``centre * count + offsets``
+in Python integers: no high/low split is needed. No float sum of bounded values is ever
+trusted, so the float-sum attack on engines that sum floats (order-dependent rounding larger
+than the sensitivity at offsets such as ``(1e15, 1e15 + 1)``) does not apply.
 
 Privacy depends only on every record's units lying in ``[ceil(lower/unit), floor(upper/unit)]``
 (the clip guarantees it) and being a function of that record alone; the rounding to the
-lattice (at most ``unit / 2`` per record) is an accuracy matter.
+lattice (at most ``unit`` per record) is an accuracy matter.
 """
 
 from __future__ import annotations
@@ -29,28 +29,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import narwhals as nw
-import numpy as np
 
+from dpkit._lattice import check_unit, unit_for
 from dpkit.errors import ParameterError
 
-__all__ = ["Lattice", "units_numpy"]
-
-#: |bound / unit| must stay below this so that float64 represents every lattice point
-_MAX_UNITS = 2.0**52
-
-
-def _pow2_at_most(x: float) -> float:
-    _m, e = math.frexp(x)
-    return math.ldexp(1.0, e - 1)
+__all__ = ["Lattice"]
 
 
 @dataclass(frozen=True, slots=True)
 class Lattice:
     """The lattice of one aggregate: ``unit``, its integer range ``[low, high]`` and ``centre``.
 
-    ``unit`` is the largest power of two at most ``(upper - lower) / 2**bits``, doubled until
-    ``max(|lower|, |upper|) / unit < 2**52``. For integer data with integer bounds and
-    ``unit <= 1``, every integer is a lattice point.
+    ``unit`` is :func:`dpkit._lattice.unit_for` ``(lower, upper, bits)``: the largest power of
+    two at most ``(upper - lower) / 2**bits``, doubled until ``max(|lower|, |upper|) / unit <
+    2**52``. For integer data with integer bounds and ``unit <= 1``, every integer is a
+    lattice point.
     """
 
     lower: float
@@ -62,18 +55,12 @@ class Lattice:
 
     @classmethod
     def for_bounds(cls, owner: str, lower: float, upper: float, bits: int) -> Lattice:
-        width = upper - lower
-        if not math.isfinite(width):
+        if not math.isfinite(upper - lower):
             raise ParameterError(
                 f"{owner}: `bounds` ({lower!r}, {upper!r}) are too far apart for float64"
             )
-        unit = _pow2_at_most(width / 2.0**bits)
-        biggest = max(abs(lower), abs(upper))
-        while biggest / unit >= _MAX_UNITS:
-            unit *= 2.0
-        low, high = math.ceil(lower / unit), math.floor(upper / unit)
-        if low > high:  # pragma: no cover - unit <= width guarantees a lattice point inside
-            raise ParameterError(f"{owner}: no lattice point inside `bounds`")
+        unit = unit_for(lower, upper, bits)
+        low, high = check_unit(owner, unit, lower, upper)
         return cls(lower, upper, unit, low, high, (low + high) // 2)
 
     @property
@@ -103,16 +90,3 @@ class Lattice:
         if fill is not None:
             return off
         return nw.when(valid).then(off).otherwise(nw.lit(0, nw.Int64))
-
-
-def units_numpy(x: Any, lower: float, upper: float, unit: float) -> np.ndarray:
-    """The contract-2 map in NumPy (the reference the engines are tested against).
-
-    Examples
-    --------
-    >>> units_numpy([-3.0, 0.2, 0.7, 99.9, 250.0], 0.0, 100.0, 0.5)
-    array([  0,   0,   1, 200, 200])
-    """
-    arr = np.asarray(x, dtype=np.float64)
-    u = np.floor(np.clip(arr, lower, upper) / unit + 0.5)
-    return np.clip(u, math.ceil(lower / unit), math.floor(upper / unit)).astype(np.int64)
