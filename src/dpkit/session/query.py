@@ -18,6 +18,7 @@ from dpkit.mechanisms import Release
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
 from dpkit.session._plan import Plan, make_budget, split
+from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 
 if TYPE_CHECKING:
@@ -462,7 +463,7 @@ def _run(
             columns.update(a.columns(ctx.schema, f"__a{i}_"))
     sel = plan.selection
     if sel is not None and sel.reuse is None:
-        columns[ex.SELECT] = None if ctx.unit is None else ex.DistinctUnits(ctx.unit)
+        columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
     table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
     arrays = ex.column_arrays(table, list(columns))
     parts: dict[str, list[Any]] = {}
