@@ -23,6 +23,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.sensitivity",
     "dpkit.cli.compare",
     "dpkit.cli.query",
+    "dpkit.cli.audit",
 )
 
 
