@@ -504,6 +504,9 @@ def _run(
     for a in ctx.aggregates:
         if isinstance(a, Histogram):
             frame = _histogram(ctx, rows, a, plan, frame, source)
+    if not any(isinstance(a, Histogram) for a in ctx.aggregates):  # the user's order
+        names = [n + x for a in ctx.aggregates for n in a.outputs() for x in ("", "_low", "_high")]
+        frame = frame.select(*ctx.by, *names)
     return QueryRelease(
         frame=engine.output(frame),
         privacy=budget.cost,
@@ -552,6 +555,11 @@ def _quantiles(
     """Per released group, the statistics layer's quantiles from the engine's grid counts."""
     statistics = _statistics()
     grid = agg.grid()
+    # an integer-typed column (a public schema fact) puts atoms on the integers
+    assert agg.column is not None
+    support: str | float = "auto"
+    if ctx.schema[agg.column].is_integer() and grid.unit <= 1:
+        support = 1.0
     counts = ex.grid_counts(ctx, rows, agg)
     by = list(ctx.by)
     n = frame.height if by else 1
@@ -577,6 +585,7 @@ def _quantiles(
             bounds=agg.bounds,
             alpha=alpha,
             rng=source,
+            support=support,
         )
         values = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
         intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
