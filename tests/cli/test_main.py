@@ -25,7 +25,7 @@ class _ClosedPipe:
         raise OSError("no file descriptor")
 
 
-NAMES = ["demo", "budget", "sensitivity", "compare", "audit"]
+NAMES = ["demo", "budget", "sensitivity", "compare", "audit", "query"]
 
 
 def _argv(name: str, tmp_path: Path) -> list[str]:
@@ -36,6 +36,7 @@ def _argv(name: str, tmp_path: Path) -> list[str]:
         "sensitivity": ["sensitivity", "--universe", "1,2,3", "--size", "2"],
         "compare": ["compare", "--bounds", "0,100", "--trials", "5", "--methods", "global"],
         "audit": ["audit", "laplace", "--samples", "1000", "--seed", "1", "--no-progress"],
+        "query": ["query", "adult", "--epsilon", "1", "--delta", "1e-6", "--count"],
     }[name]
 
 
