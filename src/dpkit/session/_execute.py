@@ -55,6 +55,9 @@ class Context:
         return cols
 
 
+_ONE = "__dpkit_one"
+
+
 def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any]:
     """The rows that enter the aggregates, after per-unit contribution bounding.
 
@@ -67,7 +70,12 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     makes the choice uniformly random instead of systematically biased.
     """
     cols = ctx.used_columns()
-    lf = ctx.frame.select(*cols) if cols else ctx.frame.select(nw.lit(1).alias("__dpkit_one"))
+    if cols:
+        lf = ctx.frame.select(*cols)
+    else:
+        # no column is read (a bare count): a literal must be attached to every row, because
+        # select(lit) alone is one row on some engines
+        lf = ctx.frame.with_columns(nw.lit(1).alias(_ONE)).select(_ONE)
     if ctx.unit is None:
         return lf
     assert salt is not None
