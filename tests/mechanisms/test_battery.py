@@ -208,15 +208,17 @@ class _Recorder(dp.Accountant):
     """A real Accountant (mechanisms accept nothing else) that records or refuses spends."""
 
     def __init__(self, *, refuse: bool = False) -> None:
-        super().__init__(dp.ApproxDP(100.0, 0.5))
+        super().__init__(dp.ApproxDP(100.0, 0.5), relation="bounded")  # takes both kinds
         self.spends: list[tuple[Any, str]] = []
+        self.relations: list[str] = []
         self.refuse = refuse
 
-    def spend(self, cost: Any, *, label: str) -> Any:
+    def spend(self, cost: Any, *, label: str, relation: str = "unbounded") -> Any:
         if self.refuse:
             raise BudgetExceededError("refused", requested=cost)
         self.spends.append((cost, label))
-        return super().spend(cost, label=label)
+        self.relations.append(relation)
+        return super().spend(cost, label=label, relation=relation)
 
 
 class _CountingSource(dp.samplers.SeededSource):
@@ -242,6 +244,10 @@ def test_spends_before_noise(name: str) -> None:
     rec = _Recorder()
     _call(mech, name, 0, rec)
     assert rec.spends == [(mech.privacy, rec.spends[0][1])]
+    assert rec.relations == ["unbounded"]
+    bounded = _Recorder()
+    _call(make(name, relation="bounded"), name, 0, bounded)
+    assert bounded.relations == ["bounded"]  # the mechanism passes its own relation
     source = _CountingSource()
     with pytest.raises(BudgetExceededError):
         _call(mech, name, source, _Recorder(refuse=True))

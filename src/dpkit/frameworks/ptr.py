@@ -41,25 +41,40 @@ differential privacy in Hoare logic. CSF 2014.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpkit._validate import (
     check_bounds,
-    check_choice,
     check_delta,
     check_finite_array,
     check_int,
     check_positive,
+    check_relation,
 )
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, noise_spacing, spend
+from dpkit.frameworks._common import (
+    grid_for,
+    laplace_on_grid,
+    laplace_units,
+    noise_spacing,
+    on_data_lattice,
+    spend,
+)
 from dpkit.mechanisms.release import Release
+from dpkit.queries import statistic_on_grid
 from dpkit.samplers import as_source
 
-__all__ = ["distance_to_high_sensitivity", "propose_test_release", "ptr_threshold"]
+__all__ = [
+    "distance_to_high_sensitivity",
+    "propose_test_release",
+    "propose_test_release_sample",
+    "ptr_threshold",
+]
 
 _OWNER = "propose_test_release"
 
@@ -158,7 +173,7 @@ def distance_to_high_sensitivity(
     owner = "distance_to_high_sensitivity"
     b = check_positive(owner, "proposed_bound", proposed_bound)
     lower, upper = check_bounds(owner, bounds)
-    relation = check_choice(owner, "relation", relation, ("bounded", "unbounded"))
+    relation = check_relation(owner, relation)
     if cap is not None:
         cap = check_int(owner, "cap", cap, minimum=1)
     arr = np.clip(check_finite_array(owner, "data", data, ndim=1), lower, upper)
@@ -214,16 +229,18 @@ def propose_test_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged ``ApproxDP(epsilon, delta)`` before the test, whatever its outcome.
+        Charged ``ApproxDP(epsilon, delta)`` under ``relation`` before the test, whatever its
+        outcome.
 
     Returns
     -------
     Release
         ``refused=False`` with ``value`` and ``scale = (b + g) / epsilon_release``, or
         ``refused=True`` with ``value=None``. ``privacy = ApproxDP(epsilon, delta)`` either
-        way. ``details``: ``noisy_distance`` and ``threshold`` (private / public),
-        ``proposed_bound``, ``epsilon_test``, ``epsilon_release``, ``cap``, and the
-        diagnostic ``distance`` (``min(D, cap)``, read from the data: not private).
+        way, under ``relation`` (``Release.relation``). ``details``: ``noisy_distance`` and
+        ``threshold`` (private / public), ``proposed_bound``, ``epsilon_test``,
+        ``epsilon_release``, ``cap``, and the diagnostic ``distance`` (``min(D, cap)``, read
+        from the data: not private).
 
     Raises
     ------
@@ -254,6 +271,68 @@ def propose_test_release(
     ...                      rng=0).refused
     True
     """
+    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    spend(accountant, p.cost, _OWNER, relation)
+    source = as_source(rng)
+    noisy, vals = _draw(p, 1, source, lazy=True)
+    noisy_distance = float(noisy[0])
+    details: dict[str, Any] = {
+        "noisy_distance": noisy_distance,
+        "threshold": p.threshold,
+        "proposed_bound": p.b,
+        "epsilon_test": p.eps_test,
+        "epsilon_release": p.eps_rel,
+        "cap": p.cap,
+    }
+    diagnostics = {"distance": p.distance}  # the exact (capped) distance: not private
+    if vals is None:
+        return Release(
+            value=None,
+            mechanism="propose_test_release",
+            privacy=p.cost,
+            refused=True,
+            details=details,
+            diagnostics=diagnostics,
+            relation=relation,
+        )
+    return Release(
+        value=float(vals[0]),
+        mechanism="propose_test_release",
+        privacy=p.cost,
+        scale=p.scale,
+        details=details,
+        diagnostics=diagnostics,
+        relation=relation,
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything a PTR release fixes before drawing noise (validated, data-dependent)."""
+
+    b: float
+    cost: ApproxDP
+    eps_test: float
+    eps_rel: float
+    g_test: float
+    threshold: float
+    cap: int
+    distance: int
+    units: int  # the exact statistic of the lattice-mapped data, in units of g_rel
+    g_rel: float
+    scale: float
+
+
+def _plan(
+    data: Any,
+    query: Any,
+    proposed_bound: Any,
+    epsilon: Any,
+    delta: Any,
+    bounds: Any,
+    relation: Any,
+    test_fraction: Any,
+) -> _Plan:
     b = check_positive(_OWNER, "proposed_bound", proposed_bound)
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta, allow_zero=False)
@@ -261,50 +340,94 @@ def propose_test_release(
     frac = check_positive(_OWNER, "test_fraction", test_fraction)
     if not frac < 1:
         raise ParameterError(f"{_OWNER}: `test_fraction` must be in (0, 1); got {test_fraction!r}")
-    check_choice(_OWNER, "relation", relation, ("bounded", "unbounded"))
+    check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = _query(query)
+    if q.kind in ("var", "std"):
+        raise ParameterError(
+            f"{_OWNER}: propose-test-release needs the exact distance to high sensitivity, "
+            f"which dpkit computes exactly for count, sum, mean, median and percentiles only; "
+            f"for {q.name!r}, A(f, x, k) is a certified upper bound (not exact), whose "
+            "comparisons with the proposed bound could break the distance's sensitivity of "
+            "one: use smooth_sensitivity_release"
+        )
+    # the released statistic is q(R(x)), R the per-record lattice map of the bounds, computed
+    # exactly; its sensitivity analysis runs on R(x), which lies in the bounds (see on_data_lattice)
+    lat = on_data_lattice(arr, lower, upper)
     eps_test, eps_rel = eps * frac, eps * (1 - frac)
     g_test, threshold, cap = threshold_plan(eps_test, dlt)
     # the release's grid, checked now (never after the spend)
-    g_rel = noise_spacing(
-        _OWNER,
+    g_rel = grid_for(
         b / eps_rel if eps_rel > 0 else math.inf,
-        extent=max(abs(lower), abs(upper)),
+        lower,
+        upper,
+        owner=_OWNER,
         params=f"`proposed_bound`={b!r} and `epsilon`={eps!r} (release share {eps_rel!r})",
     )
     distance = distance_to_high_sensitivity(
-        q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
+        q, lat.values, b, bounds=(lower, upper), relation=relation, cap=cap
     )
-    cost = ApproxDP(eps, dlt)
-    spend(accountant, cost, _OWNER)
-    source = as_source(rng)
-    noisy, _ = laplace_on_grid(float(distance), 1.0, eps_test, g_test, source)
-    noisy_distance = float(noisy[0])
-    details: dict[str, Any] = {
-        "noisy_distance": noisy_distance,
-        "threshold": threshold,
-        "proposed_bound": b,
-        "epsilon_test": eps_test,
-        "epsilon_release": eps_rel,
-        "cap": cap,
-    }
-    diagnostics = {"distance": distance}  # the exact (capped) distance: not private
-    if not noisy_distance > threshold:
-        return Release(
-            value=None,
-            mechanism="propose_test_release",
-            privacy=cost,
-            refused=True,
-            details=details,
-            diagnostics=diagnostics,
-        )
-    vals, scale = laplace_on_grid(q(arr), b, eps_rel, g_rel, source)
-    return Release(
-        value=float(vals[0]),
-        mechanism="propose_test_release",
-        privacy=cost,
-        scale=scale,
-        details=details,
-        diagnostics=diagnostics,
+    scale = float((Fraction(b) + Fraction(g_rel)) / Fraction(eps_rel))
+    return _Plan(
+        b,
+        ApproxDP(eps, dlt),
+        eps_test,
+        eps_rel,
+        g_test,
+        threshold,
+        cap,
+        distance,
+        statistic_on_grid(q, lat.units, lat.unit, g_rel),
+        g_rel,
+        scale,
     )
+
+
+def _draw(
+    p: _Plan, size: int, source: Any, *, lazy: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``size`` noisy distances and released values (NaN where the test fails).
+
+    ``lazy``: draw the release noise only if some test passed (``None`` otherwise), as a
+    single release does.
+    """
+    noisy, _ = laplace_on_grid(np.full(size, float(p.distance)), 1.0, p.eps_test, p.g_test, source)
+    passed = noisy > p.threshold
+    if lazy and not passed.any():
+        return noisy, None
+    vals, _ = laplace_units(np.full(size, p.units, dtype=np.int64), p.b, p.eps_rel, p.g_rel, source)
+    return noisy, np.where(passed, vals, np.nan)
+
+
+def propose_test_release_sample(
+    data: Any,
+    query: Any,
+    proposed_bound: float,
+    *,
+    epsilon: float,
+    delta: float,
+    bounds: tuple[float, float],
+    relation: str = "unbounded",
+    test_fraction: float = 0.5,
+    size: int = 1,
+    rng: Any = None,
+) -> np.ndarray:
+    """``size`` independent PTR releases (NaN for a refusal), the same code as a release.
+
+    The vectorised core of :func:`propose_test_release` for audits and studies: the distance
+    is computed once; each draw costs the full ``(epsilon, delta)`` and no accountant is
+    charged.
+
+    Examples
+    --------
+    >>> ages = np.arange(20.0, 70.0).repeat(100)
+    >>> out = propose_test_release_sample(ages, "mean", 0.05, epsilon=2.0, delta=1e-6,
+    ...                                   bounds=(0, 100), size=4, rng=0)
+    >>> out.shape, bool(np.isnan(out).any())
+    ((4,), False)
+    """
+    size = check_int(_OWNER, "size", size, minimum=1)
+    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    _noisy, vals = _draw(p, size, as_source(rng))
+    assert vals is not None
+    return vals

@@ -27,6 +27,16 @@ of the rounded ``f`` (``S(x) + g <= e^beta S(x') + g <= e^beta (S(x') + g)``), a
 is the continuous noise rounded to the grid, sampled exactly by inversion
 (:mod:`dpkit.samplers.heavy_tailed`): the release is ``g * round((f~(x) + X) / g)``, a
 post-processing of the continuous mechanism, so it keeps its guarantee.
+
+Exactness of ``S`` (issue 10, item 3): for the mean and the percentiles ``A(f, x, k)`` is
+computed exactly and rounded up to a float, a monotone map, so ``A(x, k) <= A(x', k + 1)``
+holds for the values used; the smooth maximum's own float rounding (a relative few ``2**-53``)
+is absorbed by the ``+ g`` above, since ``(e^beta - 1) g`` exceeds ``2**-40`` times the largest
+possible ``S`` for every admissible beta. For the variance and the deviation ``A`` is a
+certified upper bound exceeding the exact value by at most a public ``R(k)``; then ``S(x) <=
+e^beta S(x') + G`` with ``G = max_k e^(-beta k) R(k)``
+(:func:`dpkit.sensitivity.at_distance.certified_gap`), and adding ``G / (e^beta - 1)`` makes
+the bound beta-smooth again.
 """
 
 from __future__ import annotations
@@ -44,11 +54,19 @@ from dpkit._validate import (
     check_finite_array,
     check_int,
     check_positive,
+    check_relation,
 )
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import MAX_NOISE_SCALE, grid_release, noise_spacing, spend
+from dpkit.frameworks._common import (
+    MAX_NOISE_SCALE,
+    grid_for,
+    grid_release,
+    on_data_lattice,
+    spend,
+)
 from dpkit.mechanisms.release import Release
+from dpkit.queries import statistic_on_grid
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
 
@@ -116,9 +134,10 @@ def _prepare(
             f"(got {delta!r})"
         )
     df = check_int(_OWNER, "df", df, minimum=1, maximum=64)
-    check_choice(_OWNER, "relation", relation, ("bounded", "unbounded"))
+    check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = resolve(query, owner=_OWNER)
+    lat = on_data_lattice(arr, lower, upper)
     beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
     params = f"`epsilon`={eps!r}" + (f", `delta`={dlt!r}" if noise == "laplace" else "")
     if not (beta > 0 and math.isfinite(mult)):
@@ -128,17 +147,26 @@ def _prepare(
         )
     if exact_k is not None:
         exact_k = check_int(_OWNER, "exact_k", exact_k, minimum=0)
-    spacing = noise_spacing(
-        _OWNER,
+    spacing = grid_for(
         (upper - lower) / eps,
-        extent=max(abs(lower), abs(upper)),
+        lower,
+        upper,
+        owner=_OWNER,
         params=f"{params} and `bounds`=({lower!r}, {upper!r})",
     )
-    s_val, s_k, exact = smooth_upper_bound(q, arr, beta, relation, lower, upper, exact_k)
+    s_val, s_k, exact = smooth_upper_bound(q, lat.values, beta, relation, lower, upper, exact_k)
     if not math.isfinite(s_val):  # pragma: no cover - the sensitivity functions refuse it
         raise ParameterError(f"{_OWNER}: the smooth sensitivity overflows for `bounds`")
+    stat_units = statistic_on_grid(q, lat.units, lat.unit, spacing)
     g = Fraction(spacing)
     s_star = Fraction(s_val) + g  # beta-smooth bound for the rounded statistic
+    if q.kind in ("var", "std"):
+        # certified (not exact) A for the moments: restore exact beta-smoothness with the
+        # public correction G / (e^beta - 1) (at_distance.certified_gap; module docstring)
+        from dpkit.sensitivity.at_distance import certified_gap
+
+        gap = Fraction(certified_gap(q.kind, lower, upper, beta))
+        s_star += gap / (Fraction(math.expm1(beta)) * (1 - Fraction(1, 2**50)))
     # noise scale in grid units; the float multiplier is taken exactly and rounded *up* by
     # 2**-40 relative so that float error can only add noise
     ratio = s_star * Fraction(mult) * (1 + Fraction(1, 2**40)) / g
@@ -157,7 +185,7 @@ def _prepare(
         "eps": eps,
         "delta": dlt,
         "q": q,
-        "value": q(arr),
+        "units": stat_units,
         "beta": beta,
         "S": s_val,
         "k": s_k,
@@ -168,6 +196,7 @@ def _prepare(
         "privacy": privacy,
         "noise": noise,
         "df": df,
+        "relation": relation,
     }
 
 
@@ -219,7 +248,7 @@ def smooth_upper_bound(
         val = math.exp(-beta * k) * a
         if val > best:
             best, best_k = val, k
-        if k + 1 > kmax or tail[k + 1] <= best:
+        if k + 1 > kmax or tail[k + 1] * (1 + 2.0**-40) <= best:
             return float(best), best_k, True
         if k >= exact_k:
             # past K0 use the envelope: max over k' > K0 of e^-bk' B(k')
@@ -265,9 +294,8 @@ def smooth_sensitivity_sample(
     [44.15, 51.04, 55.75]
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
-    units = np.rint(p["value"] / p["spacing"])
     k = _noise_units(p, size, as_source(rng))
-    return grid_release(units, k, p["spacing"])
+    return grid_release(p["units"], k, p["spacing"])
 
 
 def smooth_sensitivity_release(
@@ -313,7 +341,7 @@ def smooth_sensitivity_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged the release's privacy before noise is drawn.
+        Charged the release's privacy, under ``relation``, before noise is drawn.
 
     Returns
     -------
@@ -361,10 +389,10 @@ def smooth_sensitivity_release(
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
-    spend(accountant, p["privacy"], _OWNER)
-    units = np.rint(p["value"] / p["spacing"])
+    spend(accountant, p["privacy"], _OWNER, relation)
     k = _noise_units(p, 1, as_source(rng))
-    value = float(grid_release(units, k[0], p["spacing"]))
+    # units + k as an exact int, rounded once to float64, scaled by a power of two
+    value = float(grid_release([p["units"] + int(k[0])], 0, p["spacing"])[0])
     return Release(
         value=value,
         mechanism="smooth_sensitivity",
@@ -381,4 +409,5 @@ def smooth_sensitivity_release(
             "exact": p["exact"],
             "scale": p["scale"],
         },
+        relation=relation,
     )
