@@ -15,6 +15,7 @@ from dpkit.errors import ParameterError
 __all__ = [
     "as_integers",
     "as_values",
+    "check_size",
     "grid_round",
     "measured",
     "pow2_at_most",
@@ -31,6 +32,15 @@ def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
     """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn."""
     if accountant is not None:
         accountant.spend(privacy, label=label)
+
+
+def check_size(owner: str, size: Any) -> int:
+    """The number of releases a ``sample`` method draws: an int >= 1."""
+    if isinstance(size, bool) or not isinstance(size, int | np.integer):
+        raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    if int(size) < 1:
+        raise ParameterError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    return int(size)
 
 
 def pow2_at_most(x: float) -> float:

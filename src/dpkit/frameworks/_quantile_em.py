@@ -1,0 +1,335 @@
+"""The exponential mechanism for quantiles on a power-of-two lattice, support-aware.
+
+This is the engine shared by :func:`dpkit.frameworks.inverse_sensitivity` (``support="auto"``)
+and :mod:`dpkit.statistics` (single quantiles, ApproximateQuantiles, interval helpers).
+
+Lattice
+-------
+The bounds ``[lower, upper]`` fix a spacing ``g = 2**(floor(log2(upper - lower)) - 30)`` (public)
+and every record is mapped to the integer ``u(x) = clip(floor(clip(x, lower, upper) / g + 1/2),
+ceil(lower / g), floor(upper / g))`` (the per-record lattice map of the cross-stream contract):
+neighbours stay neighbours. Outputs are lattice points ``u * g``. A data set becomes sorted
+distinct lattice values ``v_0 < ... < v_{d-1}`` with multiplicities ``c_j`` (:class:`Counts`).
+
+Base measure (``support``)
+--------------------------
+The exponential mechanism draws a lattice point ``t`` with probability proportional to
+``mu(t) exp(-rate * loss(t))`` for a **data-independent** base measure ``mu``:
+
+* ``"continuous"``: ``mu(t) = 1`` (the lattice version of Smith's interval mechanism: a data
+  gap gets mass proportional to its length, a tied value one lattice point's worth).
+* ``"auto"``: ``mu(t) = 31 + sum_{j=0}^{30} 2**j [2**j divides t]``: half the mass is spread
+  evenly (``31`` per point), half sits on the dyadic grids ``2**j g Z`` with each grid carrying
+  the same total. A point on a coarse grid (an integer, a half, ...) weighs as much as a
+  stretch of that grid's spacing divided by the number of grids, so a value held by many
+  records is released *exactly* instead of beside its tie block (Lalanne et al. 2022
+  describe how interval mechanisms fail on atoms), at any dyadic resolution.
+* a resolution ``r`` (a power of two, for data known to lie on ``r Z``, such as an integer
+  column: ``r = 1``): ``mu(t) = 1 + 2**k [2**k divides t]`` with ``r = 2**k g``: half the mass
+  on the grid ``r Z``, one atom weighing as much as the stretch ``r`` it stands for. Much
+  stronger atoms than ``"auto"``; the column's type (schema, not data) tells it.
+
+The measure depends only on the bounds and the support, never on the data, so no
+data-dependent "is it integer?" test is needed: the privacy proof is the usual one.
+
+Cells
+-----
+Between consecutive data values the loss is constant, so the candidates are grouped into
+cells: gaps ``[v_{j-1} + 1, v_j - 1]`` (with the range ends) and atoms ``{v_j}``. A cell has
+its exact integer mass ``mu(cell)`` (below ``2**53``: exact as float64), the number of
+records strictly below it (``below``) and at most it (``atmost``). The mechanism draws a cell
+with :func:`~dpkit.samplers.heavy_tailed.exp_weighted_choice` (floats only propose; acceptance
+is an exact comparison) and then a point of the cell with probability ``mu(t) / mu(cell)``
+by exact integer sampling (:func:`sample_in_ranges`).
+
+Every function here is internal; the public entry points validate their inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.errors import InternalError, ParameterError
+from dpkit.frameworks._common import GRID_BITS, grid_for_bounds
+from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
+
+__all__ = [
+    "LEVELS",
+    "SUPPORTS",
+    "Counts",
+    "Lattice",
+    "Measure",
+    "cells",
+    "draw_cells",
+    "rank_exponents",
+    "resolution_level",
+    "sample_in_ranges",
+]
+
+#: Dyadic grids carrying atoms: spacings ``2**j * g`` for ``j = 0 .. GRID_BITS``.
+LEVELS = GRID_BITS + 1
+SUPPORTS = ("auto", "continuous")
+#: Largest denominator used for quantile levels and relative targets (public rounding).
+MAX_DENOMINATOR = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Lattice:
+    """The output lattice of the bounds: spacing ``g`` and the integer range ``[lo, hi]``."""
+
+    lower: float
+    upper: float
+    spacing: float
+    lo: int
+    hi: int
+    #: a multiple of ``2**GRID_BITS`` at or below ``lo``: shifts keep dyadic sums in int64
+    origin: int
+
+    @classmethod
+    def for_bounds(cls, owner: str, lower: float, upper: float) -> Lattice:
+        g = grid_for_bounds(lower, upper)
+        lo = math.ceil(lower / g)  # exact: division by a power of two
+        hi = math.floor(upper / g)
+        if max(abs(lo), abs(hi)) >= 2**52:
+            raise ParameterError(
+                f"{owner}: bounds ({lower}, {upper}) are too far from 0 for their width; "
+                "shift the data by a public offset so that the bounds straddle or touch 0"
+            )
+        origin = (lo >> GRID_BITS) << GRID_BITS
+        return cls(lower, upper, g, lo, hi, origin)
+
+    def units(self, x: np.ndarray) -> np.ndarray:
+        """The per-record lattice map ``clip(floor(clip(x) / g + 1/2), lo, hi)`` as int64."""
+        v = np.clip(x, self.lower, self.upper)
+        v /= self.spacing  # exact (power of two), |v| < 2**52
+        v += 0.5  # exact for |v| < 2**52
+        np.floor(v, out=v)
+        np.clip(v, self.lo, self.hi, out=v)
+        return v.astype(np.int64)
+
+    def values(self, u: np.ndarray) -> np.ndarray:
+        """Lattice indices back to floats (exact: ``|u| < 2**52``, ``g`` a power of two)."""
+        return np.asarray(u, dtype=np.int64).astype(np.float64) * self.spacing
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Sorted distinct lattice values with positive multiplicities (one data set)."""
+
+    lattice: Lattice
+    values: np.ndarray  # int64, strictly increasing, inside [lo, hi]
+    counts: np.ndarray  # int64, >= 1
+    cum: np.ndarray  # int64, cum[j] = records strictly below values[j]; cum[-1] = n
+
+    @classmethod
+    def from_units(cls, lattice: Lattice, units: np.ndarray) -> Counts:
+        values, counts = np.unique(units, return_counts=True)
+        return cls.build(lattice, values.astype(np.int64), counts.astype(np.int64))
+
+    @classmethod
+    def build(cls, lattice: Lattice, values: np.ndarray, counts: np.ndarray) -> Counts:
+        """From sorted (not necessarily distinct) lattice values and counts >= 0."""
+        keep = counts > 0
+        values, counts = values[keep], counts[keep]
+        if values.size > 1 and np.any(values[1:] == values[:-1]):
+            starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+            counts = np.add.reduceat(counts, starts)
+            values = values[starts]
+        cum = np.zeros(values.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=cum[1:])
+        return cls(lattice, values, counts, cum)
+
+    @property
+    def n(self) -> int:
+        return int(self.cum[-1])
+
+
+class Measure:
+    """The base measure ``mu`` of a support on a lattice (module docstring).
+
+    ``mu(t) = base + sum_{(j, w) in levels} w [2**j divides t]``: an even part and atoms on
+    dyadic grids. ``support`` is ``"auto"`` (every grid, ``base = 31``, ``w_j = 2**j``),
+    ``"continuous"`` (``base = 1``, no atoms) or a resolution: a power of two ``r`` in value
+    units, for data known to lie on ``r Z`` (integer columns: ``r = 1``): ``base = 1`` and
+    atoms ``2**k`` on the grid of spacing ``r = 2**k g``, so the atoms carry half the mass and
+    one atom weighs as much as the stretch ``r`` of the line it stands for.
+    """
+
+    def __init__(self, lattice: Lattice, support: Any) -> None:
+        self.lattice = lattice
+        self.support = support
+        self.levels: list[tuple[int, int]]
+        if isinstance(support, str):
+            if support not in SUPPORTS:
+                raise ParameterError(
+                    f"`support` must be one of {SUPPORTS} or a power-of-two resolution; "
+                    f"got {support!r}"
+                )
+            if support == "auto":
+                self.base = LEVELS
+                self.levels = [(j, 1 << j) for j in range(LEVELS)]
+            else:
+                self.base = 1
+                self.levels = []
+        else:
+            k = resolution_level(lattice, support)
+            self.base = 1
+            self.levels = [(k, 1 << k)] if k > 0 else []
+        self.atoms = bool(self.levels)
+
+    def _prefix(self, u: np.ndarray) -> np.ndarray:
+        """``sum w_j floor((u - origin) / 2**j)``: the atoms' mass in ``(-inf, u]`` + const."""
+        s = np.asarray(u, dtype=np.int64) - self.lattice.origin
+        out = np.zeros(s.shape, dtype=np.int64)
+        for j, w in self.levels:
+            out += (s >> j) * w  # arithmetic shift = floor division (also below the origin)
+        return out
+
+    def range_mass(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Exact integer ``mu([a, b])`` per pair (0 when ``b < a``), int64 below ``2**53``."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        length = np.maximum(b - a + 1, 0)
+        mass = self.base * length
+        if self.atoms:
+            live = length > 0
+            extra = self._prefix(b) - self._prefix(a - 1)
+            mass = mass + np.where(live, extra, 0)
+        return mass
+
+    def point_mass(self, u: np.ndarray) -> np.ndarray:
+        return self.range_mass(u, u)
+
+    @property
+    def total(self) -> int:
+        """``mu`` of the whole lattice range (public)."""
+        lat = self.lattice
+        return int(self.range_mass(np.array([lat.lo]), np.array([lat.hi]))[0])
+
+
+def resolution_level(lattice: Lattice, resolution: Any) -> int:
+    """``k`` with ``resolution = 2**k * g``: a power of two between ``g`` and the width."""
+    if isinstance(resolution, bool) or not isinstance(resolution, int | float | np.number):
+        raise TypeError(
+            f"`support` must be 'auto', 'continuous' or a number (a resolution); "
+            f"got {type(resolution).__name__}"
+        )
+    r = float(resolution)
+    if not (math.isfinite(r) and r > 0):
+        raise ParameterError(f"`support` resolution must be a finite number > 0; got {r!r}")
+    mant, _exp = math.frexp(r)
+    if mant != 0.5:
+        raise ParameterError(
+            f"`support` resolution must be a power of two (1, 0.5, 2, ...); got {r!r}; "
+            "rescale decimal data by a public factor first (x10 makes tenths integers)"
+        )
+    k = round(math.log2(r / lattice.spacing))
+    if not 0 <= k <= GRID_BITS:
+        raise ParameterError(
+            f"`support` resolution {r!r} must lie between the lattice spacing "
+            f"{lattice.spacing!r} and the width of the bounds"
+        )
+    return k
+
+
+def sample_in_ranges(measure: Measure, a: np.ndarray, b: np.ndarray, source: Any) -> np.ndarray:
+    """One lattice point of ``[a_i, b_i]`` per row, drawn exactly with probability ``mu(t)/mu``.
+
+    ``mu`` is the sum of ``base`` per point and ``w_j`` per multiple of ``2**j`` (each atom
+    level): a component (the even part or one level) is chosen with probability proportional
+    to its integer mass, then a point uniformly among that component's points.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.size == 0:
+        return a.copy()
+    if np.any(b < a):
+        raise InternalError("sample_in_ranges: empty range")
+    length = b - a + 1
+    if not measure.atoms:
+        return a + uniform_below(length, source)
+    o = measure.lattice.origin
+    sa, sb = a - 1 - o, b - o
+    levels = measure.levels
+    weights = np.empty((a.size, len(levels) + 1), dtype=np.int64)
+    weights[:, 0] = measure.base * length
+    for col, (j, w) in enumerate(levels, start=1):
+        weights[:, col] = ((sb >> j) - (sa >> j)) * w
+    cum = np.cumsum(weights, axis=1)
+    r = uniform_below(cum[:, -1], source)
+    comp = (cum <= r[:, None]).sum(axis=1)  # first component whose cumulative mass exceeds r
+    out = np.empty(a.size, dtype=np.int64)
+    even = comp == 0
+    if np.any(even):
+        out[even] = a[even] + uniform_below(length[even], source)
+    for col in np.unique(comp[~even]):
+        rows = np.flatnonzero(comp == col)
+        lev = levels[int(col) - 1][0]
+        first = (sa[rows] >> lev) + 1  # the first multiple of 2**lev at or above a (shifted)
+        cnt = (sb[rows] >> lev) - (sa[rows] >> lev)
+        out[rows] = ((first + uniform_below(cnt, source)) << lev) + o
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Cells:
+    """The cells of one sub-problem: gap, atom, gap, ..., atom, gap (``2k + 1`` entries)."""
+
+    start: np.ndarray  # int64 first lattice point of the cell
+    stop: np.ndarray  # int64 last lattice point (start - 1 for an empty gap)
+    mass: np.ndarray  # float64 exact integer masses
+    below: np.ndarray  # int64 records of the sub-problem strictly below the cell
+    atmost: np.ndarray  # int64 records at or below the cell
+    n: int  # records in the sub-problem
+
+
+def cells(counts: Counts, measure: Measure, out_lo: int, out_hi: int) -> Cells:
+    """Cells for the records of ``counts`` and outputs in ``[out_lo, out_hi]``.
+
+    Every value of ``counts`` must lie inside ``[out_lo, out_hi]``.
+    """
+    v = counts.values
+    k = v.size
+    start = np.empty(2 * k + 1, dtype=np.int64)
+    stop = np.empty(2 * k + 1, dtype=np.int64)
+    start[0] = out_lo
+    start[2::2] = v + 1
+    stop[-1] = out_hi
+    stop[0:-1:2] = v - 1
+    start[1::2] = v
+    stop[1::2] = v
+    mass = measure.range_mass(start, stop).astype(np.float64)
+    below = np.empty(2 * k + 1, dtype=np.int64)
+    below[0::2] = counts.cum
+    below[1::2] = counts.cum[:-1]
+    atmost = below.copy()
+    atmost[1::2] = counts.cum[1:]
+    return Cells(start, stop, mass, below, atmost, counts.n)
+
+
+def rank_exponents(c: Cells, tau: Fraction) -> tuple[np.ndarray, int]:
+    """``(D * d, D)`` with ``d = max(0, below - tau, tau - atmost)`` and ``D`` tau's denominator.
+
+    ``d`` is the tie-aware distance from the target rank ``tau`` to the cell's rank range: 0
+    exactly when every point of the cell is a ``tau``-th order statistic. Integers, exact.
+    """
+    num, den = tau.numerator, tau.denominator
+    if den * (c.n + 1) >= 2**62 or abs(num) >= 2**62:
+        raise ParameterError("quantile target too fine for the data size (denominator overflow)")
+    e = np.maximum(c.below * den - num, num - c.atmost * den)
+    np.maximum(e, 0, out=e)
+    return e, den
+
+
+def draw_cells(
+    c: Cells, measure: Measure, exponents: np.ndarray, rate: Fraction, size: int, source: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` draws of ``P[t] ∝ mu(t) exp(-rate * e(cell(t)))``: lattice points and cells."""
+    idx = exp_weighted_choice(c.mass, exponents, rate, size, source)
+    points = sample_in_ranges(measure, c.start[idx], c.stop[idx], source)
+    return points, idx

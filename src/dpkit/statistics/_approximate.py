@@ -1,0 +1,162 @@
+"""Quantiles by the exponential mechanism: one level, independent levels, ApproximateQuantiles.
+
+Every draw is :func:`dpkit.frameworks._quantile_em.draw_cells`: a lattice point ``t`` with
+probability proportional to ``mu(t) exp(-epsilon d(t) / (2 Delta))``, where ``d(t)`` is the
+tie-aware distance from the target rank ``tau = a n + b`` to ``t``'s rank range
+``[#{x < t}, #{x <= t}]``. Under add/remove of one record ``#{x < t}`` and ``#{x <= t}`` move
+by 0 or 1 together (or only the second, for a record at ``t``) while ``tau`` moves by ``a``, so
+``d`` moves by at most ``Delta = max(a, 1 - a)`` (``1/2`` for the median): the draw is
+``epsilon``-DP (McSherry and Talwar 2007, Theorem 6).
+
+ApproximateQuantiles (Kaplan, Schnapp and Stemmer, ICML 2022): estimate the middle level,
+split the records at the released value ``v``, recurse on each side with the levels rescaled
+to the side. Records below ``v`` go left, above ``v`` right; each record *at* ``v`` goes left
+or right by its own fair coin (a per-record random map, so a record still reaches exactly one
+branch). At every depth the branches hold disjoint records, so the ``ceil(log2(m + 1))``
+depths compose sequentially and the branches in parallel: ``epsilon / depth`` per draw gives
+``epsilon``-DP in total. The coin keeps tied values reachable from both sides (a tie block
+straddling a level is returned exactly) and halves, on average, the rank drift a tie block
+would cause if it were dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.frameworks._quantile_em import (
+    MAX_DENOMINATOR,
+    Counts,
+    Measure,
+    cells,
+    draw_cells,
+    rank_exponents,
+)
+from dpkit.samplers import bernoulli
+
+ROOT_WEIGHT = Fraction(1)
+
+__all__ = ["approximate_quantiles", "aq_depth", "draw_target", "independent_quantiles"]
+
+
+def aq_depth(m: int) -> int:
+    """Depth of the ApproximateQuantiles recursion for ``m`` levels: ``ceil(log2(m + 1))``."""
+    return max(1, math.ceil(math.log2(m + 1)))
+
+
+def draw_target(
+    sub: Counts,
+    measure: Measure,
+    out_lo: int,
+    out_hi: int,
+    slope: Fraction,
+    offset: Fraction,
+    epsilon: Fraction,
+    source: Any,
+    size: int = 1,
+) -> np.ndarray:
+    """``size`` exponential-mechanism draws for the target rank ``slope * n + offset``.
+
+    ``0 <= slope <= 1``; the sensitivity of the distance is ``max(slope, 1 - slope)``.
+    """
+    c = cells(sub, measure, out_lo, out_hi)
+    tau = slope * c.n + offset
+    exps, den = rank_exponents(c, tau)
+    delta = max(slope, 1 - slope)
+    rate = epsilon / (2 * delta * den)
+    points, _ = draw_cells(c, measure, exps, rate, size, source)
+    return points
+
+
+def _rescale(t: Fraction, num: Fraction, den: Fraction) -> Fraction:
+    """``(t - num) / den`` clamped to [0, 1] and rounded to the public denominator bound."""
+    if den == 0:
+        return Fraction(0) if t <= num else Fraction(1)
+    r = (t - num) / den
+    r = min(max(r, Fraction(0)), Fraction(1))
+    return r.limit_denominator(MAX_DENOMINATOR)
+
+
+def _split(sub: Counts, v: int, source: Any) -> tuple[Counts, Counts]:
+    """Records below ``v`` left, above ``v`` right, each record at ``v`` by a fair coin."""
+    lo = int(np.searchsorted(sub.values, v, side="left"))
+    hi = int(np.searchsorted(sub.values, v, side="right"))
+    tie = int(sub.counts[lo]) if hi > lo else 0
+    go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
+    at = np.array([v], dtype=np.int64)
+    left = Counts.build(
+        sub.lattice,
+        np.concatenate((sub.values[:lo], at)),
+        np.concatenate((sub.counts[:lo], np.array([go_left], dtype=np.int64))),
+    )
+    right = Counts.build(
+        sub.lattice,
+        np.concatenate((at, sub.values[hi:])),
+        np.concatenate((np.array([tie - go_left], dtype=np.int64), sub.counts[hi:])),
+    )
+    return left, right
+
+
+def approximate_quantiles(
+    counts: Counts,
+    measure: Measure,
+    levels: list[Fraction],
+    epsilon: Fraction,
+    source: Any,
+) -> list[int]:
+    """Lattice points for ``levels`` (sorted) by ApproximateQuantiles; sorted output.
+
+    Budget: a node whose subtree is ``h`` draws deep gets ``B / h`` of the budget ``B`` left
+    on its path, its children ``B - B / h`` each; every root-to-leaf path spends exactly
+    ``epsilon`` (the paper's ``epsilon / depth`` per draw is the special case of a full tree,
+    and wastes budget on the shorter paths of the others).
+    """
+    lat = counts.lattice
+    return _recurse(counts, measure, levels, lat.lo, lat.hi, epsilon, source)
+
+
+def _recurse(
+    sub: Counts,
+    measure: Measure,
+    levels: list[Fraction],
+    out_lo: int,
+    out_hi: int,
+    budget: Fraction,
+    source: Any,
+) -> list[int]:
+    if not levels:
+        return []
+    mid = len(levels) // 2
+    a = levels[mid]
+    eps = budget * min(Fraction(1), ROOT_WEIGHT / aq_depth(len(levels)))
+    v = int(draw_target(sub, measure, out_lo, out_hi, a, Fraction(0), eps, source)[0])
+    if len(levels) == 1:
+        return [v]
+    rest = budget - eps
+    left, right = _split(sub, v, source)
+    left_levels = [_rescale(t, Fraction(0), a) for t in levels[:mid]]
+    right_levels = [_rescale(t, a, 1 - a) for t in levels[mid + 1 :]]
+    out = _recurse(left, measure, left_levels, out_lo, v, rest, source)
+    out.append(v)
+    out.extend(_recurse(right, measure, right_levels, v, out_hi, rest, source))
+    return out
+
+
+def independent_quantiles(
+    counts: Counts,
+    measure: Measure,
+    levels: list[Fraction],
+    epsilon: Fraction,
+    source: Any,
+) -> list[int]:
+    """One draw per level on all records with ``epsilon / m`` each (sequential composition)."""
+    per = epsilon / len(levels)
+    lat = counts.lattice
+    out = [
+        int(draw_target(counts, measure, lat.lo, lat.hi, a, Fraction(0), per, source)[0])
+        for a in levels
+    ]
+    return sorted(out)

@@ -1,0 +1,128 @@
+"""Validation shared by the statistics entry points: levels, compact summaries, data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_finite_array, check_number, check_positive
+from dpkit.errors import ParameterError
+from dpkit.frameworks._quantile_em import MAX_DENOMINATOR, Counts, Lattice
+
+__all__ = [
+    "as_rational_level",
+    "check_alpha",
+    "check_levels",
+    "counts_from_data",
+    "counts_from_summary",
+]
+
+
+def as_rational_level(q: float) -> Fraction:
+    """The level as the nearest fraction with denominator at most ``2**20`` (public rounding).
+
+    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; the change is below
+    ``2**-40``. Exact rationals keep the mechanism's exponents integers.
+    """
+    return Fraction(q).limit_denominator(MAX_DENOMINATOR)
+
+
+def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
+    """Levels as a tuple of floats in (0, 1), strictly increasing; and whether a scalar came in.
+
+    Raises TypeError for non-numbers (bool included) and ParameterError for values outside
+    (0, 1), NaN, an empty sequence, unsorted or repeated levels.
+    """
+    scalar = not isinstance(levels, Sequence | np.ndarray) or isinstance(levels, str | bytes)
+    if isinstance(levels, np.ndarray) and levels.ndim == 0:
+        scalar = True
+        levels = levels.item()
+    items = [levels] if scalar else list(levels)
+    if not items:
+        raise ParameterError(f"{owner}: `levels` is empty; give one level or more in (0, 1)")
+    out: list[float] = []
+    for i, q in enumerate(items):
+        name = "levels" if scalar else f"levels[{i}]"
+        v = check_number(owner, name, q)
+        if not 0 < v < 1:
+            raise ParameterError(
+                f"{owner}: `{name}` must be in (0, 1) (0.5 is the median); got {q!r}"
+            )
+        out.append(v)
+    for i in range(1, len(out)):
+        if out[i] == out[i - 1]:
+            raise ParameterError(f"{owner}: `levels` must not repeat a level; got {out[i]!r} twice")
+        if out[i] < out[i - 1]:
+            raise ParameterError(
+                f"{owner}: `levels` must be sorted in increasing order; got {out[i - 1]!r} "
+                f"before {out[i]!r}"
+            )
+    rational = [as_rational_level(q) for q in out]
+    for i in range(1, len(rational)):
+        if rational[i] <= rational[i - 1]:
+            raise ParameterError(
+                f"{owner}: levels {out[i - 1]!r} and {out[i]!r} are closer than 2**-40; merge them"
+            )
+    return tuple(out), scalar
+
+
+def check_alpha(owner: str, alpha: Any) -> float:
+    a = check_positive(owner, "alpha", alpha)
+    if not a < 1:
+        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
+    return a
+
+
+def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
+    """Records (finite reals, clipped to the bounds) as sorted lattice values with counts."""
+    if isinstance(data, np.ma.MaskedArray):
+        raise TypeError(
+            f"{owner}: `data` must not be a masked array; drop or fill the masked values first"
+        )
+    arr = check_finite_array(owner, "data", data)
+    if arr.ndim != 1:
+        arr = arr.ravel()
+    return Counts.from_units(lattice, lattice.units(arr))
+
+
+def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) -> Counts:
+    """A compact summary: sorted distinct finite ``points`` with int ``counts >= 0``.
+
+    Points outside the bounds are clipped (records there count at the bound, as for data);
+    points mapping to the same lattice value are merged. An all-zero summary is allowed: an
+    empty group is released like any other (its emptiness is not revealed by an error).
+    """
+    if isinstance(points, np.ma.MaskedArray) or isinstance(counts, np.ma.MaskedArray):
+        raise TypeError(f"{owner}: `points` and `counts` must not be masked arrays")
+    pts = check_finite_array(owner, "points", points, allow_empty=True)
+    if pts.ndim != 1:
+        raise ParameterError(f"{owner}: `points` must be one-dimensional; got shape {pts.shape}")
+    if isinstance(counts, str | bytes):
+        raise TypeError(f"{owner}: `counts` must hold integers; got {type(counts).__name__}")
+    cnt = np.asarray(counts)
+    if cnt.dtype == np.bool_ or not (
+        np.issubdtype(cnt.dtype, np.integer) or np.issubdtype(cnt.dtype, np.floating)
+    ):
+        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {cnt.dtype}")
+    if cnt.shape != pts.shape:
+        raise ParameterError(
+            f"{owner}: `counts` must have the shape of `points` {pts.shape}; got {cnt.shape}"
+        )
+    if np.issubdtype(cnt.dtype, np.floating):
+        if not np.all(np.isfinite(cnt)) or np.any(cnt != np.floor(cnt)):
+            raise ParameterError(f"{owner}: `counts` must be whole numbers; got {cnt!r}")
+        if cnt.size and np.abs(cnt).max() >= 2.0**62:
+            raise ParameterError(f"{owner}: `counts` must be below 2**62")
+        cnt = cnt.astype(np.int64)
+    cnt = cnt.astype(np.int64)
+    if cnt.size and cnt.min() < 0:
+        raise ParameterError(f"{owner}: `counts` must be >= 0; got {int(cnt.min())}")
+    if pts.size > 1 and not np.all(pts[1:] > pts[:-1]):
+        raise ParameterError(f"{owner}: `points` must be sorted and distinct (strictly increasing)")
+    total = int(cnt.sum(dtype=np.int64)) if cnt.size else 0
+    if total >= 2**40:
+        raise ParameterError(f"{owner}: more than 2**40 records are not supported; got {total}")
+    return Counts.build(lattice, lattice.units(pts), cnt)

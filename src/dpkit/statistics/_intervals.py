@@ -1,0 +1,227 @@
+"""Confidence intervals for released quantiles: helper order statistics and noisy cell counts.
+
+Why a share of the budget is needed
+-----------------------------------
+A released quantile alone cannot carry a useful *value* interval: with half the records at
+0 and half (plus one) at 100, the median is 100, yet the exponential mechanism returns a point
+spread over the whole gap (0, 100); so any interval computed from the released value and the
+public parameters alone that covers the median for every data set is essentially the bounds.
+The rank error of the exponential mechanism is bounded by public quantities only through the
+worst case (all records packed on one lattice point), which is far from typical. So dpkit
+spends a stated share of the quantile budget (``interval_share``) on two more steps of the
+same mechanism:
+
+1. **Helpers** (``epsilon_h``): in each open cell between consecutive released quantiles
+   ``t_j < t_{j+1}`` (and below the first, above the last) the order statistics ``K`` records
+   above ``t_j`` and ``K`` records below ``t_{j+1}`` are released with the exponential mechanism
+   (targets ``K`` and ``n_cell - K``, sensitivity 1). Cells hold disjoint records (records equal
+   to a released value join none), so they compose in parallel; the two helpers of one cell
+   share ``epsilon_h`` (sequential), a single helper gets all of it.
+2. **Noisy cell counts** (``epsilon_c``): with every released value ``p_0 < ... < p_{r-1}``
+   (quantiles and helpers) the counts of the half-open cells ``(-inf, p_0), [p_0, p_1), ...,
+   [p_{r-1}, inf)`` get exact discrete Laplace noise of scale ``1 / epsilon_c``: one record
+   sits in one cell, so the histogram is ``epsilon_c``-DP (L1 sensitivity 1).
+
+The whole release (quantiles, helpers, counts) is one ``epsilon``-DP mechanism (sequential
+composition of the three stages). The intervals are then **post-processing**: the prefix sums
+``S_i`` estimate ``L(p_i) = #{x < p_i}`` and their sum estimates ``n``, with public half-widths
+``h`` (Chernoff bound for a sum of discrete Laplace variables, union bound over all prefix
+sums at ``alpha``). With probability at least ``1 - alpha``, simultaneously for every level
+``q``:
+
+* ``low = max{p_i : S_i + h_i < q (n_hat - h_n)}`` (else the lower bound) has
+  ``L(low) < q n``, hence ``low <= Q`` for every ``q``-quantile ``Q`` (NumPy's included);
+* ``high = min{p_i : S_i - h_i > q (n_hat + h_n)}`` (else the upper bound) has
+  ``L(high) > q n``, hence ``high >= Q``.
+
+These intervals are *conservative* (they hold for every data set, whatever the quantile
+method and however many ties). Their width depends on ``K`` (public, from the budget and
+``alpha``) and on the counts' noise; it never uses the data beyond the DP releases.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.frameworks._quantile_em import Counts, Measure
+from dpkit.samplers import discrete_laplace
+from dpkit.statistics._approximate import draw_target
+
+__all__ = ["IntervalStage", "helper_offset", "interval_stage", "laplace_sum_halfwidth"]
+
+
+def _log_mgf(s: np.ndarray, a: float) -> np.ndarray:
+    """log E[e^{sZ}] of the discrete Laplace ``P[z] ∝ a**|z|`` (for ``|s| < -log a``)."""
+    return 2 * math.log1p(-a) - np.log1p(-a * np.exp(s)) - np.log1p(-a * np.exp(-s))
+
+
+def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: float) -> float:
+    """A half-width ``h`` with ``P[|sum_g w_g (Z_1 + ... + Z_{k_g})| > h] <= beta``.
+
+    ``groups`` lists ``(k, w)``: ``k`` independent discrete Laplace variables of scale
+    ``scale`` (``P[z] ∝ exp(-|z| / scale)``) weighted by ``w > 0``. Chernoff:
+    ``P[sum > h] <= min_s prod E[e^{s w Z}] e^{-s h}``, doubled for the two symmetric tails;
+    the minimum runs over a grid of ``s`` (every ``s`` gives a valid bound).
+    """
+    a = math.exp(-1.0 / scale)
+    live = [(k, w) for k, w in groups if k > 0 and w > 0]
+    if not live:
+        return 0.0
+    wmax = max(w for _k, w in live)
+    s = np.linspace(1e-4, 1 - 1e-6, 4000) / (scale * wmax)
+    total = np.zeros_like(s)
+    for k, w in live:
+        total += k * _log_mgf(w * s, a)
+    return float(np.min((total - math.log(beta / 2)) / s))
+
+
+def laplace_sum_halfwidth(k: int, scale: float, beta: float) -> int:
+    """Smallest integer ``h`` with ``P[|Z_1 + ... + Z_k| > h] <= beta`` by the bound above."""
+    return max(0, math.ceil(weighted_halfwidth([(k, 1.0)], scale, beta)))
+
+
+def helper_offset(
+    epsilon_points: float,
+    epsilon_helpers: float,
+    epsilon_counts: float,
+    levels: int,
+    depth: int,
+    alpha: float,
+) -> int:
+    """The public helper offset ``K`` (records between a quantile and its helpers).
+
+    A helper certifies when its rank clears the band of the weighted count noise (half-width
+    ``h``, computed for the largest histogram this release can have, ``3 m + 1`` cells) plus
+    the quantile's own rank error (about ``2 depth / epsilon_points``). Any ``K`` keeps the
+    intervals valid; this one keeps them narrow.
+    """
+    cells = 3 * levels + 1
+    h = weighted_halfwidth([(cells, 0.5)], 1.0 / epsilon_counts, alpha / (2 * _WINDOW * levels))
+    per_helper = epsilon_helpers / (2 if levels > 1 else 1)
+    return max(1, math.ceil(K_BAND * h + 2 * depth / epsilon_points + K_HELPER / per_helper))
+
+
+K_BAND = 1.5
+K_HELPER = 2.0
+
+
+#: Released points examined on each side of a quantile when certifying its interval.
+_WINDOW = 3
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalStage:
+    """What the interval stage released and concluded (all DP or post-processing)."""
+
+    released: np.ndarray  # int64 lattice points of quantiles and helpers, sorted
+    noisy_cells: np.ndarray  # int64 noisy counts of the r + 1 half-open cells
+    noisy_n: int
+    low: np.ndarray  # float64 per level
+    high: np.ndarray
+    rank_low: np.ndarray  # fraction of records strictly below each released quantile
+    rank_high: np.ndarray
+
+
+def _helpers(
+    counts: Counts,
+    measure: Measure,
+    points: list[int],
+    offset: int,
+    epsilon: Fraction,
+    source: Any,
+) -> list[int]:
+    """Helper order statistics ``offset`` records inside each cell around the quantiles."""
+    lat = counts.lattice
+    edges = sorted(set(points))
+    bounds = [lat.lo, *edges, lat.hi]
+    out: list[int] = []
+    k = Fraction(offset)
+    last_cell = len(bounds) - 2
+    for i in range(last_cell + 1):
+        lo, hi = bounds[i], bounds[i + 1]
+        want_above = i > 0  # a helper `offset` records above the quantile at the cell's bottom
+        want_below = i < last_cell  # and one `offset` records below the quantile at its top
+        # the records strictly inside the cell; the outer cells keep the records at the bounds
+        a = int(np.searchsorted(counts.values, lo, side="right" if want_above else "left"))
+        b = int(np.searchsorted(counts.values, hi, side="left" if want_below else "right"))
+        sub = Counts.build(lat, counts.values[a:b], counts.counts[a:b])
+        share = epsilon / (2 if want_above and want_below else 1)
+        if want_above:
+            out.append(int(draw_target(sub, measure, lo, hi, Fraction(0), k, share, source)[0]))
+        if want_below:
+            out.append(int(draw_target(sub, measure, lo, hi, Fraction(1), -k, share, source)[0]))
+    return out
+
+
+def interval_stage(
+    counts: Counts,
+    measure: Measure,
+    points: list[int],
+    user_levels: tuple[float, ...],
+    *,
+    offset: int,
+    epsilon_helpers: Fraction,
+    epsilon_counts: Fraction,
+    alpha: float,
+    source: Any,
+) -> IntervalStage:
+    """Helpers, noisy cell counts and the intervals they certify (module docstring)."""
+    lat = counts.lattice
+    helpers = _helpers(counts, measure, points, offset, epsilon_helpers, source)
+    released = np.unique(np.array(points + helpers, dtype=np.int64))
+    r = released.size
+    below = counts.cum[np.searchsorted(counts.values, released, side="left")]
+    true_cells = np.diff(np.concatenate(([0], below, [counts.n])))
+    noisy = true_cells + discrete_laplace(1 / epsilon_counts, r + 1, source)
+    prefix = np.cumsum(noisy)  # prefix[i] estimates L(released[i]); prefix[-1] estimates n
+    n_hat = int(prefix[-1])
+    scale = float(1 / epsilon_counts)
+    vals = lat.values(released)
+    pos = np.searchsorted(released, np.array(points, dtype=np.int64))
+    m = len(user_levels)
+    # value intervals: for level q and released p_i, T = (1 - q) A_i - q B_i estimates
+    # L(p_i) - q n (A_i = prefix before p_i, B_i = the rest); examine _WINDOW points on
+    # each side of the level's quantile, union bound over those statements
+    beta = alpha / (2 * _WINDOW * m + 1)
+    low = np.empty(m)
+    high = np.empty(m)
+    half = lat.spacing / 2  # the statements are about records rounded to the lattice
+    for j, level in enumerate(user_levels):
+        q = Fraction(level)  # the caller's level exactly: the statement is about q n
+        qf = float(q)
+        lo_pick, hi_pick = lat.lower, lat.upper
+        lo_range = range(max(0, pos[j] - _WINDOW + 1), pos[j] + 1)
+        hi_range = range(pos[j], min(r, pos[j] + _WINDOW))
+        for i in list(lo_range) + list(hi_range):
+            a_i = int(prefix[i])
+            b_i = n_hat - a_i
+            k_a, k_b = i + 1, r - i
+            h = weighted_halfwidth([(k_a, 1 - qf), (k_b, qf)], scale, beta)
+            stat = (1 - q) * a_i - q * b_i
+            if i in lo_range and stat + Fraction(h) < 0:
+                lo_pick = max(lo_pick, max(float(vals[i]) - half, lat.lower))
+            if i in hi_range and stat - Fraction(h) > 0:
+                hi_pick = min(hi_pick, min(float(vals[i]) + half, lat.upper))
+        low[j], high[j] = lo_pick, hi_pick
+    # rank intervals: prefix sums before each quantile and the total, union bound
+    beta_r = alpha / (m + 1)
+    h_n = laplace_sum_halfwidth(r + 1, scale, beta_r)
+    a_j = prefix[pos].astype(np.int64)
+    h_a = np.array([laplace_sum_halfwidth(int(i) + 1, scale, beta_r) for i in pos])
+    n_lo, n_hi = n_hat - h_n, n_hat + h_n
+    rank_low = np.clip((a_j - h_a) / n_hi, 0.0, 1.0) if n_hi > 0 else np.zeros(m)
+    rank_high = np.clip((a_j + h_a) / n_lo, 0.0, 1.0) if n_lo > 0 else np.ones(m)
+    return IntervalStage(
+        released=released,
+        noisy_cells=noisy.astype(np.int64),
+        noisy_n=n_hat,
+        low=low,
+        high=high,
+        rank_low=np.asarray(rank_low, dtype=np.float64),
+        rank_high=np.asarray(rank_high, dtype=np.float64),
+    )

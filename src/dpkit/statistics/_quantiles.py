@@ -1,0 +1,562 @@
+"""Private quantiles: one level or many in one mechanism, from arrays or compact summaries.
+
+:func:`quantiles_from_counts` is the per-group entry point the Session calls (engines hand it
+``points`` and ``counts``); :func:`quantiles`, :func:`quantile` and :func:`median` take arrays.
+All return a :class:`QuantileRelease`: the released values (sorted, one per level), value and
+rank intervals at ``1 - alpha``, the method, the privacy cost and the neighbour relation.
+
+The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
+
+1. **Quantiles** (``(1 - interval_share) epsilon``): the exponential mechanism over a
+   power-of-two lattice with a support-aware base measure (:mod:`dpkit.frameworks._quantile_em`:
+   ``support="auto"`` releases tied values, such as integer ages, exactly). One level: one
+   draw with the tie-aware rank distance ``d`` and sensitivity ``max(q, 1 - q)``. Several
+   levels: ApproximateQuantiles (``method="aq"``, Kaplan, Schnapp and Stemmer 2022) by default
+   or independent draws at ``epsilon / m`` each (``method="independent"``).
+2. **Helpers** and 3. **noisy cell counts** (``interval_share * epsilon``): see
+   :mod:`dpkit.statistics._intervals`; they certify the intervals by post-processing.
+
+Privacy: pure ``epsilon``-DP under add/remove of one record (``relation="unbounded"``); since
+replacing a record is a removal and an addition, ``2 epsilon`` under replace-one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_bounds, check_number, check_positive
+from dpkit.accounting.loss import PureDP
+from dpkit.errors import ParameterError
+from dpkit.frameworks._common import spend
+from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
+from dpkit.samplers import as_source
+from dpkit.statistics._approximate import (
+    approximate_quantiles,
+    aq_depth,
+    draw_target,
+    independent_quantiles,
+)
+from dpkit.statistics._input import (
+    as_rational_level,
+    check_alpha,
+    check_levels,
+    counts_from_data,
+    counts_from_summary,
+)
+from dpkit.statistics._intervals import helper_offset, interval_stage
+
+__all__ = [
+    "METHODS",
+    "QuantileRelease",
+    "median",
+    "quantile",
+    "quantile_samples",
+    "quantiles",
+    "quantiles_from_counts",
+]
+
+METHODS = ("auto", "aq", "independent")
+#: Part of the interval budget spent on helpers (the rest on the noisy cell counts).
+HELPER_SHARE = Fraction(1, 3)
+
+
+def _is_integer_typed(data: Any) -> bool:
+    """Whether the column's *type* is integer (schema, public), not whether its values are."""
+    dtype = getattr(data, "dtype", None)
+    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    out = np.array(arr, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileRelease:
+    """Privately released quantiles with their intervals.
+
+    Attributes
+    ----------
+    levels : tuple of float
+        The levels asked for, increasing, in (0, 1).
+    values : numpy.ndarray
+        The released quantiles, one per level, sorted (read-only float64).
+    value_intervals : numpy.ndarray or None
+        Shape ``(m, 2)``: ``[low, high]`` per level. With probability at least ``1 - alpha``,
+        *simultaneously for every level*, each interval contains every ``q``-quantile of the
+        records clipped to the bounds (NumPy's among them). Conservative (valid for every data
+        set and method); clipping bias is not included. ``None`` when ``intervals=False``.
+    rank_intervals : numpy.ndarray or None
+        Shape ``(m, 2)``: bounds on the fraction of records strictly below each released value,
+        holding with the intervals above (same event, probability ``>= 1 - alpha``).
+    method : str
+        ``"exponential"`` (one level), ``"aq"`` or ``"independent"``.
+    privacy : PureDP
+        The cost of the whole release (``PureDP(epsilon)``).
+    relation : str
+        ``"unbounded"``: the guarantee is for adding or removing one record.
+    alpha : float
+        The intervals' error probability.
+    support : str or float
+        The base measure used: ``"auto"`` (dyadic atoms), ``"continuous"``, or a resolution
+        (``1.0`` on an integer-typed column when ``"auto"`` was asked for).
+    details : Mapping
+        Public figures: the budget split, the lattice spacing, the helper offset, the released
+        helper values, the noisy record count and noisy cell counts (all DP outputs or public
+        parameters; read-only).
+    """
+
+    levels: tuple[float, ...]
+    values: np.ndarray
+    value_intervals: np.ndarray | None
+    rank_intervals: np.ndarray | None
+    method: str
+    privacy: PureDP
+    relation: str = "unbounded"
+    alpha: float = 0.05
+    support: str = "auto"
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _frozen(self.values))
+        for name in ("value_intervals", "rank_intervals"):
+            arr = getattr(self, name)
+            if arr is not None:
+                object.__setattr__(self, name, _frozen(arr))
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+    @property
+    def value(self) -> float:
+        """The released value of a single-level release."""
+        if len(self.levels) != 1:
+            raise ParameterError(
+                f"QuantileRelease.value: {len(self.levels)} levels were released; use `values`"
+            )
+        return float(self.values[0])
+
+    def __repr__(self) -> str:
+        vals = ", ".join(f"{v:.6g}" for v in self.values)
+        return (
+            f"QuantileRelease(levels={self.levels}, values=[{vals}], method={self.method!r}, "
+            f"privacy={self.privacy!r}, relation={self.relation!r})"
+        )
+
+
+def _check_support(owner: str, support: Any) -> None:
+    if isinstance(support, str):
+        if support not in SUPPORTS:
+            raise ParameterError(
+                f"{owner}: `support` must be one of {SUPPORTS} or a power-of-two resolution "
+                f"such as 1.0; got {support!r}"
+            )
+    elif isinstance(support, bool) or not isinstance(support, int | float | np.number):
+        raise TypeError(
+            f"{owner}: `support` must be 'auto', 'continuous' or a resolution such as 1.0; "
+            f"got {type(support).__name__}"
+        )
+
+
+def _measure(owner: str, lattice: Lattice, support: Any, integer_dtype: bool) -> Measure:
+    """The base measure; ``"auto"`` on an integer-typed column means resolution 1."""
+    width = lattice.upper - lattice.lower
+    if support == "auto" and integer_dtype and lattice.spacing <= 1 <= width:
+        support = 1.0
+    try:
+        return Measure(lattice, support)
+    except (ParameterError, TypeError) as exc:
+        raise type(exc)(f"{owner}: {exc}") from None
+
+
+def _check_common(
+    owner: str,
+    levels: Any,
+    epsilon: Any,
+    bounds: Any,
+    method: Any,
+    support: Any,
+    alpha: Any,
+    intervals: Any,
+    interval_share: Any,
+) -> tuple[tuple[float, ...], float, tuple[float, float], str, float, float]:
+    lv, _scalar = check_levels(owner, levels)
+    eps = check_positive(owner, "epsilon", epsilon)
+    lower, upper = check_bounds(owner, bounds)
+    if not isinstance(method, str) or method not in METHODS:
+        raise ParameterError(f"{owner}: `method` must be one of {METHODS}; got {method!r}")
+    _check_support(owner, support)
+    a = check_alpha(owner, alpha)
+    if not isinstance(intervals, bool):
+        raise TypeError(f"{owner}: `intervals` must be True or False; got {intervals!r}")
+    share = check_number(owner, "interval_share", interval_share)
+    if intervals and not 0 < share < 1:
+        raise ParameterError(f"{owner}: `interval_share` must be in (0, 1); got {share!r}")
+    return lv, eps, (lower, upper), method, a, share if intervals else 0.0
+
+
+def _release(
+    owner: str,
+    counts: Counts,
+    measure: Measure,
+    levels: tuple[float, ...],
+    eps: float,
+    method: str,
+    support: str | float,
+    alpha: float,
+    share: float,
+    rng: Any,
+) -> QuantileRelease:
+    """Stages 1-3 (module docstring) on validated inputs; the budget is already spent."""
+    source = as_source(rng)
+    rational = [as_rational_level(q) for q in levels]
+    m = len(levels)
+    if method == "auto":
+        method = "aq" if m > 1 else "exponential"
+    if m == 1:
+        method = "exponential"
+    total = Fraction(eps)
+    eps_points = total * (1 - Fraction(share))
+    if method == "independent":
+        points = independent_quantiles(counts, measure, rational, eps_points, source)
+        depth = m
+    else:
+        points = approximate_quantiles(counts, measure, rational, eps_points, source)
+        depth = aq_depth(m)
+    lat = counts.lattice
+    details: dict[str, Any] = {
+        "epsilon_quantiles": float(eps_points),
+        "spacing": lat.spacing,
+        "depth": depth,
+    }
+    value_iv = rank_iv = None
+    if share > 0:
+        eps_rest = total - eps_points
+        eps_helpers = eps_rest * HELPER_SHARE
+        eps_counts = eps_rest - eps_helpers
+        offset = helper_offset(
+            float(eps_points), float(eps_helpers), float(eps_counts), m, depth, alpha
+        )
+        stage = interval_stage(
+            counts,
+            measure,
+            points,
+            levels,
+            offset=offset,
+            epsilon_helpers=eps_helpers,
+            epsilon_counts=eps_counts,
+            alpha=alpha,
+            source=source,
+        )
+        value_iv = np.column_stack((stage.low, stage.high))
+        rank_iv = np.column_stack((stage.rank_low, stage.rank_high))
+        details.update(
+            epsilon_helpers=float(eps_helpers),
+            epsilon_counts=float(eps_counts),
+            helper_offset=offset,
+            released_points=tuple(lat.values(stage.released).tolist()),
+            noisy_cell_counts=tuple(int(c) for c in stage.noisy_cells),
+            noisy_n=stage.noisy_n,
+        )
+    return QuantileRelease(
+        levels=levels,
+        values=lat.values(np.array(points, dtype=np.int64)),
+        value_intervals=value_iv,
+        rank_intervals=rank_iv,
+        method=method,
+        privacy=PureDP(eps),
+        relation="unbounded",
+        alpha=alpha,
+        support=measure.support,
+        details=details,
+    )
+
+
+def quantiles_from_counts(
+    points: Any,
+    counts: Any,
+    levels: Any,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    method: str = "auto",
+    alpha: float = 0.05,
+    rng: Any = None,
+    support: str | float = "auto",
+    intervals: bool = True,
+    interval_share: float = 0.25,
+    accountant: Any = None,
+) -> QuantileRelease:
+    """Release quantiles of a compact summary ``(points, counts)`` in one mechanism.
+
+    Parameters
+    ----------
+    points : array_like
+        Sorted distinct finite values (for example the lattice points an engine grouped the
+        records on); values outside ``bounds`` count at the nearer bound.
+    counts : array_like of int
+        Multiplicities ``>= 0`` of ``points`` (same shape). An all-zero summary is released
+        like any other: an empty group's output is noise, and no error reveals it.
+    levels : float or sequence of float
+        One level or several, each in (0, 1), strictly increasing (0.5 is the median).
+    epsilon : float
+        Privacy cost of the whole call, finite and > 0.
+    bounds : (float, float)
+        Public ``(lower, upper)`` chosen without looking at the data.
+    method : {"auto", "aq", "independent"}
+        ``"auto"``: one draw for one level, ApproximateQuantiles for several.
+    alpha : float
+        Error probability of the intervals, in (0, 1).
+    rng
+        ``None`` (secure), an ``int`` seed or a bit source.
+    support : "auto", "continuous" or float
+        The base measure of the exponential mechanism (never read from the data):
+        ``"auto"`` puts atoms on every dyadic grid so tied values (integers, halves, ...) can
+        be released exactly; a power-of-two resolution such as ``1.0`` (the column is known
+        to hold integers, for example from its type) puts strong atoms on that grid only;
+        ``"continuous"`` is the lattice version of Smith's interval mechanism. The array
+        functions read an integer *dtype* as resolution 1 under ``"auto"`` (a schema fact).
+    intervals : bool
+        Spend ``interval_share`` of ``epsilon`` on the interval stage (default). With
+        ``False`` every bit of ``epsilon`` goes to the quantiles and no interval is given.
+    interval_share : float
+        The share in (0, 1) spent on intervals (a third on helpers, two thirds on counts).
+    accountant : optional
+        Charged ``PureDP(epsilon)`` before anything is drawn.
+
+    Returns
+    -------
+    QuantileRelease
+
+    Raises
+    ------
+    TypeError
+        Non-numeric points, counts, levels or parameters; bool values; masked arrays.
+    ParameterError
+        Levels outside (0, 1), unsorted or repeated; unsorted or repeated points; negative or
+        fractional counts; bad epsilon, bounds, method, support or alpha.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record (``relation="unbounded"``): the three
+    stages are exponential mechanisms with sensitivity-bounded scores (McSherry and Talwar
+    2007, Theorem 6), ApproximateQuantiles' parallel split (Kaplan, Schnapp and Stemmer
+    2022, Theorem 3.3) and a histogram with discrete Laplace noise (Ghosh, Roughgarden and
+    Sundararajan 2009), composed sequentially (Dwork and Roth 2014, Theorem 3.16). Each
+    record's value enters only through the per-record lattice map, so neighbouring inputs
+    stay neighbouring summaries.
+
+    Examples
+    --------
+    Ages counted by an engine (integers, so ``support=1.0``): the median is the tied 30.
+
+    >>> rel = quantiles_from_counts([18.0, 30.0, 45.0, 60.0], [10, 45, 30, 15], 0.5,
+    ...                             epsilon=1.0, bounds=(0, 100), support=1.0, rng=7)
+    >>> rel.value, rel.method, rel.privacy, rel.relation
+    (30.0, 'exponential', PureDP(epsilon=1.0), 'unbounded')
+    """
+    owner = "quantiles_from_counts"
+    lv, eps, (lower, upper), method, a, share = _check_common(
+        owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
+    )
+    lattice = Lattice.for_bounds(owner, lower, upper)
+    summary = counts_from_summary(owner, points, counts, lattice)
+    measure = _measure(owner, lattice, support, integer_dtype=False)
+    spend(accountant, PureDP(eps), owner)
+    return _release(owner, summary, measure, lv, eps, method, support, a, share, rng)
+
+
+def quantiles(
+    data: Any,
+    levels: Any,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    method: str = "auto",
+    alpha: float = 0.05,
+    rng: Any = None,
+    support: str | float = "auto",
+    intervals: bool = True,
+    interval_share: float = 0.25,
+    accountant: Any = None,
+) -> QuantileRelease:
+    """Release quantiles of an array in one mechanism (see :func:`quantiles_from_counts`).
+
+    Parameters
+    ----------
+    data : array_like
+        Finite real values, one per record; clipped to ``bounds``. Empty data, NaN,
+        infinities, masked arrays and bools are refused.
+    levels, epsilon, bounds, method, alpha, rng, support, intervals, interval_share, accountant
+        As for :func:`quantiles_from_counts`.
+
+    Returns
+    -------
+    QuantileRelease
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record (see :func:`quantiles_from_counts`).
+
+    Examples
+    --------
+    >>> ages = np.repeat([20, 30, 40, 50, 60], [60, 210, 460, 210, 60])  # int dtype
+    >>> quantiles(ages, [0.25, 0.5, 0.75], epsilon=1.0, bounds=(0, 100), rng=2).values
+    array([30., 40., 50.])
+    """
+    owner = "quantiles"
+    lv, eps, (lower, upper), method, a, share = _check_common(
+        owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
+    )
+    lattice = Lattice.for_bounds(owner, lower, upper)
+    summary = counts_from_data(owner, data, lattice)
+    measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    spend(accountant, PureDP(eps), owner)
+    return _release(owner, summary, measure, lv, eps, method, support, a, share, rng)
+
+
+def quantile(
+    data: Any,
+    q: float,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    alpha: float = 0.05,
+    rng: Any = None,
+    support: str | float = "auto",
+    intervals: bool = True,
+    interval_share: float = 0.25,
+    accountant: Any = None,
+) -> QuantileRelease:
+    """Release one quantile of an array (``q`` in (0, 1)); see :func:`quantiles`.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record.
+
+    Examples
+    --------
+    >>> round(quantile(np.arange(1.0, 100.0), 0.9, epsilon=1.0, bounds=(0, 100), rng=2).value, 2)
+    90.81
+    """
+    if isinstance(q, list | tuple | np.ndarray):
+        raise TypeError("quantile: `q` must be one level; use quantiles() for several")
+    return quantiles(
+        data,
+        q,
+        epsilon=epsilon,
+        bounds=bounds,
+        alpha=alpha,
+        rng=rng,
+        support=support,
+        intervals=intervals,
+        interval_share=interval_share,
+        accountant=accountant,
+    )
+
+
+def median(
+    data: Any,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    alpha: float = 0.05,
+    rng: Any = None,
+    support: str | float = "auto",
+    intervals: bool = True,
+    interval_share: float = 0.25,
+    accountant: Any = None,
+) -> QuantileRelease:
+    """Release the median of an array; see :func:`quantiles`.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record.
+
+    Examples
+    --------
+    >>> median(np.repeat([1.0, 2.0, 3.0], [30, 41, 30]), epsilon=1.0, bounds=(0, 10),
+    ...        rng=0).value
+    2.0
+    """
+    return quantiles(
+        data,
+        0.5,
+        epsilon=epsilon,
+        bounds=bounds,
+        alpha=alpha,
+        rng=rng,
+        support=support,
+        intervals=intervals,
+        interval_share=interval_share,
+        accountant=accountant,
+    )
+
+
+def quantile_samples(
+    data: Any,
+    q: float,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    size: int,
+    support: str | float = "auto",
+    rng: Any = None,
+) -> np.ndarray:
+    """``size`` independent draws of the single-quantile mechanism (no intervals, no spend).
+
+    The batched core of :func:`quantile` with ``intervals=False``, for audits and studies:
+    each draw is ``epsilon``-DP, so ``size`` draws cost ``size * epsilon``; nothing is charged.
+
+    Parameters
+    ----------
+    data, q, epsilon, bounds, support, rng
+        As for :func:`quantile`.
+    size : int
+        Number of draws, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 draws (lattice points).
+
+    Privacy
+    -------
+    Each draw is pure ``epsilon``-DP under add/remove of one record.
+
+    Examples
+    --------
+    >>> x = np.repeat([1.0, 2.0, 3.0], [30, 41, 30])
+    >>> quantile_samples(x, 0.5, epsilon=1.0, bounds=(0, 4), support=1.0, size=4,
+    ...                  rng=0).tolist()
+    [2.0, 2.0, 2.0, 2.0]
+    """
+    owner = "quantile_samples"
+    (level,), _scalar = check_levels(owner, q)
+    if not _scalar:
+        raise TypeError(f"{owner}: `q` must be one level; got {q!r}")
+    eps = check_positive(owner, "epsilon", epsilon)
+    lower, upper = check_bounds(owner, bounds)
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 1:
+        raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    _check_support(owner, support)
+    lattice = Lattice.for_bounds(owner, lower, upper)
+    summary = counts_from_data(owner, data, lattice)
+    measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    pts = draw_target(
+        summary,
+        measure,
+        lattice.lo,
+        lattice.hi,
+        as_rational_level(level),
+        Fraction(0),
+        Fraction(eps),
+        as_source(rng),
+        size=int(size),
+    )
+    return lattice.values(pts)

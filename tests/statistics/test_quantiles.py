@@ -1,0 +1,335 @@
+"""Private quantiles: exact law against an independent oracle, privacy, intervals, errors."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dpkit
+from dpkit.statistics import (
+    QuantileRelease,
+    median,
+    quantile,
+    quantile_samples,
+    quantiles,
+    quantiles_from_counts,
+)
+
+# --------------------------------------------------------------------------- oracle
+# An independent re-derivation of the single-level law on a small example: bounds (0, 8), so
+# the lattice spacing is g = 2**(3 - 30) and the lattice indices run over [0, 2**30]. The
+# mass of a stretch [A, B] of lattice indices is computed with Python integers from the
+# definition of the base measure; the distance d and the probabilities from direct counts.
+
+G_EXP = 27  # g = 2**-27 for bounds (0, 8)
+HI = 8 << G_EXP
+
+
+def _mass(a: int, b: int, support: object) -> int:
+    if b < a:
+        return 0
+    n = b - a + 1
+    if support == "continuous":
+        return n
+    if support == "auto":
+        return 31 * n + sum((b >> j) - ((a - 1) >> j) << j for j in range(31))
+    k = G_EXP + int(math.log2(float(support)))  # resolution r = 2**k g
+    return n + ((b >> k) - ((a - 1) >> k)) * (1 << k)
+
+
+def _oracle_cells(x: list[float], q: float, eps: float, support: object):
+    """Cells (label, probability): ('atom', v) for each data value, ('gap', i) between them."""
+    vals = sorted(set(x))
+    units = [int(v * (1 << G_EXP)) for v in vals]
+    n = len(x)
+    qr = Fraction(q).limit_denominator(1 << 20)
+    tau = qr * n
+    delta = max(qr, 1 - qr)
+    cells = []
+    edges = [-1, *units, HI + 1]
+    for i in range(len(edges) - 1):
+        a, b = edges[i] + 1, edges[i + 1] - 1
+        below = sum(1 for v in x if v * (1 << G_EXP) < a)
+        cells.append((("gap", i), _mass(a, b, support), below, below))
+        if i < len(units):
+            u = units[i]
+            lt = sum(1 for v in x if v < vals[i])
+            le = sum(1 for v in x if v <= vals[i])
+            cells.append((("atom", vals[i]), _mass(u, u, support), lt, le))
+    logw = []
+    for _label, mass, lt, le in cells:
+        d = max(Fraction(0), lt - tau, tau - le)
+        logw.append(math.log(mass) - eps * float(d) / (2 * float(delta)) if mass else -math.inf)
+    top = max(logw)
+    w = np.exp(np.array(logw) - top)
+    return [c[0] for c in cells], w / w.sum()
+
+
+def _classify(draws: np.ndarray, x: list[float]) -> np.ndarray:
+    vals = np.array(sorted(set(x)))
+    pos = np.searchsorted(vals, draws, side="left")
+    hit = (pos < vals.size) & (vals[np.minimum(pos, vals.size - 1)] == draws)
+    # cell index in the oracle's order: gap i is 2 i, atom i is 2 i + 1
+    return np.where(hit, 2 * pos + 1, 2 * pos)
+
+
+CASES = [
+    ([1.0, 2.0, 2.0, 3.5, 6.0], 0.5, 1.0, "auto"),
+    ([1.0, 2.0, 2.0, 3.5, 6.0], 0.5, 1.0, "continuous"),
+    ([0.5, 2.0, 2.0, 2.0, 3.0, 7.0], 0.3, 2.0, 1.0),
+    ([4.0], 0.9, 0.5, "auto"),
+]
+
+
+@pytest.mark.parametrize(("x", "q", "eps", "support"), CASES)
+def test_single_level_law_matches_the_oracle(x, q, eps, support, chi2_pvalue) -> None:
+    labels, pmf = _oracle_cells(x, q, eps, support)
+    draws = quantile_samples(
+        x, q, epsilon=eps, bounds=(0, 8), size=40_000, support=support, rng=20261122
+    )
+    cells = _classify(draws, x)
+    # 40,000 draws: a 10% error in the rate moves these probabilities by several percent, a
+    # chi-square shift far beyond the 1e-3 level (checked by the mutation list)
+    assert chi2_pvalue(cells, np.arange(len(labels)), pmf) > 1e-3, (labels, pmf)
+
+
+def test_points_inside_a_gap_follow_the_base_measure() -> None:
+    # one record at 2 and one at 6, median, resolution 1: a draw lands in the open gap (2, 6)
+    # with lattice points 3, 4, 5 weighing 1 + 2**27 each and every other point 1, so
+    # P[integer | gap] = 3 (1 + 2**27) / ((4 * 2**27 - 1) + 3 * 2**27) ~ 3/7 exactly
+    x = [2.0, 6.0]
+    draws = quantile_samples(x, 0.5, epsilon=0.01, bounds=(0, 8), size=20_000, support=1.0, rng=3)
+    inside = draws[(draws > 2) & (draws < 6)]
+    p = 3 * (1 + 2**27) / ((4 * 2**27 - 1) + 3 * 2**27)
+    k = int(np.count_nonzero(inside == np.round(inside)))
+    m = inside.size
+    # binomial: 5 standard deviations
+    assert abs(k - m * p) < 5 * math.sqrt(m * p * (1 - p))
+
+
+def test_exact_privacy_ratio_of_the_law_on_neighbours() -> None:
+    """The oracle law on x and x plus one record: every lattice point's probability ratio is
+    within e^epsilon (the cells of x' refine those of x, so compare point by point)."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(1, 7))
+        x = sorted(rng.integers(0, 9, n).astype(float).tolist())
+        y = float(rng.integers(0, 9))
+        q = float(rng.choice([0.1, 0.25, 0.5, 0.8]))
+        eps = float(rng.choice([0.3, 1.0, 3.0]))
+        for support in ("auto", "continuous", 1.0):
+            worst = _max_log_ratio(x, sorted([*x, y]), q, eps, support)
+            assert worst <= eps + 1e-9, (x, y, q, eps, support, worst)
+
+
+def _point_logp(x: list[float], q: float, eps: float, support: object, points: list[int]):
+    _labels, pmf = _oracle_cells(x, q, eps, support)
+    vals = sorted(set(x))
+    units = [int(v * (1 << G_EXP)) for v in vals]
+    out = []
+    for t in points:
+        # which cell holds t, and the point's share of the cell's mass
+        i = int(np.searchsorted(units, t))
+        if i < len(units) and units[i] == t:
+            cell = 2 * i + 1
+            a = b = t
+        else:
+            cell = 2 * i
+            a = (units[i - 1] + 1) if i > 0 else 0
+            b = (units[i] - 1) if i < len(units) else HI
+        out.append(
+            math.log(pmf[cell]) + math.log(_mass(t, t, support)) - math.log(_mass(a, b, support))
+        )
+    return np.array(out)
+
+
+def _max_log_ratio(x, x2, q, eps, support) -> float:
+    units = sorted({int(v * (1 << G_EXP)) for v in x + x2})
+    probe = {0, HI}
+    for u in units:
+        probe.update({u - 1, u, u + 1, u + (1 << G_EXP) // 2})
+    probe.update({(1 << G_EXP) * k for k in range(9)})
+    pts = sorted(p for p in probe if 0 <= p <= HI)
+    a = _point_logp(x, q, eps, support, pts)
+    b = _point_logp(x2, q, eps, support, pts)
+    return float(np.max(np.abs(a - b)))
+
+
+def test_empirical_histograms_on_neighbours_stay_within_e_to_the_epsilon() -> None:
+    x = [1.0, 2.0, 2.0, 3.0, 5.0, 6.0]
+    x2 = [*x, 2.0]
+    eps = 1.0
+    edges = np.arange(0, 8.5, 0.5)
+    kw = dict(epsilon=eps, bounds=(0, 8), size=60_000, support=1.0)
+    h1 = np.histogram(quantile_samples(x, 0.5, rng=1, **kw), bins=edges)[0]
+    h2 = np.histogram(quantile_samples(x2, 0.5, rng=2, **kw), bins=edges)[0]
+    keep = (h1 > 400) & (h2 > 400)
+    ratio = np.abs(np.log(h1[keep] / h2[keep]))
+    # bins with >= 400 draws: the log-ratio estimate's standard error is below 0.071, so
+    # e^epsilon plus 4 standard errors bounds it with overwhelming probability
+    assert ratio.max() <= eps + 4 * 0.071
+
+
+# --------------------------------------------------------------------------- behaviour
+
+
+def test_integer_ties_are_released_exactly() -> None:
+    ages = np.repeat(np.arange(18, 91), 40)  # int dtype: resolution 1 under "auto"
+    rel = quantiles(ages, [0.1, 0.5, 0.9], epsilon=1.0, bounds=(0, 100), rng=4)
+    assert rel.support == 1.0
+    assert np.all(rel.values == np.round(rel.values))
+    truth = np.quantile(ages, rel.levels, method="inverted_cdf")
+    assert np.max(np.abs(rel.values - truth)) <= 1
+
+
+def test_multi_level_release_is_sorted_and_one_mechanism() -> None:
+    x = np.random.default_rng(0).normal(50, 15, 5000).clip(0, 100)
+    levels = [0.1, 0.25, 0.5, 0.75, 0.9]
+    acct = dpkit.Accountant(dpkit.PureDP(1.0))
+    rel = quantiles(x, levels, epsilon=1.0, bounds=(0, 100), rng=2, accountant=acct)
+    assert rel.method == "aq" and rel.privacy == dpkit.PureDP(1.0)
+    assert rel.relation == "unbounded"
+    assert np.all(np.diff(rel.values) >= 0)
+    assert np.max(np.abs(rel.values - np.quantile(x, levels))) < 2.0
+    assert acct.spent == dpkit.PureDP(1.0)
+    ind = quantiles(x, levels, epsilon=1.0, bounds=(0, 100), rng=2, method="independent")
+    assert ind.method == "independent" and np.all(np.diff(ind.values) >= 0)
+
+
+def test_seeded_releases_repeat_and_are_read_only() -> None:
+    x = np.arange(100.0)
+    a = quantiles(x, [0.2, 0.8], epsilon=1.0, bounds=(0, 100), rng=9)
+    b = quantiles(x, [0.2, 0.8], epsilon=1.0, bounds=(0, 100), rng=9)
+    assert np.array_equal(a.values, b.values)
+    assert np.array_equal(a.value_intervals, b.value_intervals)
+    with pytest.raises(ValueError):
+        a.values[0] = 1.0
+    assert isinstance(a, QuantileRelease) and "QuantileRelease" in repr(a)
+
+
+def test_budget_is_spent_before_anything_is_drawn() -> None:
+    acct = dpkit.Accountant(dpkit.PureDP(0.5))
+    with pytest.raises(dpkit.BudgetExceededError):
+        median(np.arange(10.0), epsilon=1.0, bounds=(0, 10), accountant=acct)
+
+
+def test_intervals_cover_at_the_stated_rate() -> None:
+    # 120 releases with alpha = 0.3: the intervals are conservative, so a miss rate above
+    # 0.3 + 3 binomial standard deviations (0.42) would contradict the guarantee
+    rng = np.random.default_rng(11)
+    x = rng.normal(50, 15, 400).clip(0, 100)
+    levels = [0.25, 0.5, 0.75]
+    truth = np.quantile(x, levels)
+    misses = 0
+    for seed in range(120):
+        rel = quantiles(x, levels, epsilon=2.0, bounds=(0, 100), alpha=0.3, rng=seed)
+        iv = rel.value_intervals
+        misses += not np.all((iv[:, 0] <= truth) & (truth <= iv[:, 1]))
+    assert misses / 120 <= 0.42
+    # and they are informative here: narrower than the bounds
+    assert np.median(iv[:, 1] - iv[:, 0]) < 50
+
+
+def test_empty_summary_releases_noise_without_error() -> None:
+    rel = quantiles_from_counts([10.0, 20.0], [0, 0], [0.5], epsilon=1.0, bounds=(0, 100), rng=1)
+    assert 0 <= rel.value <= 100
+    rel = quantiles_from_counts([], [], 0.5, epsilon=1.0, bounds=(0, 100), rng=1)
+    assert 0 <= rel.value <= 100
+
+
+def test_counts_form_matches_the_array_form() -> None:
+    x = np.array([3.0, 3.0, 7.0, 9.0, 9.0, 9.0])
+    pts, cnt = np.unique(x, return_counts=True)
+    a = quantiles(x, [0.3, 0.6], epsilon=1.0, bounds=(0, 10), rng=5)
+    b = quantiles_from_counts(pts, cnt, [0.3, 0.6], epsilon=1.0, bounds=(0, 10), rng=5)
+    assert np.array_equal(a.values, b.values)
+
+
+def test_adversarial_data() -> None:
+    kw = dict(epsilon=1.0, rng=0)
+    # all values equal, at a non-dyadic value: auto support still releases near it
+    rel = median(np.full(500, 37.3), bounds=(0, 100), **kw)
+    assert abs(rel.value - 37.3) < 1e-6
+    # two atoms
+    rel = quantiles(np.repeat([10, 90], [300, 300]), [0.25, 0.75], bounds=(0, 100), **kw)
+    assert rel.values.tolist() == [10.0, 90.0]
+    # values at the bounds and beyond (clipped), n = 1, huge range
+    assert median(np.array([-5.0, 0.0, 100.0, 200.0]), bounds=(0, 100), **kw).value <= 100
+    assert 0 <= median([42.0], bounds=(0, 100), **kw).value <= 100
+    rel = median(np.full(1000, 3e11), bounds=(-1e12, 1e12), **kw)
+    assert abs(rel.value - 3e11) < 1e-3 * 1e12
+
+
+@pytest.mark.parametrize(
+    ("levels", "exc", "match"),
+    [
+        (0.0, dpkit.ParameterError, r"`levels` must be in \(0, 1\)"),
+        (1.0, dpkit.ParameterError, r"must be in \(0, 1\)"),
+        ([0.5, 1.5], dpkit.ParameterError, r"`levels\[1\]` must be in \(0, 1\)"),
+        ([0.5, 0.5], dpkit.ParameterError, "must not repeat"),
+        ([0.6, 0.5], dpkit.ParameterError, "sorted in increasing order"),
+        ([], dpkit.ParameterError, "`levels` is empty"),
+        (float("nan"), dpkit.ParameterError, "finite"),
+        (True, TypeError, "real number"),
+        ("0.5", TypeError, "real number"),
+    ],
+)
+def test_bad_levels_get_a_clear_error(levels, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        quantiles(np.arange(10.0), levels, epsilon=1.0, bounds=(0, 10))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(data=[]), dpkit.ParameterError, "`data` is empty"),
+        (dict(data=[1.0, float("nan")]), dpkit.ParameterError, "NaN"),
+        (dict(data=[True, False]), TypeError, "real numbers"),
+        (dict(data=np.ma.masked_array([1.0, 2.0], [0, 1])), TypeError, "masked"),
+        (dict(bounds=None), dpkit.ParameterError, "`bounds` is required"),
+        (dict(bounds=(5, 1)), dpkit.ParameterError, "lower < upper"),
+        (dict(epsilon=0), dpkit.ParameterError, "`epsilon` must be a finite number > 0"),
+        (dict(epsilon=float("inf")), dpkit.ParameterError, "`epsilon`"),
+        (dict(method="joint-ish"), dpkit.ParameterError, "`method` must be one of"),
+        (dict(support="integers"), dpkit.ParameterError, "`support` must be one of"),
+        (dict(support=0.3), dpkit.ParameterError, "power of two"),
+        (dict(alpha=1.5), dpkit.ParameterError, r"`alpha` must be in \(0, 1\)"),
+        (dict(intervals="yes"), TypeError, "`intervals` must be True or False"),
+        (dict(interval_share=1.0), dpkit.ParameterError, "`interval_share`"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(kwargs, exc, match) -> None:
+    args = dict(data=np.arange(10.0), levels=0.5, epsilon=1.0, bounds=(0, 10)) | kwargs
+    data, levels = args.pop("data"), args.pop("levels")
+    with pytest.raises(exc, match=match):
+        quantiles(data, levels, **args)
+
+
+@pytest.mark.parametrize(
+    ("points", "counts", "exc", "match"),
+    [
+        ([1.0, 2.0], [1, -1], dpkit.ParameterError, ">= 0"),
+        ([1.0, 2.0], [1.5, 1], dpkit.ParameterError, "whole numbers"),
+        ([1.0, 2.0], [1], dpkit.ParameterError, "shape"),
+        ([2.0, 1.0], [1, 1], dpkit.ParameterError, "sorted and distinct"),
+        ([1.0, 1.0], [1, 1], dpkit.ParameterError, "sorted and distinct"),
+        ([1.0, float("nan")], [1, 1], dpkit.ParameterError, "finite"),
+        ([1.0, 2.0], [True, False], TypeError, "integers"),
+        ("ab", [1, 1], TypeError, "numeric"),
+    ],
+)
+def test_bad_summaries_get_a_clear_error(points, counts, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        quantiles_from_counts(points, counts, 0.5, epsilon=1.0, bounds=(0, 10))
+
+
+def test_single_level_helpers() -> None:
+    with pytest.raises(TypeError, match="one level"):
+        quantile(np.arange(5.0), [0.5], epsilon=1.0, bounds=(0, 5))
+    with pytest.raises(dpkit.ParameterError, match="use `values`"):
+        _ = quantiles(np.arange(5.0), [0.2, 0.5], epsilon=1.0, bounds=(0, 5), rng=0).value
+    with pytest.raises(TypeError, match="`size`"):
+        quantile_samples(np.arange(5.0), 0.5, epsilon=1.0, bounds=(0, 5), size=0)
