@@ -504,7 +504,7 @@ def _run(
         if isinstance(a, Histogram):
             frame = _histogram(ctx, rows, a, plan, frame, source)
     return QueryRelease(
-        frame=engine.output(frame),
+        frame=engine.output(frame, like=ctx.frame),
         privacy=budget.cost,
         relation="unbounded",
         privacy_unit=ctx.unit,

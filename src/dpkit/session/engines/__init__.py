@@ -9,8 +9,9 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.
 
-Adding an engine (PySpark, issue 12) means writing one more :class:`Engine` subclass and
-registering it with :func:`register`; nothing else in :mod:`dpkit.session` changes.
+Adding an engine means writing one more :class:`Engine` subclass and registering it with
+:func:`register`; nothing else in :mod:`dpkit.session` changes (PySpark, issue 12, is
+:class:`SparkEngine`, importing pyspark only when given a Spark DataFrame).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dpkit.session.engines._base import Engine, engine_for, register, supported
 from dpkit.session.engines.duckdb import DuckDBEngine
 from dpkit.session.engines.pandas import PandasEngine
 from dpkit.session.engines.polars import FileEngine, PolarsEngine, PyArrowEngine
+from dpkit.session.engines.spark import SparkEngine
 
 __all__ = [
     "DuckDBEngine",
@@ -27,6 +29,7 @@ __all__ = [
     "PandasEngine",
     "PolarsEngine",
     "PyArrowEngine",
+    "SparkEngine",
     "engine_for",
     "register",
     "supported",
@@ -37,3 +40,4 @@ register(PandasEngine())
 register(PyArrowEngine())
 register(DuckDBEngine())
 register(FileEngine())
+register(SparkEngine())

@@ -58,8 +58,9 @@ class Engine:
         """Run an aggregated lazy frame and return it as a Polars DataFrame."""
         return frame.collect(backend="polars").to_native()
 
-    def output(self, frame: pl.DataFrame) -> Any:
-        """The released frame in the caller's family (Polars unless overridden)."""
+    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+        """The released frame in the caller's family (Polars unless overridden); ``like`` is
+        the queried data (an engine such as Spark builds its result in the data's session)."""
         return frame
 
 
