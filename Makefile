@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
+# OpenDP's polars extra pins an exact Polars; its Session-benchmark rows run in their own venv
+OPENDP_VENV := .venv-bench-opendp
+OPENDP_STAMP := $(OPENDP_VENV)/.installed
 DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean mutation audit
@@ -46,9 +49,15 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip check
 	touch $(BENCH_STAMP)
 
+$(OPENDP_STAMP):
+	$(PYTHON) -m venv $(OPENDP_VENV)
+	$(OPENDP_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENDP_VENV)/bin/python -m pip install --quiet 'opendp[polars]>=0.14,<0.17' 'numpy>=2,<3'
+	touch $(OPENDP_STAMP)
+
 # `make bench BENCH_ARGS="mechanisms --json bench.json"` runs a subset and saves the rows.
 BENCH_ARGS ?=
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) $(OPENDP_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
 
 # Wrong variants of the privacy-relevant code, each of which its listed tests must reject
@@ -59,4 +68,4 @@ mutation: $(STAMP)
 	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -43,7 +43,7 @@ def test_only_picks_sections_by_exact_name(capsys: pytest.CaptureFixture[str]) -
         "dpkit.report.demo_mechanisms",
         "dpkit.report.demo_budget",
     ]
-    assert len(select_sections(None)) == 4
+    assert len(select_sections(None)) == len(SECTIONS)
     assert main(["demo", "--only", "frameworkz"]) == 2
     err = capsys.readouterr().err
     assert "no section 'frameworkz'" in err and "frameworks" in err

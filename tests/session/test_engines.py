@@ -55,6 +55,8 @@ def _release(data: Any, unit: str | None = None, **q: Any) -> pl.DataFrame:
             dp.sum("Hours", bounds=(0, 100)),
             dp.mean("Age", bounds=(0, 100)),
             dp.std("Hours", bounds=(0, 100), weight=0.5),
+            dp.median("Age", bounds=(0, 100)),
+            dp.quantile("Hours", [0.25, 0.75], bounds=(0, 100)),
         )
     )
     return as_polars(query.release(epsilon=2.0, delta=1e-6))
@@ -108,3 +110,25 @@ def test_bounded_aggregates_agree_across_engines(engine: Callable[[pl.DataFrame]
     noisy = int(as_polars(rel.frame)["count"][0])
     half = rel.releases["count: count"].details["half_width"]
     assert abs(noisy - true_total) <= half  # rho = 1e4: the noise is a few units at most
+
+
+def test_quantile_grid_counts_equal_brute_force(engine: Callable[[pl.DataFrame], Any]) -> None:
+    """The engine's per-group counts of grid points are the counts of the shared lattice map
+    of the (non-null) values: the compact summary the statistics layer receives."""
+    from dpkit._lattice import units
+    from dpkit.session._execute import bounded_rows, grid_counts
+
+    df = _table(500)
+    agg = dp.quantile("Hours", [0.5], bounds=(0, 100))
+    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    ctx = s.query().group_by("Sex", keys=["Female", "Male"]).agg(agg)._context()
+    got = grid_counts(ctx, bounded_rows(ctx, None), agg)
+    grid = agg.grid()
+    for sex in ("Female", "Male"):
+        x = df.filter((pl.col("Sex") == sex) & pl.col("Hours").is_not_nan())["Hours"]
+        u, n = np.unique(
+            units(x.drop_nulls().to_numpy(), grid.unit, 0.0, 100.0), return_counts=True
+        )
+        sub = got.filter(pl.col("Sex") == sex)
+        assert sub["__dpkit_bucket"].to_list() == u.tolist()
+        assert sub["__n"].to_list() == n.tolist()

@@ -20,6 +20,7 @@ SECTIONS: tuple[str, ...] = (
     "dpkit.report.demo_sensitivity",
     "dpkit.report.demo_frameworks",
     "dpkit.report.demo_budget",
+    "dpkit.report.demo_analyst",
 )
 
 

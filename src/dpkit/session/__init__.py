@@ -17,7 +17,8 @@ from dpkit.session.aggregates import (
     sum,
     var,
 )
-from dpkit.session.query import Query, QueryRelease
+from dpkit.session.query import Query
+from dpkit.session.result import QueryRelease
 from dpkit.session.session import Session
 
 __all__ = [

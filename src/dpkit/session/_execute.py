@@ -13,12 +13,12 @@ import numpy as np
 import polars as pl
 
 from dpkit.errors import ParameterError
+from dpkit.session._specs import Summed, aggregation
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
 __all__ = [
     "Context",
-    "DistinctUnits",
     "aggregate_table",
     "bounded_rows",
     "grid_counts",
@@ -129,33 +129,19 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
 
 
 def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
-    """Per-group sums of the row-level Int64 ``columns`` (``None``: the row count), one row
-    per group, sorted by key; public keys restrict and complete the groups.
+    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
+    group, sorted by key; public keys restrict and complete the groups.
 
-    The row-level columns are computed first and only plain sums are aggregated, so every
-    engine (pandas included) runs a native group-by.
+    The row-level columns are computed first and only plain sums and counts are aggregated,
+    so every engine (pandas included) runs a native group-by.
     """
-    row_exprs = [e.alias(k) for k, e in columns.items() if isinstance(e, nw.Expr)]
+    row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
-    aggs = [_aggregation(k, e).alias(k) for k, e in columns.items()]
+    aggs = [aggregation(k, spec) for k, spec in columns.items()]
     agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    # integer-valued float sums below 2**53 and counts: exact as Int64
     agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
     return _with_keys(agg, ctx, list(columns))
-
-
-class DistinctUnits:
-    """Marker for the per-group number of distinct values of ``column`` (key selection)."""
-
-    def __init__(self, column: str) -> None:
-        self.column = column
-
-
-def _aggregation(key: str, expr: Any) -> nw.Expr:
-    if expr is None:
-        return nw.len()
-    if isinstance(expr, DistinctUnits):
-        return nw.col(expr.column).n_unique()
-    return nw.col(key).sum()
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:
@@ -172,10 +158,10 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
     valid = grid.valid(agg.column, ctx.schema[agg.column])
     off = grid.offsets(agg.column, valid, agg.fill)
     lf = rows if agg.fill is not None else rows.filter(valid)
-    lf = lf.with_columns((off + nw.lit(grid.centre, nw.Int64)).alias(BUCKET))
+    lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
     out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
-    out = _plain_keys(out, ctx.by)
+    out = _plain_keys(out, ctx.by).with_columns(pl.col(BUCKET).cast(pl.Int64))
     return out.sort(by, nulls_last=True)
 
 

@@ -9,13 +9,13 @@ is the NumPy reference)::
 
 in float64, with ``unit`` a power of two and every ``|bound / unit| < 2**52`` (checked by
 :func:`dpkit._lattice.check_unit`), so every engine computes the same integers bit for bit.
-The engine then sums the *offsets* ``units(x) - centre`` as Int64; they are small
-(``|offset| <= 2**(bits + 1)``), so the sums are exact integers for up to
-``2**62 / 2**(bits + 1)`` rows per group (checked after the fact: no term exceeds the bound,
-so no overflow can have happened), and the exact sum of units is ``centre * count + offsets``
-in Python integers: no high/low split is needed. No float sum of bounded values is ever
-trusted, so the float-sum attack on engines that sum floats (order-dependent rounding larger
-than the sensitivity at offsets such as ``(1e15, 1e15 + 1)``) does not apply.
+The engine then sums the *offsets* ``units(x) - centre``, integer-valued float64 numbers
+with ``|offset| <= 2**(bits + 1)``: every partial sum is an integer below ``2**53`` for up to
+``2**52 / 2**(bits + 1)`` rows per group (checked after the fact), so the float64 sums are
+exact in any order, on any engine; the exact sum of units is ``centre * count + offsets`` in
+Python integers, and no Int64 cast or high/low split is needed. No float sum of raw values is
+ever trusted, so the float-sum attack on engines that sum floats (order-dependent rounding
+larger than the sensitivity at offsets such as ``(1e15, 1e15 + 1)``) does not apply.
 
 Privacy depends only on every record's units lying in ``[ceil(lower/unit), floor(upper/unit)]``
 (the clip guarantees it) and being a function of that record alone; the rounding to the
@@ -81,12 +81,22 @@ class Lattice:
         return ok
 
     def offsets(self, column: str, valid: nw.Expr, fill: float | None) -> nw.Expr:
-        """Int64 ``units(x) - centre`` per record; 0 where ``valid`` is false."""
-        stand_in = self.lower if fill is None else fill
-        x = nw.when(valid).then(nw.col(column).cast(nw.Float64)).otherwise(nw.lit(stand_in))
-        u = (x.clip(self.lower, self.upper) / self.unit + 0.5).floor()
-        u = u.clip(float(self.low), float(self.high)).cast(nw.Int64)
-        off = u - nw.lit(self.centre, nw.Int64)
+        """``units(x) - centre`` per record as an integer-valued Float64; null where
+        ``valid`` is false (nulls and NaN), unless ``fill`` replaces them.
+
+        The clip is to the outermost lattice points inside the bounds,
+        ``[low * unit, high * unit]``, which gives the contract's ``units(x)`` exactly without
+        its second clip: inside them ``clip(x, lower, upper) = x`` and ``x / unit`` lies in
+        ``[low, high]``, so ``floor(x / unit + 0.5)`` does too; below ``low * unit`` both give
+        ``low`` (the contract's inner value is below ``low + 1/2``, then clipped up), above
+        ``high * unit`` both give ``high``. The result is an integer of magnitude at most
+        ``2**(bits + 1)``, so float64 sums of up to ``2**52 / 2**(bits + 1)`` of them are exact
+        in any order (every partial sum is an integer below ``2**53``).
+        """
+        x = nw.col(column).cast(nw.Float64)
         if fill is not None:
-            return off
-        return nw.when(valid).then(off).otherwise(nw.lit(0, nw.Int64))
+            x = nw.when(valid).then(x).otherwise(nw.lit(float(fill)))
+        lo, hi = self.low * self.unit, self.high * self.unit  # exact: a power-of-two unit
+        clipped = nw.max_horizontal(nw.min_horizontal(x, nw.lit(hi)), nw.lit(lo))
+        off = (clipped / self.unit + 0.5).floor() - float(self.centre)
+        return off if fill is not None else nw.when(valid).then(off)

@@ -287,20 +287,24 @@ def explain_text(plan: Plan) -> str:
     )
     lines.append(f"intervals        {1 - plan.alpha:.3g} level, from public parameters only")
     lines.append("")
-    head = f"{'aggregate':<18}{'statistic':<16}{'share':>8}{'sensitivity':>14}"
+    w = max(
+        [18, *(len(p.aggregate) + 2 for p in plan.parts)]
+        + [len(q.aggregate) + 2 for q in plan.quantiles]
+    )
+    head = f"{'aggregate':<{w}}{'statistic':<16}{'share':>8}{'sensitivity':>14}"
     head += f"{'noise std':>12}{'+- interval':>14}"
     lines.append(head)
     for p in plan.parts:
         u = p.part.unit
         lines.append(
-            f"{p.aggregate:<18}{p.part.label:<16}{float(p.share):>8.3f}"
+            f"{p.aggregate:<{w}}{p.part.label:<16}{float(p.share):>8.3f}"
             f"{_fmt(p.sensitivity * u):>14}{_fmt(p.noise.std * u):>12}"
             f"{_fmt(p.half_width * u):>14}"
         )
     for q in plan.quantiles:
         lines.append(
-            f"{q.aggregate:<18}{'exp. mechanism':<16}{float(q.share):>8.3f}"
-            f"{'eps/group ' + _fmt(q.epsilon):>26}"
+            f"{q.aggregate:<{w}}{'exp. mechanism':<16}{float(q.share):>8.3f}"
+            f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
         )
     s = plan.selection
     if s is not None:
@@ -317,8 +321,9 @@ def explain_text(plan: Plan) -> str:
     lines.append("")
     lines.append(
         "Intervals cover the noise only: clipping to the bounds, per-unit bounding and "
-        "key selection can bias a value beyond its interval. Counts and sums: exact "
-        "discrete-noise intervals; means, variances, deviations: conservative (union bound); "
-        "quantiles: from the exponential mechanism's rank error."
+        "key selection can bias a value beyond its interval. Counts and sums: from the exact "
+        "noise law (Laplace) or a rigorous tail bound (Gaussian); means, variances, "
+        "deviations: conservative (union bound over their parts); quantiles: simultaneous "
+        "value intervals from the statistics layer (conservative)."
     )
     return "\n".join(lines)

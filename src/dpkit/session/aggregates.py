@@ -40,6 +40,7 @@ import numpy as np
 from dpkit._validate import check_bounds, check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
+from dpkit.session._specs import CountOf, Rows, Summed
 
 __all__ = [
     "Aggregate",
@@ -157,11 +158,12 @@ class Count(Aggregate):
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
-        """Row-level Int64 columns whose per-group sums are the statistics (``None``: rows)."""
+    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
+        """What the engine aggregates per group (see :mod:`dpkit.session._execute`)."""
         if self.column is None:
-            return {f"{prefix}n": None}
-        return {f"{prefix}n": _valid(self.column, schema[self.column]).cast(nw.Int64)}
+            return {f"{prefix}n": Rows()}
+        ok = _valid(self.column, schema[self.column])
+        return {f"{prefix}n": Summed(nw.when(ok).then(nw.lit(1.0)).otherwise(nw.lit(0.0)))}
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         return [table[f"{prefix}n"]]
@@ -187,27 +189,27 @@ class _Bounded(Aggregate):
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
 
-    def _base_columns(
-        self, schema: Any, prefix: str, squares: bool = False
-    ) -> dict[str, nw.Expr | None]:
+    def _base_columns(self, schema: Any, prefix: str, squares: bool = False) -> dict[str, Any]:
         assert self.column is not None
         lat = self.lattice
         valid = lat.valid(self.column, schema[self.column])
         off = lat.offsets(self.column, valid, self.fill)
-        out: dict[str, nw.Expr | None] = {
-            f"{prefix}n": None if self.fill is not None else valid.cast(nw.Int64),
-            f"{prefix}s": off,
+        out: dict[str, Any] = {
+            f"{prefix}s": Summed(off),
+            f"{prefix}n": CountOf(f"{prefix}s"),  # the non-null offsets: the valid values
         }
         if squares:
-            out[f"{prefix}q"] = off * off
+            out[f"{prefix}q"] = Summed(off * off)
         return out
 
 
-def _exact(n: np.ndarray, s: np.ndarray, per_row: int, owner: str) -> None:
-    """Int64 engine sums are exact when ``n * per_row < 2**63`` (no term exceeds per_row)."""
-    if n.size and int(n.max()) * per_row >= 2**63:
+def _exact(n: np.ndarray, per_row: int, owner: str) -> None:
+    """Float64 sums of integers of magnitude <= per_row are exact while ``n * per_row <=
+    2**53`` (every partial sum is then an integer float64 represents exactly)."""
+    if n.size and int(n.max()) * per_row > 2**53:
         raise ParameterError(
-            f"{owner}: a group has too many rows for an exact int64 sum on this lattice"
+            f"{owner}: a group has more than {2**53 // per_row} values, too many for exact "
+            "sums on this lattice"
         )
 
 
@@ -219,12 +221,12 @@ class Sum(_Bounded):
         lat = self.lattice
         return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
         return self._base_columns(schema, prefix)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n, s = table[f"{prefix}n"], table[f"{prefix}s"]
-        _exact(n, s, self.lattice.half_range, f"dp.sum({self.column!r})")
+        _exact(n, self.lattice.half_range, f"dp.sum({self.column!r})")
         c = self.lattice.centre
         total = n.astype(object) * c + s.astype(object)  # exact Python integers
         return [_compact(total)]
@@ -276,12 +278,12 @@ class Mean(_Bounded):
             Part(f"{prefix}s", "centred sum", lat.half_range, share, lat.unit),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
         return self._base_columns(schema, prefix)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n, s = table[f"{prefix}n"], table[f"{prefix}s"]
-        _exact(n, s, self.lattice.half_range, f"dp.mean({self.column!r})")
+        _exact(n, self.lattice.half_range, f"dp.mean({self.column!r})")
         return [n, s]
 
     def interval_alpha(self, alpha: float) -> float:
@@ -331,12 +333,12 @@ class Var(_Bounded):
             Part(f"{prefix}q", "sum of squares", lat.half_range**2, third, lat.unit**2),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, nw.Expr | None]:
+    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
         return self._base_columns(schema, prefix, squares=True)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n = table[f"{prefix}n"]
-        _exact(n, table[f"{prefix}q"], self.lattice.half_range**2, f"dp.var({self.column!r})")
+        _exact(n, self.lattice.half_range**2, f"dp.var({self.column!r})")
         return [n, table[f"{prefix}s"], table[f"{prefix}q"]]
 
     def interval_alpha(self, alpha: float) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
@@ -12,55 +11,18 @@ import numpy as np
 import polars as pl
 
 from dpkit._validate import check_positive
-from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms import Release
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
 from dpkit.session._plan import Plan, make_budget, split
-from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
+from dpkit.session._run import execute, statistics_layer
+from dpkit.session.aggregates import Aggregate, Count, Histogram
+from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
     from dpkit.session.session import Session
 
-__all__ = ["Query", "QueryRelease"]
-
-
-@dataclass(frozen=True)
-class QueryRelease:
-    """A released frame and what produced it (all of it safe to publish).
-
-    Attributes
-    ----------
-    frame
-        The released table: key columns, then ``<name>``, ``<name>_low``, ``<name>_high`` per
-        aggregate value (pandas for pandas input, Polars otherwise).
-    privacy
-        The cost charged to the accountant (one entry).
-    relation
-        ``"unbounded"``: neighbours add or remove one privacy unit.
-    privacy_unit
-        ``None`` (each row) or the column naming the unit.
-    label
-        The accountant entry's label.
-    plan
-        The :class:`~dpkit.session._plan.Plan` that was executed (what ``explain()`` shows).
-    releases
-        Per noisy statistic, a :class:`~dpkit.mechanisms.Release` holding its per-group noisy
-        values (in statistic units), mechanism, share of the cost and noise scale, keyed
-        ``"<aggregate>: <statistic>"``.
-    threshold
-        The key-selection threshold, or ``None`` with public keys.
-    """
-
-    frame: Any
-    privacy: PrivacyLoss
-    relation: str
-    privacy_unit: str | None
-    label: str
-    plan: Plan
-    releases: dict[str, Release] = field(default_factory=dict)
-    threshold: int | None = None
+__all__ = ["Query"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
@@ -135,6 +97,31 @@ class Query:
     Build with :meth:`filter`, :meth:`group_by` and :meth:`agg` (each returns a new query),
     inspect with :meth:`explain` (spends nothing), run with :meth:`release` or :meth:`measure`.
 
+    Parameters
+    ----------
+    session : Session
+        Made by :meth:`Session.query`, which also passes the bounding.
+    max_rows_per_unit, max_groups_per_unit : int >= 1, optional
+        Override the Session's bounding (privacy unit set only).
+
+    Raises
+    ------
+    ParameterError
+        A bound without a privacy unit, or a privacy unit without ``max_rows_per_unit``.
+    TypeError
+        A bound that is not an int.
+
+    Notes
+    -----
+    Intervals: counts and sums use the exact noise law (Laplace: coverage at least
+    ``1 - alpha``, exactly up to discreteness) or a rigorous tail bound (Gaussian);
+    means, variances and deviations combine their parts' intervals by a union bound
+    (conservative); quantiles get the statistics layer's simultaneous value intervals
+    (conservative). None includes clipping or bounding bias; ``explain()`` says so.
+    Nulls and NaN in an aggregated column are left out of that aggregate (after bounding,
+    so they still use up a unit's rows) unless the aggregate has ``fill=``; a count of
+    rows counts every row.
+
     Privacy
     -------
     One release is ``epsilon``-DP (Laplace noise, public keys), ``(epsilon, delta)``-DP
@@ -203,15 +190,57 @@ class Query:
     # -- building ------------------------------------------------------------------------
 
     def filter(self, *predicates: nw.Expr) -> Query:
-        """Keep rows where every predicate holds (narwhals expressions, row-by-row only)."""
+        """Keep rows where every predicate holds.
+
+        Parameters
+        ----------
+        *predicates : narwhals.Expr
+            Row-by-row conditions (``nw.col("Age") >= 18``). Polars expressions are refused:
+            they would not run on the other engines. Aggregations, windows and ``over()``
+            are refused: a filter looking at other rows is not stable under adding or
+            removing a person.
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        TypeError
+            Not a narwhals expression.
+        ParameterError
+            Not row-by-row.
+        """
         return self._copy(_filters=self._filters + tuple(_check_filter(p) for p in predicates))
 
     def group_by(self, *columns: str, keys: Any = None, selection_weight: float = 1.0) -> Query:
-        """Group by ``columns``; ``keys`` public (list or frame) or ``None`` (private).
+        """Group by ``columns``.
 
-        ``selection_weight`` is the budget weight of private key selection, relative to the
-        aggregates' weights (unused with public keys, or when a ``dp.count()`` with one row per
-        unit is reused as the selection count).
+        Parameters
+        ----------
+        *columns : str
+            Key columns.
+        keys : list, frame or None
+            Public keys: a list of values (one column) or of tuples, or a frame holding the
+            key columns; exactly those groups are released, empty ones included with their
+            own noise. ``None``: groups are chosen privately (needs ``delta > 0``).
+        selection_weight : float > 0, default 1.0
+            Budget weight of private key selection relative to the aggregates' weights (not
+            used with public keys, or when a ``dp.count()`` of one row per unit doubles as
+            the selection count).
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        ParameterError
+            No columns, duplicate keys, keys of the wrong width or missing key columns.
+        TypeError
+            Non-str columns or keys of an unsupported type.
         """
         if not columns:
             raise ParameterError("group_by: give at least one column")
@@ -223,7 +252,26 @@ class Query:
         return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w)
 
     def agg(self, *aggregates: Aggregate) -> Query:
-        """Add aggregates (``dp.count()``, ``dp.mean(...)``, ...)."""
+        """Add aggregates.
+
+        Parameters
+        ----------
+        *aggregates : Aggregate
+            ``dp.count()``, ``dp.mean("Age", bounds=(0, 100))``, ...; a histogram must be
+            alone in its query (it gives one row per group and bin).
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        TypeError
+            Something that is not a dpkit aggregate.
+        ParameterError
+            A histogram beside other aggregates.
+        """
         for a in aggregates:
             if not isinstance(a, Aggregate):
                 raise TypeError(
@@ -351,9 +399,27 @@ class Query:
         rho: float | None = None,
         noise: str | None = None,
     ) -> Plan:
-        """The plan (bounding, sensitivities, mechanisms, noise, split, threshold, accuracy).
+        """The plan: bounding, sensitivities, mechanisms, noise, split, threshold, accuracy.
 
-        Looks only at the schema and the public parameters; spends nothing. ``print()`` it.
+        Parameters
+        ----------
+        epsilon, delta, alpha, rho, noise
+            As for :meth:`measure`; without ``epsilon`` or ``rho`` the plan shows the
+            bounding and sensitivities only.
+
+        Returns
+        -------
+        Plan
+            ``print()`` it; its fields hold every figure.
+
+        Raises
+        ------
+        ParameterError, TypeError
+            As :meth:`measure`, for what can be checked without the data.
+
+        Notes
+        -----
+        Looks only at the schema and the public parameters; spends nothing.
         """
         self._context()
         return self._plan(epsilon, delta, rho, noise, alpha)
@@ -371,7 +437,24 @@ class Query:
         rng: Any = None,
         label: str | None = None,
     ) -> Any:
-        """Release the query: the frame of :meth:`measure`."""
+        """Release the query: the frame of :meth:`measure`.
+
+        Parameters
+        ----------
+        epsilon, delta, alpha, rho, noise, rng, label
+            As for :meth:`measure`.
+
+        Returns
+        -------
+        DataFrame
+            Key columns (sorted), then ``<name>``, ``<name>_low``, ``<name>_high`` per value:
+            pandas for pandas data, Polars otherwise.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As for :meth:`measure`.
+        """
         return self.measure(epsilon, delta, alpha, rho=rho, noise=noise, rng=rng, label=label).frame
 
     def measure(
@@ -405,6 +488,12 @@ class Query:
         label : str, optional
             The accountant entry's label.
 
+        Returns
+        -------
+        QueryRelease
+            The frame, the cost, the relation, the unit, the threshold and a ``Release`` per
+            noisy statistic.
+
         Raises
         ------
         ParameterError, TypeError
@@ -416,7 +505,7 @@ class Query:
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
         assert plan.budget is not None
         if plan.quantiles:
-            _statistics()  # fails before spending if the statistics layer is missing
+            statistics_layer()  # fails before spending if the statistics layer is missing
         self._s._check_data()
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
@@ -425,7 +514,7 @@ class Query:
         if ctx.unit is not None:
             salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
         rows = ex.bounded_rows(ctx, salt)
-        return _run(ctx, plan, rows, source, label, self._s._engine)
+        return execute(ctx, plan, rows, source, label, self._s._engine)
 
     def _label(self) -> str:
         names = ", ".join(a.name for a in self._aggs)
@@ -435,195 +524,3 @@ class Query:
     def __repr__(self) -> str:
         aggs = ", ".join(a.name for a in self._aggs)
         return f"Query(by={list(self._by)}, aggregates=[{aggs}], filters={len(self._filters)})"
-
-
-def _statistics() -> Any:
-    try:
-        import dpkit.statistics as statistics
-    except ImportError:  # pragma: no cover - depends on the statistics layer landing
-        raise ParameterError(
-            "dp.median / dp.quantile need dpkit.statistics.quantiles_from_counts, which this "
-            "build of dpkit does not have yet"
-        ) from None
-    return statistics
-
-
-def _run(
-    ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
-) -> QueryRelease:
-    """Aggregate in the engine, then draw the noise: groups sorted by key, a fixed draw order
-    (the selection count, then each aggregate's statistics in order), so a seed reproduces a
-    release on every engine."""
-    budget = plan.budget
-    assert budget is not None
-    columns: dict[str, Any] = {}
-    for i, a in enumerate(ctx.aggregates):
-        if hasattr(a, "columns"):
-            columns.update(a.columns(ctx.schema, f"__a{i}_"))
-    sel = plan.selection
-    if sel is not None and sel.reuse is None:
-        columns[ex.SELECT] = None if ctx.unit is None else ex.DistinctUnits(ctx.unit)
-    table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
-    arrays = ex.column_arrays(table, list(columns))
-    parts: dict[str, list[Any]] = {}
-    for p in plan.parts:
-        parts.setdefault(p.aggregate, []).append(p)
-    stats = {
-        a.name: a.statistics(arrays, f"__a{i}_")  # type: ignore[attr-defined]
-        for i, a in enumerate(ctx.aggregates)
-        if not isinstance(a, Quantile | Histogram)
-    }
-    kept = np.arange(table.height)
-    noisy: dict[str, list[np.ndarray]] = {}
-    if sel is not None:
-        if sel.reuse is None:
-            selection = sel.noise.draw(arrays[ex.SELECT], source)
-        else:
-            selection = parts[sel.reuse][0].noise.draw(stats[sel.reuse][0], source)
-        kept = np.flatnonzero(selection >= sel.threshold)
-        if sel.reuse is not None:
-            noisy[sel.reuse] = [selection[kept]]
-    releases: dict[str, Release] = {}
-    out: dict[str, Any] = {c: table[c].gather(kept) for c in ctx.by}
-    for a in ctx.aggregates:
-        if isinstance(a, Quantile | Histogram):
-            continue
-        vals = noisy.get(a.name) or [
-            p.noise.draw(stat[kept], source)
-            for p, stat in zip(parts[a.name], stats[a.name], strict=True)
-        ]
-        for p, v in zip(parts[a.name], vals, strict=True):
-            releases[f"{a.name}: {p.part.label}"] = _part_release(p, v, budget.noise)
-        halves = [p.half_width for p in parts[a.name]]
-        out.update(a.finish(vals, halves, plan.alpha))  # type: ignore[attr-defined]
-    frame = pl.DataFrame(out)
-    quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
-    for qp, q in zip(plan.quantiles, quantiles, strict=True):
-        frame = _quantiles(ctx, rows, q, qp, frame, source, plan.alpha)
-    for a in ctx.aggregates:
-        if isinstance(a, Histogram):
-            frame = _histogram(ctx, rows, a, plan, frame, source)
-    return QueryRelease(
-        frame=engine.output(frame, like=ctx.frame),
-        privacy=budget.cost,
-        relation="unbounded",
-        privacy_unit=ctx.unit,
-        label=label,
-        plan=plan,
-        releases=releases,
-        threshold=None if sel is None else sel.threshold,
-    )
-
-
-def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
-    privacy: PrivacyLoss
-    if noise == "laplace":
-        privacy = PureDP(float(p.noise.sensitivity / p.noise.scale))
-        mech = "Geometric" if p.noise.step == 1 else "Geometric (coarse lattice)"
-    else:
-        privacy = ZCDP(float(p.noise.sensitivity**2 / (2 * p.noise.scale)))
-        mech = "DiscreteGaussian" if p.noise.step == 1 else "DiscreteGaussian (coarse lattice)"
-    return Release(
-        value=vals,
-        mechanism=mech,
-        privacy=privacy,
-        scale=p.noise.std,
-        alpha=p.alpha,
-        details={
-            "share": float(p.share),
-            "sensitivity": p.sensitivity,
-            "step": p.noise.step,
-            "half_width": p.half_width,
-            "unit": p.part.unit,
-        },
-    )
-
-
-def _quantiles(
-    ctx: ex.Context,
-    rows: nw.LazyFrame[Any],
-    agg: Quantile,
-    qp: Any,
-    frame: pl.DataFrame,
-    source: Any,
-    alpha: float,
-) -> pl.DataFrame:
-    """Per released group, the statistics layer's quantiles from the engine's grid counts."""
-    statistics = _statistics()
-    grid = agg.grid()
-    counts = ex.grid_counts(ctx, rows, agg)
-    by = list(ctx.by)
-    n = frame.height if by else 1
-    outs = agg.outputs()
-    cols: dict[str, list[float]] = {}
-    for name in outs:
-        for suffix in ("", "_low", "_high"):
-            cols[name + suffix] = []
-    groups = frame.select(by).rows() if by else [()]
-    index = {k: g for k, g in counts.group_by(by, maintain_order=True)} if by else {}
-    for key in groups[:n]:
-        sub = index.get(key) if by else counts
-        if sub is None:
-            pts, cnt = np.zeros(0), np.zeros(0, dtype=np.int64)
-        else:
-            pts = sub[ex.BUCKET].to_numpy().astype(np.float64) * grid.unit
-            cnt = sub["__n"].to_numpy().astype(np.int64)
-        rel = statistics.quantiles_from_counts(
-            pts,
-            cnt,
-            list(agg.levels),
-            epsilon=qp.epsilon,
-            bounds=agg.bounds,
-            alpha=alpha,
-            rng=source,
-        )
-        values = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
-        intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
-        for j, name in enumerate(outs):
-            cols[name].append(float(values[j]))
-            cols[name + "_low"].append(float(intervals[j, 0]))
-            cols[name + "_high"].append(float(intervals[j, 1]))
-    add = pl.DataFrame(cols)
-    return add if frame.width == 0 else pl.concat([frame, add], how="horizontal")
-
-
-def _histogram(
-    ctx: ex.Context,
-    rows: nw.LazyFrame[Any],
-    agg: Histogram,
-    plan: Plan,
-    frame: pl.DataFrame,
-    source: Any,
-) -> pl.DataFrame:
-    """Noisy counts for every (released group, bin), in long form."""
-    part = plan.parts[-1]
-    counts = ex.histogram_counts(ctx, rows, agg)
-    labels = agg.labels()
-    n_bins = len(labels[0]) if isinstance(labels, tuple) else len(labels)
-    by = list(ctx.by)
-    groups = frame.select(by) if by else pl.DataFrame({"__g": [0]})
-    grid = groups.join(pl.DataFrame({ex.BUCKET: np.arange(n_bins, dtype=np.int64)}), how="cross")
-    if by:
-        counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
-        grid = grid.join(counts, on=[*by, ex.BUCKET], how="left", nulls_equal=True)
-    else:
-        counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
-        grid = grid.join(counts, on=ex.BUCKET, how="left").drop("__g")
-    stat = grid["__n"].fill_null(0).to_numpy().astype(np.int64)
-    noisy = part.noise.draw(stat, source)
-    h = part.half_width
-    assert agg.column is not None
-    b = grid[ex.BUCKET].to_numpy()
-    if isinstance(labels, tuple):
-        bins = {
-            f"{agg.column}_from": np.asarray(labels[0])[b],
-            f"{agg.column}_to": np.asarray(labels[1])[b],
-        }
-    else:
-        bins = {agg.column: pl.Series([labels[i] for i in b], strict=False)}
-    out = grid.select(by).with_columns(**bins) if by else pl.DataFrame(bins)
-    return out.with_columns(
-        pl.Series(agg.name, noisy.astype(np.int64)),
-        pl.Series(f"{agg.name}_low", (noisy - h).astype(np.int64)),
-        pl.Series(f"{agg.name}_high", (noisy + h).astype(np.int64)),
-    )

@@ -145,7 +145,25 @@ class Session:
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
     ) -> Query:
-        """A new query; the bounds override the Session's defaults for this query."""
+        """A new, empty query on this table.
+
+        Parameters
+        ----------
+        max_rows_per_unit, max_groups_per_unit : int >= 1, optional
+            Override the Session's bounding for this query (privacy unit set only).
+
+        Returns
+        -------
+        Query
+            Build it with ``filter``, ``group_by`` and ``agg``; nothing runs until ``release``.
+
+        Raises
+        ------
+        ParameterError
+            A bound without a privacy unit, or a privacy unit without ``max_rows_per_unit``.
+        TypeError
+            A bound that is not an int.
+        """
         return Query(
             self, max_rows_per_unit=max_rows_per_unit, max_groups_per_unit=max_groups_per_unit
         )
@@ -186,7 +204,28 @@ class Session:
     def count(
         self, *, by: Sequence[str] | str | None = None, keys: Any = None, **release: Any
     ) -> Any:
-        """``query().agg(dp.count())`` (grouped by ``by`` if given), released."""
+        """Release one count (per group of ``by``): ``query().group_by(by, keys=keys)
+        .agg(dp.count()).release(**release)``.
+
+        Parameters
+        ----------
+        by : str or sequence of str, optional
+            Key column(s); ``keys`` public keys or ``None`` (chosen privately, needs delta).
+        keys : list or frame, optional
+        **release
+            ``epsilon``, ``delta``, ``alpha``, ``rho``, ``noise``, ``rng``, ``label``, as for
+            :meth:`Query.release`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame (pandas for pandas data, Polars otherwise).
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
         return self._one(agg.count(), by, keys, release)
 
     def sum(
@@ -198,7 +237,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.sum(column, bounds=))``, released."""
+        """Release one ``dp.sum(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
         return self._one(agg.sum(column, bounds=bounds), by, keys, release)
 
     def mean(
@@ -210,7 +268,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.mean(column, bounds=))``, released."""
+        """Release one ``dp.mean(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
         return self._one(agg.mean(column, bounds=bounds), by, keys, release)
 
     def var(
@@ -222,7 +299,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.var(column, bounds=))``, released."""
+        """Release one ``dp.var(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
         return self._one(agg.var(column, bounds=bounds), by, keys, release)
 
     def std(
@@ -234,7 +330,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.std(column, bounds=))``, released."""
+        """Release one ``dp.std(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
         return self._one(agg.std(column, bounds=bounds), by, keys, release)
 
     def median(
@@ -246,7 +361,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.median(column, bounds=))``, released."""
+        """Release one ``dp.median(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
         return self._one(agg.median(column, bounds=bounds), by, keys, release)
 
     def quantile(
@@ -259,7 +393,27 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.quantile(column, q, bounds=))``, released."""
+        """Release ``dp.quantile(column, q, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        q : float or sequence of float
+            Levels in (0, 1), sorted and distinct; all released by one mechanism.
+        bounds : (lower, upper)
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``<column>_<q>`` with their intervals.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
         return self._one(agg.quantile(column, q, bounds=bounds), by, keys, release)
 
     def histogram(
@@ -271,7 +425,26 @@ class Session:
         keys: Any = None,
         **release: Any,
     ) -> Any:
-        """``query().agg(dp.histogram(column, bins=))``, released."""
+        """Release ``dp.histogram(column, bins=)`` (per group of ``by``), in long form.
+
+        Parameters
+        ----------
+        column : str
+        bins : sequence
+            Numeric edges or categories, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            One row per (group, bin).
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
         return self._one(agg.histogram(column, bins=bins), by, keys, release)
 
     def __repr__(self) -> str:
