@@ -59,7 +59,7 @@ def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
     if (
         isinstance(keys, pl.DataFrame | pl.LazyFrame)
         or hasattr(keys, "__dataframe__")
-        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb"))
+        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb", "pyspark"))
     ):
         frame = nw.from_native(keys)
         if isinstance(frame, nw.LazyFrame):

@@ -25,10 +25,18 @@ from typing import Any
 import narwhals as nw
 import polars as pl
 
-from dpkit.errors import MissingDependencyError
+from dpkit.errors import InternalError, MissingDependencyError
 from dpkit.session.engines._base import Engine, RankMethod
 
-__all__ = ["MIN_JAVA", "SparkEngine", "find_java", "local_session", "require_pyspark"]
+__all__ = [
+    "MIN_JAVA",
+    "SparkEngine",
+    "aggregated_plan",
+    "check_aggregated",
+    "find_java",
+    "local_session",
+    "require_pyspark",
+]
 
 #: the oldest Java that PySpark 4 runs on (PySpark 3.5 also accepts 8 and 11)
 MIN_JAVA = 17
@@ -254,6 +262,15 @@ class SparkEngine(Engine):
         fn = F.row_number() if method == "ordinal" else F.dense_rank()
         return nw.from_native(df.withColumn(name, fn.over(window).cast("long")))
 
+    def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
+        """Run an aggregated Spark frame and bring its rows to the driver through Arrow.
+
+        Refuses (:class:`~dpkit.errors.InternalError`) a frame whose optimised plan is not an
+        aggregation: only aggregates may reach the driver (see :func:`aggregated_plan`).
+        """
+        check_aggregated(frame.to_native())
+        return super().collect(frame)
+
     def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         """The released frame as a Spark DataFrame, in the session of the input data."""
         from pyspark.sql import SparkSession
@@ -268,6 +285,42 @@ class SparkEngine(Engine):
         if _spark_major(spark) >= 4:
             return spark.createDataFrame(table)
         return spark.createDataFrame(table.to_pandas())  # pragma: no cover - PySpark 3.5
+
+
+#: plan nodes that keep, drop or reorder the rows (or columns) of their child, nothing else
+_PASS_THROUGH = frozenset(
+    {"Project", "Filter", "Sort", "SubqueryAlias", "Repartition", "RepartitionByExpression"}
+)
+
+
+def aggregated_plan(df: Any) -> bool | None:
+    """Whether Spark's optimised plan of ``df`` ends in an aggregation, so that collecting it
+    brings only aggregates to the driver.
+
+    Below any projections, filters and sorts the root must be an ``Aggregate`` (one row per
+    group), or an empty local relation (what Spark's optimiser makes of an aggregate whose
+    input it proved empty). ``None`` for Spark Connect frames, whose plan the client cannot
+    read.
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:  # pragma: no cover - Spark Connect
+        return None
+    node = jdf.queryExecution().optimizedPlan()
+    while node.nodeName() in _PASS_THROUGH:
+        node = node.children().apply(0)
+    name = node.nodeName()
+    if name == "Aggregate":
+        return True
+    return bool(name == "LocalRelation" and node.data().isEmpty())
+
+
+def check_aggregated(df: Any) -> None:
+    """Raise :class:`~dpkit.errors.InternalError` unless ``df`` is an aggregation."""
+    if aggregated_plan(df) is False:
+        raise InternalError(
+            "Spark engine: refusing to collect a frame that is not an aggregation (only "
+            "aggregates may reach the driver); this is a bug in dpkit"
+        )
 
 
 def _spark_major(spark: Any) -> int:
