@@ -138,3 +138,13 @@ def test_quantile_grid_counts_equal_brute_force(engine: Callable[[pl.DataFrame],
         sub = got.filter(pl.col("Sex") == sex)
         assert sub["__dpkit_bucket"].to_list() == u.tolist()
         assert sub["__n"].to_list() == n.tolist()
+
+
+def test_total_count_without_columns_counts_every_row(
+    engine: Callable[[pl.DataFrame], Any],
+) -> None:
+    """A bare ``dp.count()`` (no column, no group) counts the rows: the engine must not
+    reduce the table to one literal row. rho = 1e6: the noise is 0 or +-1 at most."""
+    df = pl.DataFrame({"a": np.arange(1000)})
+    got = as_polars(dp.Session(engine(df), budget=dp.ZCDP(1e7), rng=1).count(rho=1e6))
+    assert abs(int(got["count"][0]) - 1000) <= 1

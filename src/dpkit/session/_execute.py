@@ -66,7 +66,10 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     makes the choice uniformly random instead of systematically biased.
     """
     cols = ctx.used_columns()
-    lf = ctx.frame.select(*cols) if cols else ctx.frame.select(nw.lit(1).alias("__dpkit_one"))
+    if not cols:  # a bare count: one column per row (a literal alone would be one row)
+        one = nw.lit(1, nw.Int8).alias("__dpkit_one")
+        return ctx.frame.with_columns(one).select("__dpkit_one")
+    lf = ctx.frame.select(*cols)
     if ctx.unit is None:
         return lf
     assert salt is not None
