@@ -164,7 +164,7 @@ def _bounding(table: Table) -> None:
         BOUNDING,
         "dpkit",
         timeit(lambda: q.release(epsilon=1.0), repeat=3),
-        note="salted hash per release, one sort, count",
+        note="salted hash per release, ranked over the person, count",
     )
 
 

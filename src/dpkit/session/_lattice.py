@@ -80,9 +80,10 @@ class Lattice:
             ok = ok & ~nw.col(column).is_nan()
         return ok
 
-    def offsets(self, column: str, valid: nw.Expr, fill: float | None) -> nw.Expr:
+    def offsets(self, column: str, valid: nw.Expr | None, fill: float | None) -> nw.Expr:
         """``units(x) - centre`` per record as an integer-valued Float64; null where
-        ``valid`` is false (nulls and NaN), unless ``fill`` replaces them.
+        ``valid`` is false (nulls and NaN), unless ``fill`` replaces them. ``valid=None``
+        says the column has neither (checked on the data), and saves the masking.
 
         The clip is to the outermost lattice points inside the bounds,
         ``[low * unit, high * unit]``, which gives the contract's ``units(x)`` exactly without
@@ -94,9 +95,11 @@ class Lattice:
         in any order (every partial sum is an integer below ``2**53``).
         """
         x = nw.col(column).cast(nw.Float64)
-        if fill is not None:
+        if valid is None:  # the column has no null and no NaN: nothing to mask
+            fill = 0.0
+        elif fill is not None:
             x = nw.when(valid).then(x).otherwise(nw.lit(float(fill)))
         lo, hi = self.low * self.unit, self.high * self.unit  # exact: a power-of-two unit
         clipped = nw.max_horizontal(nw.min_horizontal(x, nw.lit(hi)), nw.lit(lo))
         off = (clipped / self.unit + 0.5).floor() - float(self.centre)
-        return off if fill is not None else nw.when(valid).then(off)
+        return off if fill is not None or valid is None else nw.when(valid).then(off)

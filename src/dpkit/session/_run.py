@@ -40,9 +40,10 @@ def execute(
     budget = plan.budget
     assert budget is not None
     columns: dict[str, Any] = {}
+    clean = ex.clean_columns(ctx, rows)
     for i, a in enumerate(ctx.aggregates):
         if hasattr(a, "columns"):
-            columns.update(a.columns(ctx.schema, f"__a{i}_"))
+            columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
     sel = plan.selection
     if sel is not None and sel.reuse is None:
         columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)

@@ -158,8 +158,11 @@ class Count(Aggregate):
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
-        """What the engine aggregates per group (see :mod:`dpkit.session._execute`)."""
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """What the engine aggregates per group (see :mod:`dpkit.session._specs`); columns in
+        ``clean`` are known to hold no null and no NaN."""
         if self.column is None:
             return {f"{prefix}n": Rows()}
         ok = _valid(self.column, schema[self.column])
@@ -189,10 +192,12 @@ class _Bounded(Aggregate):
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
 
-    def _base_columns(self, schema: Any, prefix: str, squares: bool = False) -> dict[str, Any]:
+    def _base_columns(
+        self, schema: Any, prefix: str, clean: frozenset[str], squares: bool = False
+    ) -> dict[str, Any]:
         assert self.column is not None
         lat = self.lattice
-        valid = lat.valid(self.column, schema[self.column])
+        valid = None if self.column in clean else lat.valid(self.column, schema[self.column])
         off = lat.offsets(self.column, valid, self.fill)
         out: dict[str, Any] = {
             f"{prefix}s": Summed(off),
@@ -221,8 +226,10 @@ class Sum(_Bounded):
         lat = self.lattice
         return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
-        return self._base_columns(schema, prefix)
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n, s = table[f"{prefix}n"], table[f"{prefix}s"]
@@ -278,8 +285,10 @@ class Mean(_Bounded):
             Part(f"{prefix}s", "centred sum", lat.half_range, share, lat.unit),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
-        return self._base_columns(schema, prefix)
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n, s = table[f"{prefix}n"], table[f"{prefix}s"]
@@ -333,8 +342,10 @@ class Var(_Bounded):
             Part(f"{prefix}q", "sum of squares", lat.half_range**2, third, lat.unit**2),
         ]
 
-    def columns(self, schema: Any, prefix: str) -> dict[str, Any]:
-        return self._base_columns(schema, prefix, squares=True)
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean, squares=True)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
         n = table[f"{prefix}n"]

@@ -170,18 +170,17 @@ class Session:
 
     def _check_data(self) -> None:
         """Refuse an empty table or a privacy unit with nulls (before anything is spent)."""
-        exprs = [nw.len().alias("rows")]
-        if self.privacy_unit is not None:
-            exprs.append(nw.col(self.privacy_unit).null_count().alias("nulls"))
-        got = self._engine.collect(self._frame.select(*exprs)).row(0, named=True)
-        if not got["rows"]:
+        # one row is enough to know the table is not empty (LIMIT 1 on every engine)
+        if self._engine.collect(self._frame.head(1).select(nw.len().alias("n")))["n"][0] == 0:
             raise ParameterError("Session: the table is empty; there is nothing to release")
-        if got.get("nulls"):
-            raise ParameterError(
-                f"Session: the privacy_unit column {self.privacy_unit!r} has "
-                f"{got['nulls']} null value(s); every row must name its unit (drop or "
-                "attribute them first)"
-            )
+        if self.privacy_unit is not None:
+            check = self._frame.select(nw.col(self.privacy_unit).null_count().alias("nulls"))
+            nulls = int(self._engine.collect(check)["nulls"][0])
+            if nulls:
+                raise ParameterError(
+                    f"Session: the privacy_unit column {self.privacy_unit!r} has {nulls} null "
+                    "value(s); every row must name its unit (drop or attribute them first)"
+                )
 
     def _spend(self, cost: PrivacyLoss, label: str) -> None:
         self.accountant.spend(cost, label=label)
