@@ -23,6 +23,7 @@ __all__ = [
     "check_number",
     "check_positive",
     "check_probability",
+    "check_relation",
     "to_fraction",
 ]
 
@@ -80,6 +81,26 @@ def check_probability(owner: str, name: str, value: Any) -> float:
     if not 0 <= out <= 1:
         raise ParameterError(f"{owner}: `{name}` must be in [0, 1]; got {value!r}")
     return out
+
+
+#: The neighbour relations: ``"unbounded"`` adds or removes one record, ``"bounded"`` replaces
+#: one record (the record is a row, or all rows of one person when there is a privacy unit).
+RELATIONS = ("bounded", "unbounded")
+
+
+def check_relation(owner: str, relation: Any) -> str:
+    """``"bounded"`` (replace one record) or ``"unbounded"`` (add or remove one record)."""
+    if not isinstance(relation, str):
+        raise TypeError(
+            f"{owner}: `relation` must be the str 'bounded' or 'unbounded'; got "
+            f"{type(relation).__name__} {relation!r}"
+        )
+    if relation not in RELATIONS:
+        raise ParameterError(
+            f"{owner}: `relation` must be 'bounded' (same size, replace records) or "
+            f"'unbounded' (add or remove records); got {relation!r}"
+        )
+    return relation
 
 
 def check_bounds(owner: str, bounds: Any, *, name: str = "bounds") -> tuple[float, float]:

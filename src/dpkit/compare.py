@@ -261,48 +261,42 @@ class _Task:
 
 
 def _run_global(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
+    from dpkit import queries
+    from dpkit.frameworks._common import grid_for, laplace_units, on_data_lattice, spacing_for
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
+    # the statistics are exact: records mapped onto the lattice of the bounds (a per-record
+    # map), then summed or interpolated in integers (dpkit.frameworks._common.on_data_lattice)
+    lat = on_data_lattice(arr, lower, upper)
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
         half = t.eps / 2
-        sums, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.sum())), s_sens, half, spacing_for(s_sens / half), t.source
-        )
-        counts, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.size)), 1.0, half, spacing_for(1 / half), t.source
-        )
+        g = spacing_for(s_sens / half)
+        total = queries.statistic_on_grid(queries.sum, lat.units, lat.unit, g)
+        sums, _ = laplace_units(np.full(t.trials, total), s_sens, half, g, t.source)
+        g_count = spacing_for(1 / half)
+        count = queries.statistic_on_grid(queries.count, lat.units, lat.unit, g_count)
+        counts, _ = laplace_units(np.full(t.trials, count), 1.0, half, g_count, t.source)
         # post-processing: a non-positive noisy count gives no estimate (counted as refused)
         with np.errstate(divide="ignore", invalid="ignore"):
             vals = np.where(counts >= 1, sums / counts, np.nan)
         det = {"sum_sensitivity": s_sens, "count_sensitivity": 1.0, "split": (half, half)}
         return vals, PureDP(t.eps), "unbounded", det
     sens = upper - lower
-    vals, scale = laplace_on_grid(
-        np.full(t.trials, float(np.median(arr))), sens, t.eps, spacing_for(sens / t.eps), t.source
-    )
+    g = grid_for(sens / t.eps, lower, upper)
+    med = queries.statistic_on_grid(queries.median, lat.units, lat.unit, g)
+    vals, scale = laplace_units(np.full(t.trials, med), sens, t.eps, g, t.source)
     return vals, PureDP(t.eps), "unbounded", {"sensitivity": sens, "scale": scale}
 
 
 def _run_ptr(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
-    from dpkit.frameworks.ptr import _cap, distance_to_high_sensitivity, ptr_threshold
+    from dpkit.frameworks.ptr import _draw, _plan
 
-    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
-    eps_t = eps_r = t.eps / 2
-    g_test = spacing_for(1 / eps_t)
-    thr = ptr_threshold(eps_t, t.dlt, g_test)
-    cap = _cap(thr, eps_t)
-    dist = distance_to_high_sensitivity(statistic, arr, t.b, bounds=(lower, upper), cap=cap)
-    noisy, _ = laplace_on_grid(np.full(t.trials, float(dist)), 1.0, eps_t, g_test, t.source)
-    value = float(np.mean(arr) if statistic == "mean" else np.median(arr))
-    rel, scale = laplace_on_grid(
-        np.full(t.trials, value), t.b, eps_r, spacing_for(t.b / eps_r), t.source
-    )
-    vals = np.where(noisy > thr, rel, np.nan)
-    det = {"proposed_bound": t.b, "threshold": thr, "distance": dist, "scale": scale}
-    return vals, ApproxDP(t.eps, t.dlt), "unbounded", det
+    p = _plan(t.arr, t.statistic, t.b, t.eps, t.dlt, (t.lower, t.upper), "unbounded", 0.5)
+    _noisy, vals = _draw(p, t.trials, t.source)
+    assert vals is not None
+    det = {"proposed_bound": t.b, "threshold": p.threshold, "distance": p.distance}
+    return vals, ApproxDP(t.eps, t.dlt), "unbounded", det | {"scale": p.scale}
 
 
 def _run_smooth(t: _Task) -> _Out:
@@ -321,19 +315,22 @@ def _run_smooth(t: _Task) -> _Out:
 
 
 def _run_saa(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
-    from dpkit.frameworks.sample_aggregate import chunk_outputs
+    from dpkit.frameworks._common import grid_for
+    from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     k = min(t.chunks, arr.size)
-    means = np.empty(t.trials)
-    for i in range(t.trials):
-        outs, _ = chunk_outputs(
-            arr, statistic, chunks=k, output_bounds=(lower, upper), rng=t.source
-        )
-        means[i] = outs.mean()
+    vals = sample_and_aggregate_sample(
+        arr,
+        statistic,
+        chunks=k,
+        output_bounds=(lower, upper),
+        epsilon=t.eps,
+        size=t.trials,
+        rng=t.source,
+    )
     sens = (upper - lower) / k
-    vals, scale = laplace_on_grid(means, sens, t.eps, spacing_for(sens / t.eps), t.source)
+    scale = (sens + grid_for(sens / t.eps, lower, upper)) / t.eps
     return vals, PureDP(t.eps), "bounded", {"chunks": k, "sensitivity": sens, "scale": scale}
 
 

@@ -70,6 +70,7 @@ def test_finite_oracle_matches_fast_loss_for_lower_median() -> None:
         [0, 1, 2, 3],
         epsilon=1.0,
         relation="unbounded",
+        max_loss=6,
         rng=0,
     )
     # unbounded: removing 3 gives [0, 1] whose lower median is 0 -> distance 1
@@ -182,7 +183,7 @@ def test_release_record_and_accountant_spend_before_sampling() -> None:
     spends: list[tuple[object, str]] = []
 
     class Fake:
-        def spend(self, cost: object, *, label: str) -> None:
+        def spend(self, cost: object, *, label: str, relation: str = "unbounded") -> None:
             spends.append((cost, label))
 
     rel = inverse_sensitivity(
@@ -244,7 +245,10 @@ def test_large_data_accuracy() -> None:
         ({"data": [1.0, float("nan")]}, dpkit.ParameterError, "NaN"),
         ({"data": []}, dpkit.ParameterError, "empty"),
         ({"grid": [1.0, 50.0]}, dpkit.ParameterError, "grid"),
-        ({"query": "mean", "grid": [1.0]}, dpkit.ParameterError, "grid"),
+        ({"query": "mean", "grid": [1.0], "relation": "bounded"}, dpkit.ParameterError, "grid"),
+        ({"query": "mean"}, dpkit.ParameterError, "relation='bounded'"),
+        ({"relation": "replace"}, dpkit.ParameterError, "relation"),
+        ({"relation": 1}, TypeError, "relation"),
         ({"query": "var"}, dpkit.ParameterError, "median"),
         ({"query": "percentile"}, dpkit.ParameterError, "percentile"),
         ({"query": "percentile", "percentile": 101}, dpkit.ParameterError, "percentile"),

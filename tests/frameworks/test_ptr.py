@@ -94,7 +94,7 @@ def test_release_and_refusal_both_charge_the_full_cost() -> None:
     spends = []
 
     class Fake:
-        def spend(self, cost, *, label):
+        def spend(self, cost, *, label, relation="unbounded"):
             spends.append((cost, label))
 
     ages = np.arange(20.0, 70.0).repeat(100)

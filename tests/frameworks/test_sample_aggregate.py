@@ -131,7 +131,7 @@ def test_median_aggregator_and_accountant() -> None:
     spends = []
 
     class Fake:
-        def spend(self, cost, *, label):
+        def spend(self, cost, *, label, relation="unbounded"):
             spends.append((cost, label))
 
     x = np.random.default_rng(1).normal(50, 5, 2000)

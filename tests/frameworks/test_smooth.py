@@ -118,7 +118,7 @@ def test_accountant_is_charged_before_noise() -> None:
     spends = []
 
     class Fake:
-        def spend(self, cost, *, label):
+        def spend(self, cost, *, label, relation="unbounded"):
             spends.append((cost, label))
 
     smooth_sensitivity_release(

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_delta, check_positive, check_relation
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -243,6 +243,10 @@ class Gaussian:
         ``"classic"``: ``sigma = sensitivity sqrt(2 ln(1.25/delta)) / epsilon``, valid only for
         ``epsilon < 1`` (refused otherwise). ``"analytic"``: Balle and Wang's exact
         calibration, valid for every epsilon and never noisier than the classic one.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
@@ -260,7 +264,7 @@ class Gaussian:
     multivariate discrete Gaussian is proved ``rho``-zCDP (CKS Theorem 14) rather than
     matched to the continuous curve; this costs some extra noise for vectors (about 9% at
     epsilon 1, delta 1e-5), reported by ``noise_scale(d)``, while :attr:`sigma` stays the
-    continuous calibration for the given sensitivity.
+    continuous calibration for the given sensitivity. The guarantee holds under ``relation``.
 
     Examples
     --------
@@ -283,8 +287,10 @@ class Gaussian:
     sensitivity: float = 1.0
     norm: str = "l2"
     calibration: str = "analytic"
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
+        check_relation("Gaussian", self.relation)
         object.__setattr__(self, "epsilon", check_positive("Gaussian", "epsilon", self.epsilon))
         object.__setattr__(self, "delta", check_delta("Gaussian", self.delta, allow_zero=False))
         object.__setattr__(
@@ -361,7 +367,7 @@ class Gaussian:
         g, t, c, _ = self._plan(d)
         lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Gaussian")
+        spend(accountant, self.privacy, "Gaussian", self.relation)
         reps = 1 if size is None else size
         noise = discrete_gaussian_tc(t, c, reps * lattice.size, source)
         noise = noise.reshape((reps, *lattice.shape))
@@ -394,13 +400,18 @@ class DiscreteGaussian:
     delta : float in (0, 1)
     sensitivity : int >= 1
         L2 sensitivity of an integer-valued query.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
     ``(epsilon, delta)``-DP with sigma the smallest value (on a grid of relative step
     2**-10 above the analytic continuous calibration) whose exact discrete delta (Canonne,
     Kamath and Steinke 2020, Theorem 7) is at most ``delta`` for a scalar; for ``d > 1``
-    integer coordinates sigma also satisfies the zCDP route of :class:`Gaussian`.
+    integer coordinates sigma also satisfies the zCDP route of :class:`Gaussian`. The
+    guarantee holds under ``relation``.
 
     Examples
     --------
@@ -411,8 +422,10 @@ class DiscreteGaussian:
     epsilon: float
     delta: float
     sensitivity: int = 1
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
+        check_relation("DiscreteGaussian", self.relation)
         object.__setattr__(
             self, "epsilon", check_positive("DiscreteGaussian", "epsilon", self.epsilon)
         )
@@ -460,7 +473,7 @@ class DiscreteGaussian:
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))
         source = as_source(rng)
-        spend(accountant, self.privacy, "DiscreteGaussian")
+        spend(accountant, self.privacy, "DiscreteGaussian", self.relation)
         m = size * arr.size
         if s2 <= 2**24:
             noise = discrete_gaussian(0, m, source, sigma2=s2)

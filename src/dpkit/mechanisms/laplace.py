@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -82,6 +82,10 @@ class Laplace:
         Privacy parameter.
     sensitivity : float > 0
         L1 sensitivity of the query: the largest ``sum_i |f(x)_i - f(x')_i|`` over neighbours.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Attributes
     ----------
@@ -92,8 +96,8 @@ class Laplace:
 
     Privacy
     -------
-    Pure ``epsilon``-DP (Dwork, McSherry, Nissim and Smith 2006; Dwork and Roth 2014,
-    Theorem 3.6), in its discrete form: the value is rounded to the lattice ``grid * Z``
+    Pure ``epsilon``-DP under ``relation`` (Dwork, McSherry, Nissim and Smith 2006; Dwork and
+    Roth 2014, Theorem 3.6), in its discrete form: the value is rounded to the lattice ``grid * Z``
     (``grid`` a power of two fixed by ``sensitivity`` and the number of coordinates ``d``,
     never by the data), and exact discrete Laplace noise ``P[z] ~ exp(-|z| / t)`` is added on
     the lattice with ``t = (floor(sensitivity / grid) + d) / epsilon``. Rounding moves
@@ -124,9 +128,11 @@ class Laplace:
 
     epsilon: float
     sensitivity: float = 1.0
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("Laplace", "epsilon", self.epsilon))
+        check_relation("Laplace", self.relation)
         object.__setattr__(
             self, "sensitivity", check_positive("Laplace", "sensitivity", self.sensitivity)
         )
@@ -199,7 +205,7 @@ class Laplace:
         g, t = self._lattice_scale(d)
         lattice = grid_round("Laplace", vals, g)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Laplace")
+        spend(accountant, self.privacy, "Laplace", self.relation)
         reps = 1 if size is None else size
         noise = _discrete_laplace(t, reps * lattice.size, source)
         noise = noise.reshape((reps, *lattice.shape))
@@ -224,13 +230,18 @@ class Geometric:
     epsilon : float > 0
     sensitivity : int >= 1
         L1 sensitivity of an integer-valued query (a count has sensitivity 1).
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
     Pure ``epsilon``-DP: the two-sided geometric (discrete Laplace) distribution with scale
     ``sensitivity / epsilon`` has likelihood ratio at most ``exp(epsilon)`` between integer
     shifts of at most ``sensitivity`` (Ghosh, Roughgarden and Sundararajan 2009). Integer
-    inputs need no rounding; non-integer input is refused.
+    inputs need no rounding; non-integer input is refused. The guarantee
+    holds under ``relation``.
 
     Examples
     --------
@@ -240,9 +251,11 @@ class Geometric:
 
     epsilon: float
     sensitivity: int = 1
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("Geometric", "epsilon", self.epsilon))
+        check_relation("Geometric", self.relation)
         s = self.sensitivity
         if isinstance(s, bool) or not isinstance(s, int | np.integer):
             raise TypeError(f"Geometric: `sensitivity` must be an int >= 1; got {s!r}")
@@ -282,7 +295,7 @@ class Geometric:
     def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
-        spend(accountant, self.privacy, "Geometric")
+        spend(accountant, self.privacy, "Geometric", self.relation)
         noise = _discrete_laplace(self._t(), size * arr.size, source)
         return arr + noise.reshape((size, *arr.shape))
 
@@ -292,4 +305,6 @@ class Geometric:
         out = self.release(value, rng=rng, accountant=accountant)
         k = self.accuracy(alpha)
         interval = (out - k, out + k) if np.ndim(out) == 0 else None
-        return Release(out, "Geometric", self.privacy, self.scale, interval, alpha)
+        return Release(
+            out, "Geometric", self.privacy, self.scale, interval, alpha, relation=self.relation
+        )

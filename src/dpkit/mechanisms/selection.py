@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import check_size, pow2_at_most, spend
@@ -94,9 +94,11 @@ class _Selection:
     epsilon: float
     sensitivity: float
     monotonic: bool
+    relation: str
 
     def _check(self) -> None:
         owner = type(self).__name__
+        check_relation(owner, self.relation)
         object.__setattr__(self, "epsilon", check_positive(owner, "epsilon", self.epsilon))
         object.__setattr__(
             self, "sensitivity", check_positive(owner, "sensitivity", self.sensitivity)
@@ -128,11 +130,22 @@ class Exponential(_Selection):
     ``monotonic=True``: every utility moves in the same direction between neighbours).
     Returns the candidate, never its score.
 
+    Parameters
+    ----------
+    epsilon : float > 0
+    sensitivity : float > 0
+        The largest change of any one score between neighbours.
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for (default ``"unbounded"``,
+        add or remove one record; ``"bounded"``: replace one). Passed to the accountant.
+
     Privacy
     -------
-    Pure ``epsilon``-DP (McSherry and Talwar 2007; Dwork and Roth 2014, Theorem 3.10), on the
-    quantised scores described in :mod:`dpkit.mechanisms.selection`. Sampling is exact:
-    a candidate proposed uniformly at random is accepted with probability
+    Pure ``epsilon``-DP under ``relation`` (McSherry and Talwar 2007; Dwork and Roth 2014,
+    Theorem 3.10), on the quantised scores described in :mod:`dpkit.mechanisms.selection`.
+    Sampling is exact: a candidate proposed uniformly at random is accepted with probability
     ``exp(-x (max q - q_i))``, ``x = epsilon / (2 s)`` with ``s`` the lattice sensitivity,
     decided by exact Bernoulli draws (:func:`dpkit.samplers.bernoulli_exp_int`); the first
     accepted proposal has exactly the target distribution (rejection sampling).
@@ -146,6 +159,7 @@ class Exponential(_Selection):
     epsilon: float
     sensitivity: float = 1.0
     monotonic: bool = False
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
@@ -193,7 +207,7 @@ class Exponential(_Selection):
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         x = self._x(s)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Exponential")
+        spend(accountant, self.privacy, "Exponential", self.relation)
         n = gaps.size
         out = np.empty(size, dtype=np.int64)
         filled = 0
@@ -218,7 +232,8 @@ class PermuteAndFlip(_Selection):
 
     Privacy
     -------
-    Pure ``epsilon``-DP (McKenna and Sheldon 2020, Theorem 1), on the quantised scores of
+    Pure ``epsilon``-DP under ``relation`` (McKenna and Sheldon 2020, Theorem 1), on the
+    quantised scores of
     :mod:`dpkit.mechanisms.selection`. Because the coins are independent of the order, dpkit
     flips every coin at once (exact Bernoulli draws) and returns a uniformly random candidate
     among the heads: the first head in a uniformly random order is exactly that.
@@ -232,6 +247,7 @@ class PermuteAndFlip(_Selection):
     epsilon: float
     sensitivity: float = 1.0
     monotonic: bool = False
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
@@ -270,7 +286,7 @@ class PermuteAndFlip(_Selection):
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
         x = Fraction(self.epsilon) / (self._factor * s)
         source = as_source(rng)
-        spend(accountant, self.privacy, "PermuteAndFlip")
+        spend(accountant, self.privacy, "PermuteAndFlip", self.relation)
         n = gaps.size
         heads = bernoulli_exp_int(x, np.tile(gaps, size), source).reshape(size, n)
         count = heads.sum(axis=1)  # never 0: some gap is 0
@@ -285,7 +301,7 @@ class ReportNoisyMax(_Selection):
 
     Parameters
     ----------
-    epsilon, sensitivity, monotonic
+    epsilon, sensitivity, monotonic, relation
         As for :class:`Exponential`.
     noise : {"laplace", "gumbel"}
         ``"laplace"``: discrete Laplace noise of scale ``2 s / epsilon`` (``s / epsilon`` when
@@ -295,7 +311,8 @@ class ReportNoisyMax(_Selection):
 
     Privacy
     -------
-    Pure ``epsilon``-DP (Dwork and Roth 2014, Claim 3.9). The proof carries over to
+    Pure ``epsilon``-DP under ``relation`` (Dwork and Roth 2014, Claim 3.9). The proof
+    carries over to
     discrete Laplace noise with a fixed tie-break: if ``r*`` is the smallest noise value with
     which candidate ``i`` wins on ``x``, it still wins on a neighbour with noise
     ``>= r* + 2s`` (``+ s`` when monotonic), and the discrete Laplace survival function
@@ -311,6 +328,7 @@ class ReportNoisyMax(_Selection):
     sensitivity: float = 1.0
     monotonic: bool = False
     noise: str = "laplace"
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
@@ -351,12 +369,14 @@ class ReportNoisyMax(_Selection):
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
         if self.noise == "gumbel":
-            exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
+            exp = Exponential(
+                self.epsilon, self.sensitivity, monotonic=self.monotonic, relation=self.relation
+            )
             return exp._draw(candidates, scores, size, rng, accountant)
         cands, arr = _scores("ReportNoisyMax", candidates, scores)
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
         t = Fraction(self._factor * s) / Fraction(self.epsilon)
         source = as_source(rng)
-        spend(accountant, self.privacy, "ReportNoisyMax")
+        spend(accountant, self.privacy, "ReportNoisyMax", self.relation)
         noisy = _discrete_laplace(t, size * gaps.size, source).reshape(size, gaps.size) - gaps
         return cands, np.argmax(noisy, axis=1).astype(np.int64)
