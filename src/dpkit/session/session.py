@@ -171,7 +171,7 @@ class Session:
     def _check_data(self) -> None:
         """Refuse an empty table or a privacy unit with nulls (before anything is spent)."""
         # one row is enough to know the table is not empty (LIMIT 1 on every engine)
-        if self._engine.collect(self._frame.head(1).select(nw.len().alias("n")))["n"][0] == 0:
+        if self._engine.is_empty(self._frame):
             raise ParameterError("Session: the table is empty; there is nothing to release")
         if self.privacy_unit is not None:
             check = self._frame.select(nw.col(self.privacy_unit).null_count().alias("nulls"))

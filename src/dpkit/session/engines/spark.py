@@ -300,6 +300,10 @@ class SparkEngine(Engine):
         fn = F.row_number() if method == "ordinal" else F.dense_rank()
         return nw.from_native(df.withColumn(name, fn.over(window).cast("long")))
 
+    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
+        """Spark's own ``isEmpty`` (one job reading at most one row of no columns)."""
+        return bool(frame.to_native().isEmpty())
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated Spark frame and bring its rows to the driver through Arrow.
 
