@@ -128,6 +128,7 @@ class Session:
         self.privacy_unit = privacy_unit
         self.max_rows_per_unit = max_rows_per_unit
         self.max_groups_per_unit = max_groups_per_unit
+        self._data_checked = False
 
     @property
     def engine(self) -> str:
@@ -169,7 +170,13 @@ class Session:
         )
 
     def _check_data(self) -> None:
-        """Refuse an empty table or a privacy unit with nulls (before anything is spent)."""
+        """Refuse an empty table or a privacy unit with nulls (before anything is spent).
+
+        Checked once, at the Session's first release (the table is the Session's, fixed):
+        on Spark each check is a job of its own, worth a third of a fast group-by.
+        """
+        if self._data_checked:
+            return
         # one row is enough to know the table is not empty (LIMIT 1 on every engine)
         if self._engine.is_empty(self._frame):
             raise ParameterError("Session: the table is empty; there is nothing to release")
@@ -181,6 +188,7 @@ class Session:
                     f"Session: the privacy_unit column {self.privacy_unit!r} has {nulls} null "
                     "value(s); every row must name its unit (drop or attribute them first)"
                 )
+        self._data_checked = True
 
     def _spend(self, cost: PrivacyLoss, label: str) -> None:
         self.accountant.spend(cost, label=label)
