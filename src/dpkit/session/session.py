@@ -25,8 +25,10 @@ class Session:
     ----------
     data
         A Polars DataFrame or LazyFrame, a pandas DataFrame, a PyArrow Table, a DuckDB
-        relation, or a path to a CSV or Parquet file (scanned lazily). All row-level work runs
-        on that engine through narwhals; only aggregates come back to Python.
+        relation, a PySpark DataFrame, or a path to a CSV or Parquet file (scanned lazily).
+        All row-level work runs on that engine through narwhals; only aggregates come back to
+        Python. Releases come back as pandas for pandas data, as a Spark DataFrame for Spark
+        data, as Polars otherwise.
     privacy_unit : str, optional
         ``None`` (default) protects each row (add or remove one row). A column name protects
         each person: all rows with the same value are added or removed together.
