@@ -65,6 +65,16 @@ def test_disjoint_groups_are_charged_once() -> None:
     total = sum(r.privacy.epsilon for r in rel.releases.values())
     assert total == pytest.approx(0.5, rel=1e-12)
     assert rel.relation == "unbounded" and rel.privacy_unit is None
+    assert entry.relation == "unbounded"
+    assert all(r.relation == "unbounded" for r in rel.releases.values())
+
+
+def test_replace_one_budget_is_charged_by_group_privacy() -> None:
+    """Against a replace-one (bounded) budget an add/remove release costs 2 epsilon."""
+    acct = dp.Accountant(dp.PureDP(1.0), relation="bounded")
+    s = dp.Session(_df(), accountant=acct, rng=6)
+    s.count(epsilon=0.25)
+    assert acct.history[0].charge == dp.PureDP(0.5)
 
 
 def test_weights_split_the_budget() -> None:

@@ -116,6 +116,7 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
         privacy=privacy,
         scale=p.noise.std,
         alpha=p.alpha,
+        relation="unbounded",
         details={
             "share": float(p.share),
             "sensitivity": p.sensitivity,

@@ -193,7 +193,8 @@ class Session:
         self._data_checked = True
 
     def _spend(self, cost: PrivacyLoss, label: str) -> None:
-        self.accountant.spend(cost, label=label)
+        # add/remove one row or one unit: the relation every Session guarantee holds under
+        self.accountant.spend(cost, label=label, relation="unbounded")
 
     # -- one-statistic shortcuts -----------------------------------------------------------
 
