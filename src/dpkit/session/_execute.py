@@ -55,6 +55,9 @@ class Context:
         return cols
 
 
+_ONE = "__dpkit_one"
+
+
 def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any]:
     """The rows that enter the aggregates, after per-unit contribution bounding.
 
@@ -67,10 +70,12 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     makes the choice uniformly random instead of systematically biased.
     """
     cols = ctx.used_columns()
-    if not cols:  # a bare count: one column per row (a literal alone would be one row)
-        one = nw.lit(1, nw.Int8).alias("__dpkit_one")
-        return ctx.frame.with_columns(one).select("__dpkit_one")
-    lf = ctx.frame.select(*cols)
+    if cols:
+        lf = ctx.frame.select(*cols)
+    else:
+        # no column is read (a bare count): a literal must be attached to every row, because
+        # select(lit) alone is one row on some engines
+        lf = ctx.frame.with_columns(nw.lit(1).alias(_ONE)).select(_ONE)
     if ctx.unit is None:
         return lf
     assert salt is not None
@@ -165,7 +170,7 @@ def clean_columns(ctx: Context, rows: nw.LazyFrame[Any]) -> frozenset[str]:
     for i, c in enumerate(cols):
         bad = nw.col(c).null_count()
         if ctx.schema[c].is_float():
-            bad = bad + nw.col(c).is_nan().cast(nw.Int64).sum()  # Spark sums no booleans
+            bad = bad + nw.col(c).is_nan().sum()
         exprs.append(bad.alias(f"b{i}"))
     got = ctx.engine.collect(rows.select(*exprs)).row(0)
     return frozenset(c for c, b in zip(cols, got, strict=True) if not b)
