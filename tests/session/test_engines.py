@@ -15,7 +15,13 @@ import dpkit as dp
 
 
 def as_polars(frame: Any) -> pl.DataFrame:
-    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    if hasattr(frame, "toArrow"):  # a Spark DataFrame (the released rows, collected here)
+        out = pl.from_arrow(frame.toArrow())
+        assert isinstance(out, pl.DataFrame)
+        return out
+    return pl.from_pandas(frame)
 
 
 def _table(n: int = 3000, seed: int = 0) -> pl.DataFrame:
