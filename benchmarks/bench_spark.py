@@ -16,7 +16,8 @@ same rows the same way; both queries collect their (small) results to the driver
 
 A Session checks its table (not empty, no null privacy unit) once, at its first release: the
 ``dpkit`` rows time later releases (the warm-up call pays the check), the ``dpkit first
-release`` row a new Session each time.
+release`` row a new Session each time. The calls of one task are interleaved (plain, dpkit,
+plain, dpkit, ...; medians), so a change in the machine's load slows both alike.
 
 Peak driver memory: the Python heap's peak during a release (``tracemalloc``: only
 aggregates reach Python) and the JVM's peak heap (in local mode the driver JVM also runs the
@@ -25,11 +26,12 @@ executors, so that figure is the whole engine's), in each dpkit row's note.
 
 from __future__ import annotations
 
+import statistics
 import time
 import tracemalloc
 from typing import Any
 
-from benchmarks._harness import Table, optional_import, timeit
+from benchmarks._harness import Table, optional_import
 
 N = 10**7
 PERSONS = 10**6
@@ -38,6 +40,20 @@ GROUPS = 1000
 STARTUP = "spark start-up"
 COUNT = "spark count by 1000 groups 1e7"
 BOUNDING = "spark bounding 1e6 persons to 5 rows"
+
+
+def _paired(fns: list[Any], repeat: int) -> list[float]:
+    """Median seconds of each callable, the calls interleaved (a, b, c, a, b, c, ...) after one
+    warm-up round, so that a machine whose load changes during the run slows all alike."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def _python_peak(fn: Any) -> float:
@@ -71,27 +87,29 @@ def _count(table: Table, spark: Any) -> None:
     import dpkit as dp
 
     df = spark.range(N).select((F.col("id") % GROUPS).alias("g"))
-    table.add(
-        COUNT,
-        "spark",
-        timeit(lambda: df.groupBy("g").count().collect(), repeat=5),
-        note="plain groupBy().count().collect()",
-    )
     keys = list(range(GROUPS))
     s = dp.Session(df, budget=dp.PureDP(1e9))
     q = s.query().group_by("g", keys=keys).agg(dp.count())
-    seconds = timeit(lambda: q.release(epsilon=1.0).collect(), repeat=5)
-    note = _memory_note(spark, lambda: q.release(epsilon=1.0).collect())
-    table.add(COUNT, "dpkit", seconds, note=f"public keys, discrete Laplace; {note}")
 
     def first() -> Any:
         fresh = dp.Session(df, budget=dp.PureDP(1.0))
         return fresh.query().group_by("g", keys=keys).agg(dp.count()).release(epsilon=1.0)
 
+    plain, dpkit, fresh = _paired(
+        [
+            lambda: df.groupBy("g").count().collect(),
+            lambda: q.release(epsilon=1.0).collect(),
+            lambda: first().collect(),
+        ],
+        repeat=9,
+    )
+    note = _memory_note(spark, lambda: q.release(epsilon=1.0).collect())
+    table.add(COUNT, "dpkit", dpkit, note=f"public keys, discrete Laplace; {note}")
+    table.add(COUNT, "spark", plain, note="plain groupBy().count().collect()")
     table.add(
         COUNT,
         "dpkit first release",
-        timeit(lambda: first().collect(), repeat=5),
+        fresh,
         note="a new Session each time: + its one-off table check (Spark's isEmpty)",
     )
 
@@ -111,17 +129,12 @@ def _bounding(table: Table, spark: Any) -> None:
         ranked = df.withColumn("r", F.row_number().over(w))
         return ranked.filter(F.col("r") <= 5).agg(F.count("*")).collect()
 
-    table.add(
-        BOUNDING,
-        "spark",
-        timeit(plain, repeat=3),
-        note="row_number() over person, keep 5, count",
-    )
     s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=5, budget=dp.PureDP(1e9))
     q = s.query().agg(dp.count())
-    seconds = timeit(lambda: q.release(epsilon=1.0).collect(), repeat=3)
+    base, dpkit = _paired([plain, lambda: q.release(epsilon=1.0).collect()], repeat=5)
     note = _memory_note(spark, lambda: q.release(epsilon=1.0).collect())
-    table.add(BOUNDING, "dpkit", seconds, note=f"salted xxhash64 rank per release; {note}")
+    table.add(BOUNDING, "dpkit", dpkit, note=f"salted xxhash64 rank per release; {note}")
+    table.add(BOUNDING, "spark", base, note="row_number() over person, keep 5, count")
 
 
 def run(table: Table) -> None:
