@@ -260,7 +260,15 @@ def _col(name: str) -> Any:
 
 
 class SparkEngine(Engine):
-    """PySpark DataFrame (classic or Spark Connect); results come back as a Spark DataFrame."""
+    """PySpark DataFrame; results come back as a Spark DataFrame.
+
+    Privacy: nothing here changes a sensitivity. Each person's kept rows depend only on their
+    own rows and the secret salt (the window is partitioned by the person), which is all the
+    Session's bounding needs (:func:`dpkit.session._execute.bounded_rows`); the noise is added
+    on the driver by dpkit's exact samplers. Spark Connect frames are accepted by the same
+    code but untested, and the aggregation-only check of :meth:`collect` needs the classic
+    API's plan (it is skipped for them).
+    """
 
     name = "spark"
     accepts = "pyspark.sql.DataFrame"
