@@ -281,7 +281,7 @@ def _lattice_check(
 ) -> LatticeCheck:
     lows, codes, cells = [], [], []
     for out in (all0, all1):
-        vals = out.real[name]
+        vals = out.real.get(name, np.zeros(0))  # a frame's key may be absent from one input
         vals = vals[np.isfinite(vals) & (vals != 0)]
         b, g = lattice_cells(vals)
         lows.append(int(g.min()) if g.size else 0)
