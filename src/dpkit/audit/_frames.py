@@ -8,7 +8,9 @@ frame output holds every draw's rows with an integer column ``draw`` (``0 .. siz
 
 Per draw the audit sees: which keys were released (one categorical feature: the set; and one
 ``present``/``absent`` feature per key), how many rows, and each value column per key
-(``NaN`` where the key is absent). A draw's features depend on its own rows only, never on the
+(``NaN`` where the key is absent), and each value column summed over the keys the draw released
+(a joint feature: one person's rows in several groups move every group's sum the same way). A
+draw's features depend on its own rows only, never on the
 other draws of its batch (batches differ in size and in which keys some draw released).
 """
 
@@ -108,5 +110,9 @@ def frame_outputs(frame: Any, size: int | None) -> Outputs:
             vals = np.full(n, np.nan)
             vals[draw[sel]] = df[v].to_numpy()[sel].astype(np.float64)
             out.real[f"{v}[{name}]"] = vals
+    for v in values:  # summed over the draw's keys (a joint feature; in every batch, even
+        # one with a single key, so that it never depends on the batch)
+        col = df[v].to_numpy().astype(np.float64)
+        out.real[f"{v}[all keys]"] = np.bincount(draw, weights=col, minlength=n)
     out.floats = tuple(k for k in out.real if k != "rows released")
     return out
