@@ -91,8 +91,9 @@ class Lattice:
     origin: int
 
     @classmethod
-    def for_bounds(cls, owner: str, lower: float, upper: float) -> Lattice:
-        g = grid_for_bounds(lower, upper)
+    def for_bounds(cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS) -> Lattice:
+        """The lattice ``2**(floor(log2(upper - lower)) - bits)`` of the bounds."""
+        g = grid_for_bounds(lower, upper, bits)
         lo = math.ceil(lower / g)  # exact: division by a power of two
         hi = math.floor(upper / g)
         if max(abs(lo), abs(hi)) >= 2**52:

@@ -1,9 +1,9 @@
 """Private statistics on arrays and per-group summaries: quantiles (one or many at once) with
-intervals.
+intervals, private clipping bounds, means, sums, variances and deviations with automatic bounds.
 
 The Session (:mod:`dpkit.session`) calls these per group with compact summaries
-(:func:`quantiles_from_counts`); the array functions (:func:`quantiles`, :func:`quantile`,
-:func:`median`) serve scripts and tests. See docs/architecture.md for where this layer sits.
+(:func:`quantiles_from_counts`, :func:`bounds_from_counts`); the array functions serve scripts
+and tests. See docs/architecture.md for where this layer sits.
 """
 
 from dpkit.statistics._quantiles import (
@@ -14,12 +14,29 @@ from dpkit.statistics._quantiles import (
     quantiles,
     quantiles_from_counts,
 )
+from dpkit.statistics.bounds import (
+    BoundsRelease,
+    bounds_from_counts,
+    bucket_edges,
+    log2_buckets,
+    private_bounds,
+)
+from dpkit.statistics.moments import mean, std, sum, var
 
 __all__ = [
+    "BoundsRelease",
     "QuantileRelease",
+    "bounds_from_counts",
+    "bucket_edges",
+    "log2_buckets",
+    "mean",
     "median",
+    "private_bounds",
     "quantile",
     "quantile_samples",
     "quantiles",
     "quantiles_from_counts",
+    "std",
+    "sum",
+    "var",
 ]
