@@ -185,8 +185,10 @@ def test_sum_noise_is_the_stated_discrete_laplace(chi2_pvalue) -> None:
     support = np.arange(-20, 20)
     a = math.exp(-1 / scale)
     lo = support * 2**28
+
     def cdf(t):
         return np.where(t < 0, a ** (-t) / (1 + a), 1 - a ** (t + 1) / (1 + a))  # P[Z <= t]
+
     pmf = cdf(lo + 2**28 - 1) - cdf(lo - 1)
     assert chi2_pvalue(binned, support, pmf) > 1e-3
 
