@@ -8,7 +8,7 @@ BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 DEMO_OUT ?= demo-output
 
-.PHONY: demo test bench lint format typecheck clean
+.PHONY: demo test bench lint format typecheck clean mutation audit
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Audit every mechanism and framework on its worst-case neighbours at sizes that resolve
+# epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints the table.
+AUDIT_ARGS ?= --samples 1000000 --time-budget 60 --seed 1
+audit: $(STAMP)
+	$(VENV)/bin/dpkit audit all $(AUDIT_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -44,6 +50,13 @@ $(BENCH_STAMP): pyproject.toml
 BENCH_ARGS ?=
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
+
+# Wrong variants of the privacy-relevant code, each of which its listed tests must reject
+# (tests/mutation/README.md). Not part of `make test`, which only checks the list is current.
+# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 2"` runs a subset in parallel.
+MUTATION_ARGS ?=
+mutation: $(STAMP)
+	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -12,7 +12,7 @@ SRC = Path(dpkit.__file__).parent
 
 # lower index = lower layer; a module may import only its own layer or lower ones
 LAYERS = [
-    {"samplers", "errors", "_validate", "datasets"},
+    {"samplers", "errors", "_validate", "_lattice", "datasets"},
     {"accounting"},
     {"mechanisms"},
     {"queries", "sensitivity"},

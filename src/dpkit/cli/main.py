@@ -22,6 +22,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.budget",
     "dpkit.cli.sensitivity",
     "dpkit.cli.compare",
+    "dpkit.cli.audit",
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import Values, parse_values, round_values
 from dpkit._validate import check_number
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
@@ -97,7 +98,7 @@ def spacing_for(scale: float, bits: int = GRID_BITS) -> float:
 
 
 def laplace_on_grid(
-    value: float | np.ndarray,
+    value: Any,
     sensitivity: float,
     epsilon: float,
     spacing: float,
@@ -109,15 +110,26 @@ def laplace_on_grid(
     the released ``g * round((f~ + X) / g)`` with ``X ~ Laplace((sensitivity + g) / epsilon)``
     is a post-processing of the Laplace mechanism on ``f~`` (Dwork et al. 2006), so it is
     ``epsilon``-DP. ``K = round(X / g)`` comes from
-    :func:`dpkit.samplers.heavy_tailed.rounded_laplace`. Works on an array of values (one
-    independent draw each). Returns the released values and the noise scale.
+    :func:`dpkit.samplers.heavy_tailed.rounded_laplace`. ``value`` is a float, an array, or an
+    exact statistic (int, :class:`~fractions.Fraction`, a sequence of them or a
+    :class:`dpkit._lattice.Values`), rounded to the grid exactly (:func:`on_lattice`); one
+    independent draw per value. Returns the released values and the noise scale.
     """
     from dpkit.samplers.heavy_tailed import rounded_laplace
 
     g = Fraction(spacing)
     scale = (Fraction(sensitivity) + g) / Fraction(epsilon)
-    vals = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    units = np.rint(vals / spacing)  # exact power-of-two scaling, then round half to even
-    k = rounded_laplace(scale / g, vals.size, rng)
-    out = (units + k) * spacing  # exact while |units + k| < 2**53
+    units = on_lattice(value, spacing).ravel()
+    k = rounded_laplace(scale / g, units.size, rng)
+    out = (units + k).astype(np.float64) * spacing  # exact while |units + k| < 2**53
     return out, float(scale)
+
+
+def on_lattice(value: Any, spacing: float) -> np.ndarray:
+    """``value / spacing`` rounded to the nearest integer (ties to even) as int64, exactly.
+
+    Floats go through exact power-of-two scaling and ``rint``; exact statistics (ints,
+    Fractions, :class:`dpkit._lattice.Values`) through rational arithmetic.
+    """
+    vals = value if isinstance(value, Values) else parse_values("framework", value)
+    return round_values("framework", vals, spacing, limit=2.0**52)

@@ -41,6 +41,8 @@ differential privacy in Hoare logic. CSF 2014.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -52,7 +54,12 @@ from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 
-__all__ = ["distance_to_high_sensitivity", "propose_test_release", "ptr_threshold"]
+__all__ = [
+    "distance_to_high_sensitivity",
+    "propose_test_release",
+    "propose_test_release_sample",
+    "ptr_threshold",
+]
 
 _OWNER = "propose_test_release"
 
@@ -214,6 +221,65 @@ def propose_test_release(
     ...                      rng=0).refused
     True
     """
+    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    spend(accountant, p.cost, _OWNER)
+    source = as_source(rng)
+    noisy, vals = _draw(p, 1, source, lazy=True)
+    noisy_distance = float(noisy[0])
+    details: dict[str, Any] = {
+        "noisy_distance": noisy_distance,
+        "threshold": p.threshold,
+        "proposed_bound": p.b,
+        "epsilon_test": p.eps_test,
+        "epsilon_release": p.eps_rel,
+        "cap": p.cap,
+    }
+    diagnostics = {"distance": p.distance}  # the exact (capped) distance: not private
+    if vals is None:
+        return Release(
+            value=None,
+            mechanism="propose_test_release",
+            privacy=p.cost,
+            refused=True,
+            details=details,
+            diagnostics=diagnostics,
+        )
+    return Release(
+        value=float(vals[0]),
+        mechanism="propose_test_release",
+        privacy=p.cost,
+        scale=p.scale,
+        details=details,
+        diagnostics=diagnostics,
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything a PTR release fixes before drawing noise (validated, data-dependent)."""
+
+    b: float
+    cost: ApproxDP
+    eps_test: float
+    eps_rel: float
+    g_test: float
+    threshold: float
+    cap: int
+    distance: int
+    value: float
+    scale: float
+
+
+def _plan(
+    data: Any,
+    query: Any,
+    proposed_bound: Any,
+    epsilon: Any,
+    delta: Any,
+    bounds: Any,
+    relation: Any,
+    test_fraction: Any,
+) -> _Plan:
     b = check_positive(_OWNER, "proposed_bound", proposed_bound)
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta, allow_zero=False)
@@ -234,35 +300,69 @@ def propose_test_release(
     distance = distance_to_high_sensitivity(
         q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
     )
-    cost = ApproxDP(eps, dlt)
-    spend(accountant, cost, _OWNER)
-    source = as_source(rng)
-    noisy, _ = laplace_on_grid(float(distance), 1.0, eps_test, g_test, source)
-    noisy_distance = float(noisy[0])
-    details: dict[str, Any] = {
-        "noisy_distance": noisy_distance,
-        "threshold": threshold,
-        "proposed_bound": b,
-        "epsilon_test": eps_test,
-        "epsilon_release": eps_rel,
-        "cap": cap,
-    }
-    diagnostics = {"distance": distance}  # the exact (capped) distance: not private
-    if not noisy_distance > threshold:
-        return Release(
-            value=None,
-            mechanism="propose_test_release",
-            privacy=cost,
-            refused=True,
-            details=details,
-            diagnostics=diagnostics,
-        )
-    vals, scale = laplace_on_grid(q(arr), b, eps_rel, spacing_for(b / eps_rel), source)
-    return Release(
-        value=float(vals[0]),
-        mechanism="propose_test_release",
-        privacy=cost,
-        scale=scale,
-        details=details,
-        diagnostics=diagnostics,
+    scale = float((Fraction(b) + Fraction(spacing_for(b / eps_rel))) / Fraction(eps_rel))
+    return _Plan(
+        b,
+        ApproxDP(eps, dlt),
+        eps_test,
+        eps_rel,
+        g_test,
+        threshold,
+        cap,
+        distance,
+        float(q(arr)),
+        scale,
     )
+
+
+def _draw(
+    p: _Plan, size: int, source: Any, *, lazy: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``size`` noisy distances and released values (NaN where the test fails).
+
+    ``lazy``: draw the release noise only if some test passed (``None`` otherwise), as a
+    single release does.
+    """
+    noisy, _ = laplace_on_grid(np.full(size, float(p.distance)), 1.0, p.eps_test, p.g_test, source)
+    passed = noisy > p.threshold
+    if lazy and not passed.any():
+        return noisy, None
+    vals, _ = laplace_on_grid(
+        np.full(size, p.value), p.b, p.eps_rel, spacing_for(p.b / p.eps_rel), source
+    )
+    return noisy, np.where(passed, vals, np.nan)
+
+
+def propose_test_release_sample(
+    data: Any,
+    query: Any,
+    proposed_bound: float,
+    *,
+    epsilon: float,
+    delta: float,
+    bounds: tuple[float, float],
+    relation: str = "unbounded",
+    test_fraction: float = 0.5,
+    size: int = 1,
+    rng: Any = None,
+) -> np.ndarray:
+    """``size`` independent PTR releases (NaN for a refusal), the same code as a release.
+
+    The vectorised core of :func:`propose_test_release` for audits and studies: the distance
+    is computed once; each draw costs the full ``(epsilon, delta)`` and no accountant is
+    charged.
+
+    Examples
+    --------
+    >>> ages = np.arange(20.0, 70.0).repeat(100)
+    >>> out = propose_test_release_sample(ages, "mean", 0.05, epsilon=2.0, delta=1e-6,
+    ...                                   bounds=(0, 100), size=4, rng=0)
+    >>> out.shape, bool(np.isnan(out).any())
+    ((4,), False)
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise TypeError(f"{_OWNER}: `size` must be an int >= 1; got {size!r}")
+    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    _noisy, vals = _draw(p, size, as_source(rng))
+    assert vals is not None
+    return vals

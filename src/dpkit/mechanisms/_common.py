@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import Values, parse_values, round_values
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
 __all__ = [
     "as_integers",
     "as_values",
+    "check_size",
     "grid_round",
     "measured",
     "pow2_at_most",
@@ -32,6 +34,15 @@ def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
         accountant.spend(privacy, label=label)
 
 
+def check_size(owner: str, size: Any) -> int:
+    """The number of releases a ``sample`` method draws: an int >= 1."""
+    if isinstance(size, bool) or not isinstance(size, int | np.integer):
+        raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    if int(size) < 1:
+        raise ParameterError(f"{owner}: `size` must be an int >= 1; got {size!r}")
+    return int(size)
+
+
 def pow2_at_most(x: float) -> float:
     """The largest power of two ``<= x`` (exact: ``math.frexp`` reads the exponent)."""
     if not (x > 0 and math.isfinite(x)):
@@ -40,24 +51,13 @@ def pow2_at_most(x: float) -> float:
     return math.ldexp(1.0, e - 1)
 
 
-def as_values(owner: str, value: Any) -> tuple[np.ndarray, bool]:
-    """A finite float64 array from a scalar or array-like, and whether it was a scalar."""
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{owner}.release: `value` must be a real number or array; got bool")
-    if isinstance(value, str | bytes):
-        raise TypeError(f"{owner}.release: `value` must be numeric; got {type(value).__name__}")
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
-        raise TypeError(f"{owner}.release: `value` must hold real numbers; got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if arr.size and not np.isfinite(arr).all():
-        raise ParameterError(
-            f"{owner}.release: `value` must be finite; got NaN or infinity "
-            "(clip or impute before releasing)"
-        )
-    return arr, arr.ndim == 0
+def as_values(owner: str, value: Any) -> Values:
+    """A release's input (:func:`dpkit._lattice.parse_values`): floats, or exact numbers.
+
+    Python ints beyond ``2**53``, :class:`~fractions.Fraction` values and sequences of them
+    keep their exact value; they are rounded to the lattice in exact arithmetic.
+    """
+    return parse_values(f"{owner}.release", value)
 
 
 #: Largest |value| an integer mechanism accepts, so that value + noise stays in int64.
@@ -90,24 +90,16 @@ def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def grid_round(owner: str, values: np.ndarray, grid: float) -> np.ndarray:
-    """Lattice coordinates ``rint(values / grid)`` as int64 (``grid`` a power of two).
+def grid_round(owner: str, values: Values, grid: float) -> np.ndarray:
+    """Lattice coordinates ``round(values / grid)`` as int64 (``grid`` a power of two).
 
-    Division by a power of two is exact in binary floating point and ``rint`` is monotone
-    with error at most 1/2, so two inputs ``|u - v| <= D`` land at most ``floor(D/grid) + 1``
-    lattice steps apart; mechanisms charge that in their sensitivity.
+    Floats are divided exactly and rounded by ``rint``; exact inputs are rounded in rational
+    arithmetic (:func:`dpkit._lattice.round_values`), both to nearest with ties to even.
+    Rounding to nearest is monotone with error at most 1/2, so two inputs ``|u - v| <= D``
+    land at most ``floor(D/grid) + 1`` lattice steps apart; mechanisms charge that in their
+    sensitivity.
     """
-    scaled = np.asarray(values / grid)  # 0-d input gives a NumPy scalar; keep an array
-    # max |scaled| from the extremes: no temporary the size of the data (values are finite)
-    if scaled.size and max(-float(scaled.min()), float(scaled.max())) >= _MAX_LATTICE:
-        raise ParameterError(
-            f"{owner}.release: |value| must be below {_MAX_LATTICE * grid:.3g}, 2**61 steps of "
-            f"this mechanism's grid ({grid!r}), which follows its noise scale (sensitivity / "
-            "epsilon); a value that large next to the noise usually means the sensitivity is "
-            "understated; otherwise subtract a public offset before releasing"
-        )
-    np.rint(scaled, out=scaled)
-    return scaled.astype(np.int64)
+    return round_values(f"{owner}.release", values, grid, limit=_MAX_LATTICE)
 
 
 def restore_shape(lattice: np.ndarray, grid: float, scalar: bool) -> Any:

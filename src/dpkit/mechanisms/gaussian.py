@@ -16,6 +16,7 @@ from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
+    check_size,
     grid_round,
     measured,
     pow2_at_most,
@@ -336,16 +337,38 @@ class Gaussian:
         return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array)."""
-        arr, scalar = as_values("Gaussian", value)
-        d = max(arr.size, 1)
+        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
+        return self._draw(value, None, rng, accountant)
+
+    def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases of ``value``: shape ``(size, *shape(value))``.
+
+        The same code as :meth:`release` (each row is distributed as one release and carries
+        its privacy; together they cost ``size`` times it). For audits and studies: it
+        charges no accountant.
+        """
+        return np.asarray(self._draw(value, check_size("Gaussian.sample", size), rng, None))
+
+    def _draw(self, value: Any, size: int | None, rng: Any, accountant: Any) -> Any:
+        vals = as_values("Gaussian", value)
+        d = max(vals.size, 1)
         g, t, c, _ = self._plan(d)
-        lattice = grid_round("Gaussian", arr, g)
+        lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian")
-        noise = discrete_gaussian_tc(t, c, lattice.size, source).reshape(lattice.shape)
+        reps = 1 if size is None else size
+        noise = discrete_gaussian_tc(t, c, reps * lattice.size, source)
+        noise = noise.reshape((reps, *lattice.shape))
         noise += lattice  # in place: the sampler's fresh array, no third temporary
-        return restore_shape(noise, g, scalar)
+        if size is None:
+            return restore_shape(noise[0], g, vals.scalar)
+        return restore_shape(noise, g, False)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
@@ -423,17 +446,28 @@ class DiscreteGaussian:
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Gaussian noise (int or int64 array)."""
+        out = self._draw(value, 1, rng, accountant)[0]
+        return int(out) if out.ndim == 0 else out
+
+    def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases of ``value`` (int64, shape ``(size, *shape)``).
+
+        The code of :meth:`release`; for audits and studies, charging no accountant.
+        """
+        return self._draw(value, check_size("DiscreteGaussian.sample", size), rng, None)
+
+    def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))
         source = as_source(rng)
         spend(accountant, self.privacy, "DiscreteGaussian")
+        m = size * arr.size
         if s2 <= 2**24:
-            noise = discrete_gaussian(0, arr.size, source, sigma2=s2)
+            noise = discrete_gaussian(0, m, source, sigma2=s2)
         else:  # large sigma: round the variance up to t * c (relative excess < 1/sigma)
             t = math.isqrt(s2.numerator // s2.denominator) + 1
-            noise = discrete_gaussian_tc(t, math.ceil(s2 / t), arr.size, source)
-        out = arr + noise.reshape(arr.shape)
-        return int(out) if out.ndim == 0 else out
+            noise = discrete_gaussian_tc(t, math.ceil(s2 / t), m, source)
+        return arr + noise.reshape((size, *arr.shape))
 
 
 @lru_cache(maxsize=256)

@@ -15,6 +15,7 @@ from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
+    check_size,
     grid_round,
     measured,
     pow2_at_most,
@@ -174,15 +175,38 @@ class Laplace:
         return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array)."""
-        arr, scalar = as_values("Laplace", value)
-        d = max(arr.size, 1)
+        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array).
+
+        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
+        values, or a sequence / object array of them (an exact statistic such as a rational
+        mean), which are rounded to the lattice in exact arithmetic, never through a float
+        (:mod:`dpkit._lattice`).
+        """
+        return self._draw(value, None, rng, accountant)
+
+    def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases of ``value``: shape ``(size, *shape(value))``.
+
+        The same code as :meth:`release` (each row is distributed as one release and carries
+        its privacy; together they cost ``size`` times it). For audits and studies: it
+        charges no accountant.
+        """
+        return np.asarray(self._draw(value, check_size("Laplace.sample", size), rng, None))
+
+    def _draw(self, value: Any, size: int | None, rng: Any, accountant: Any) -> Any:
+        vals = as_values("Laplace", value)
+        d = max(vals.size, 1)
         g, t = self._lattice_scale(d)
-        lattice = grid_round("Laplace", arr, g)
+        lattice = grid_round("Laplace", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Laplace")
-        noise = _discrete_laplace(t, lattice.size, source).reshape(lattice.shape)
-        return restore_shape(lattice + noise, g, scalar)
+        reps = 1 if size is None else size
+        noise = _discrete_laplace(t, reps * lattice.size, source)
+        noise = noise.reshape((reps, *lattice.shape))
+        noise += lattice  # in place: the sampler's fresh array
+        if size is None:
+            return restore_shape(noise[0], g, vals.scalar)
+        return restore_shape(noise, g, False)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
@@ -245,11 +269,22 @@ class Geometric:
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Laplace noise (int or int64 array)."""
+        out = self._draw(value, 1, rng, accountant)[0]
+        return int(out) if out.ndim == 0 else out
+
+    def sample(self, value: Any, size: int, *, rng: Any = None) -> np.ndarray:
+        """``size`` independent releases of ``value`` (int64, shape ``(size, *shape)``).
+
+        The code of :meth:`release`; for audits and studies, charging no accountant.
+        """
+        return self._draw(value, check_size("Geometric.sample", size), rng, None)
+
+    def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
         spend(accountant, self.privacy, "Geometric")
-        out = arr + _discrete_laplace(self._t(), arr.size, source).reshape(arr.shape)
-        return int(out) if out.ndim == 0 else out
+        noise = _discrete_laplace(self._t(), size * arr.size, source)
+        return arr + noise.reshape((size, *arr.shape))
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None

@@ -25,9 +25,10 @@ import numpy as np
 from dpkit._validate import check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import pow2_at_most, spend
+from dpkit.mechanisms._common import check_size, pow2_at_most, spend
 from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
 from dpkit.samplers._discrete import _discrete_laplace
+from dpkit.samplers.heavy_tailed import uniform_below
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax"]
 
@@ -173,18 +174,37 @@ class Exponential(_Selection):
         accountant: Any = None,
     ) -> Any:
         """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
+        cands, idx = self._draw(candidates, scores, 1, rng, accountant)
+        return _pick(cands, int(idx[0]))
+
+    def sample(
+        self, candidates: Sequence[Any] | np.ndarray, scores: Any, size: int, *, rng: Any = None
+    ) -> np.ndarray:
+        """``size`` independent selections (positions into ``candidates``, int64).
+
+        The code of :meth:`select`; for audits and studies, charging no accountant.
+        """
+        return self._draw(candidates, scores, check_size("Exponential.sample", size), rng, None)[1]
+
+    def _draw(
+        self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
+    ) -> tuple[Sequence[Any], np.ndarray]:
         cands, arr = _scores("Exponential", candidates, scores)
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         x = self._x(s)
         source = as_source(rng)
         spend(accountant, self.privacy, "Exponential")
         n = gaps.size
-        batch = max(64, min(n, 1 << 16))
-        while True:
+        out = np.empty(size, dtype=np.int64)
+        filled = 0
+        while filled < size:
+            # iid proposals; the accepted ones, in order, are iid draws of the target law
+            batch = min(max(64, min(n, 1 << 16)) * (size - filled), 1 << 22)
             idx = uniform_int(n, batch, source)
-            ok = np.flatnonzero(bernoulli_exp_int(x, gaps[idx], source))
-            if ok.size:
-                return _pick(cands, int(idx[ok[0]]))
+            ok = idx[bernoulli_exp_int(x, gaps[idx], source)][: size - filled]
+            out[filled : filled + ok.size] = ok
+            filled += ok.size
+        return cands, out
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,13 +250,33 @@ class PermuteAndFlip(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        cands, idx = self._draw(candidates, scores, 1, rng, accountant)
+        return _pick(cands, int(idx[0]))
+
+    def sample(
+        self, candidates: Sequence[Any] | np.ndarray, scores: Any, size: int, *, rng: Any = None
+    ) -> np.ndarray:
+        """``size`` independent selections (positions into ``candidates``, int64).
+
+        The code of :meth:`select`; for audits and studies, charging no accountant.
+        """
+        size = check_size("PermuteAndFlip.sample", size)
+        return self._draw(candidates, scores, size, rng, None)[1]
+
+    def _draw(
+        self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
+    ) -> tuple[Sequence[Any], np.ndarray]:
         cands, arr = _scores("PermuteAndFlip", candidates, scores)
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
         x = Fraction(self.epsilon) / (self._factor * s)
         source = as_source(rng)
         spend(accountant, self.privacy, "PermuteAndFlip")
-        heads = np.flatnonzero(bernoulli_exp_int(x, gaps, source))  # never empty: a gap is 0
-        return _pick(cands, int(heads[uniform_int(heads.size, 1, source)[0]]))
+        n = gaps.size
+        heads = bernoulli_exp_int(x, np.tile(gaps, size), source).reshape(size, n)
+        count = heads.sum(axis=1)  # never 0: some gap is 0
+        pick = uniform_below(count, source)  # a uniformly random head of each row
+        rank = np.cumsum(heads, axis=1) - 1
+        return cands, np.argmax(heads & (rank == pick[:, None]), axis=1).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,13 +334,29 @@ class ReportNoisyMax(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        cands, idx = self._draw(candidates, scores, 1, rng, accountant)
+        return _pick(cands, int(idx[0]))
+
+    def sample(
+        self, candidates: Sequence[Any] | np.ndarray, scores: Any, size: int, *, rng: Any = None
+    ) -> np.ndarray:
+        """``size`` independent selections (positions into ``candidates``, int64).
+
+        The code of :meth:`select`; for audits and studies, charging no accountant.
+        """
+        size = check_size("ReportNoisyMax.sample", size)
+        return self._draw(candidates, scores, size, rng, None)[1]
+
+    def _draw(
+        self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
+    ) -> tuple[Sequence[Any], np.ndarray]:
         if self.noise == "gumbel":
             exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
-            return exp.select(candidates, scores, rng=rng, accountant=accountant)
+            return exp._draw(candidates, scores, size, rng, accountant)
         cands, arr = _scores("ReportNoisyMax", candidates, scores)
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
         t = Fraction(self._factor * s) / Fraction(self.epsilon)
         source = as_source(rng)
         spend(accountant, self.privacy, "ReportNoisyMax")
-        noisy = _discrete_laplace(t, gaps.size, source) - gaps
-        return _pick(cands, int(np.argmax(noisy)))
+        noisy = _discrete_laplace(t, size * gaps.size, source).reshape(size, gaps.size) - gaps
+        return cands, np.argmax(noisy, axis=1).astype(np.int64)

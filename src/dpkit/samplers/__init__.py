@@ -13,6 +13,7 @@ from dpkit.samplers._discrete import (
     discrete_laplace,
     geometric,
     permutation,
+    permutations,
     uniform_int,
 )
 from dpkit.samplers._source import BitSource, RngLike, SecureSource, SeededSource, as_source
@@ -30,5 +31,6 @@ __all__ = [
     "discrete_laplace",
     "geometric",
     "permutation",
+    "permutations",
     "uniform_int",
 ]

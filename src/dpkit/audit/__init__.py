@@ -1,0 +1,13 @@
+"""Empirical privacy audits: test a mechanism, framework or query on neighbouring inputs.
+
+:func:`audit` draws outputs of a randomized function on two neighbouring inputs, picks an
+event on half of the draws and measures it on the other half, and reports a high-confidence
+lower bound on epsilon with a verdict against the claimed guarantee, plus a floating-point
+lattice check. :mod:`dpkit.audit.neighbours` builds worst-case neighbouring inputs;
+:mod:`dpkit.audit.targets` audits every dpkit mechanism and framework by name (as
+``dpkit audit NAME`` does).
+"""
+
+from dpkit.audit.core import DEFAULT_MAX_SAMPLES, AuditResult, LatticeCheck, audit, format_table
+
+__all__ = ["DEFAULT_MAX_SAMPLES", "AuditResult", "LatticeCheck", "audit", "format_table"]

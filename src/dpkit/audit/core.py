@@ -1,0 +1,505 @@
+"""The empirical privacy audit: :func:`audit` and its result."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_delta, check_positive
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.audit._binomial import binomial_lower, binomial_upper
+from dpkit.audit.events import Event, select_event
+from dpkit.audit.features import Feature, Featurizer, Outputs, lattice_cells, to_outputs
+from dpkit.errors import ParameterError
+from dpkit.samplers import as_source
+
+__all__ = ["DEFAULT_MAX_SAMPLES", "AuditResult", "LatticeCheck", "audit", "format_table"]
+
+_OWNER = "audit"
+
+#: Draws per input when ``samples=None`` (the time budget usually stops sooner).
+DEFAULT_MAX_SAMPLES = 4_000_000
+#: Share of the time budget spent drawing; the rest is left for the analysis.
+_SAMPLING_SHARE = 0.5
+_MIN_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class LatticeCheck:
+    """Do the outputs of both inputs fall on the same floating-point lattice?
+
+    Attributes
+    ----------
+    lowest_bit : (int, int)
+        The smallest exponent ``g`` such that some output of input 0 (resp. 1) is an odd
+        multiple of ``2**g``: outputs of a mechanism on the lattice ``2**g * Z`` never go
+        below ``g``.
+    exclusive : (float, float)
+        The share of input 0's (resp. 1's) outputs lying in a lattice cell (binade and
+        lowest bit) that no output of the other input reached, over all draws. Near 0 for a
+        mechanism on a fixed lattice; large when outputs identify their input (Mironov 2012).
+    epsilon_lower_bound, event
+        The audit restricted to lattice events (cells, lowest bits, residues modulo the
+        finest power-of-two gap), with the same held-out evaluation as the main bound.
+    consistent : bool
+        ``epsilon_lower_bound`` does not exceed the claimed epsilon.
+    """
+
+    lowest_bit: tuple[int, int]
+    exclusive: tuple[float, float]
+    epsilon_lower_bound: float
+    event: str
+    consistent: bool
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What an audit established (see :func:`audit`).
+
+    Attributes
+    ----------
+    epsilon_lower_bound : float
+        With probability at least ``confidence`` (over the audit's own draws), the function's
+        true epsilon at ``delta`` is at least this on the audited pair of inputs.
+    event : str
+        The event giving the bound (chosen on the selection half).
+    samples : int
+        Outputs drawn per input (half to select the event, half to evaluate it).
+    verdict : {"pass", "violation"}
+        ``"violation"`` when ``epsilon_lower_bound`` exceeds the claimed epsilon.
+    claimed_epsilon, delta, confidence
+        The claim tested: ``P[M(x) in E] <= exp(claimed_epsilon) P[M(x') in E] + delta``.
+    claim : PrivacyLoss
+        The claim as given (a zCDP claim is tested as the ``(epsilon, delta)`` it implies).
+    counts : (int, int)
+        Event hits on the evaluation half: under the favoured input, under the other.
+    evaluation_samples : int
+        Draws per input in the evaluation half.
+    epsilon_estimate : float
+        The plug-in ``log((p_fav - delta) / p_other)`` on the evaluation half (no confidence;
+        ``inf`` when the other input never hit the event).
+    favours : int
+        The input (0 or 1) under which the event is likelier.
+    lattice : LatticeCheck or None
+        The floating-point lattice check (``None`` when the outputs are not floats).
+    seconds : float
+        Wall time of the audit.
+    time_limited : bool
+        Sampling stopped at the time budget before ``samples`` were drawn.
+    name : str
+        A label for tables.
+    """
+
+    epsilon_lower_bound: float
+    event: str
+    samples: int
+    verdict: str
+    claimed_epsilon: float
+    delta: float
+    confidence: float
+    claim: PrivacyLoss
+    counts: tuple[int, int]
+    evaluation_samples: int
+    epsilon_estimate: float
+    favours: int
+    lattice: LatticeCheck | None
+    seconds: float
+    time_limited: bool
+    name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = asdict(self)
+        out["claim"] = repr(self.claim)
+        for k in ("epsilon_lower_bound", "epsilon_estimate"):
+            if not math.isfinite(out[k]):
+                out[k] = str(out[k])
+        return out
+
+
+def _claim(claimed: Any, delta: Any) -> tuple[float, float, PrivacyLoss]:
+    dlt = check_delta(_OWNER, delta)
+    if isinstance(claimed, PureDP):
+        if dlt != 0:
+            raise ParameterError(
+                f"{_OWNER}: a PureDP claim has delta 0; got delta={delta!r} (claim "
+                "ApproxDP(epsilon, delta) to audit an approximate guarantee)"
+            )
+        return claimed.epsilon, 0.0, claimed
+    if isinstance(claimed, ApproxDP):
+        if dlt not in (0.0, claimed.delta):
+            raise ParameterError(
+                f"{_OWNER}: `delta` ({delta!r}) differs from the claim's delta "
+                f"({claimed.delta!r}); omit `delta` when claiming ApproxDP"
+            )
+        return claimed.epsilon, claimed.delta, claimed
+    if isinstance(claimed, ZCDP):
+        if dlt == 0:
+            raise ParameterError(
+                f"{_OWNER}: a ZCDP claim is audited as the (epsilon, delta)-DP it implies "
+                "(Canonne, Kamath and Steinke 2020, via dpkit.accounting.zcdp_to_approx); pass "
+                "delta > 0, for example delta=1e-6"
+            )
+        from dpkit.accounting.conversions import zcdp_to_approx
+
+        return zcdp_to_approx(claimed.rho, dlt).epsilon, dlt, claimed
+    eps = check_positive(_OWNER, "claimed", claimed)
+    return eps, dlt, (ApproxDP(eps, dlt) if dlt > 0 else PureDP(eps))
+
+
+def _is_batched(func: Callable[..., Any], batched: bool | None) -> bool:
+    if batched is not None:
+        if not isinstance(batched, bool):
+            raise TypeError(f"{_OWNER}: `batched` must be None or a bool; got {batched!r}")
+        return batched
+    try:
+        params = [
+            p
+            for p in inspect.signature(func).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 3 or any(p.name == "size" for p in params)
+
+
+def _draw(func: Callable[..., Any], x: Any, size: int, batched: bool, source: Any) -> Outputs:
+    if batched:
+        out = to_outputs(func(x, size, source), size)
+        if out.n != size:
+            raise ParameterError(
+                f"{_OWNER}: the batched `func` returned {out.n} outputs for size={size}"
+            )
+        return out
+    return to_outputs([func(x, source) for _ in range(size)])
+
+
+def _sample(
+    func: Callable[..., Any],
+    x0: Any,
+    x1: Any,
+    target: int,
+    batched: bool,
+    deadline: float,
+    source: Any,
+    progress: bool | None,
+) -> tuple[Outputs, Outputs, bool]:
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    bar = tqdm(total=target, desc="audit", unit="draw", file=sys.stderr, disable=not show)
+    parts0: list[Outputs] = []
+    parts1: list[Outputs] = []
+    drawn, batch, limited = 0, (1024 if batched else 64), False
+    try:
+        while drawn < target:
+            size = min(batch, target - drawn)
+            t0 = time.perf_counter()
+            parts0.append(_draw(func, x0, size, batched, source))
+            parts1.append(_draw(func, x1, size, batched, source))
+            drawn += size
+            bar.update(size)
+            now = time.perf_counter()
+            left = deadline - now
+            if drawn < target and left <= 0:
+                limited = True
+                break
+            rate = size / max(now - t0, 1e-9)
+            batch = int(max(1, min(batch * 4, rate * left * 0.9, 1 << 20)))
+    finally:
+        bar.close()
+    return Outputs.concat(parts0), Outputs.concat(parts1), limited
+
+
+def _bound(
+    k_fav: int, k_other: int, n: int, delta: float, confidence: float
+) -> tuple[float, float]:
+    """Clopper-Pearson epsilon lower bound and the plug-in estimate (module docstring)."""
+    each = math.sqrt(confidence)  # independent samples: joint coverage each * each
+    p_low = binomial_lower(k_fav, n, each)
+    p_high = binomial_upper(k_other, n, each)
+    lower = math.log((p_low - delta) / p_high) if p_low > delta else 0.0
+    p_fav, p_other = k_fav / n, k_other / n
+    if p_fav <= delta:
+        est = 0.0
+    elif p_other == 0:
+        est = math.inf
+    else:
+        est = math.log((p_fav - delta) / p_other)
+    return max(lower, 0.0), max(est, 0.0)
+
+
+def _z(confidence: float) -> float:
+    """The normal quantile of ``sqrt(confidence)`` (for the selection score only)."""
+    p = 1 - math.sqrt(confidence)
+    lo, hi = 0.0, 40.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if 0.5 * math.erfc(mid / math.sqrt(2)) > p:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _evaluate(
+    event: Event | None,
+    ev0: list[Feature],
+    ev1: list[Feature],
+    n: int,
+    delta: float,
+    confidence: float,
+) -> tuple[float, float, tuple[int, int]]:
+    """Exact bound of the chosen event on the held-out evaluation features."""
+    if event is None:
+        return 0.0, 0.0, (0, 0)
+    k0 = int(np.count_nonzero(event.indicator(ev0)))
+    k1 = int(np.count_nonzero(event.indicator(ev1)))
+    k_fav, k_other = (k0, k1) if event.favours == 0 else (k1, k0)
+    lower, est = _bound(k_fav, k_other, n, delta, confidence)
+    return lower, est, (k_fav, k_other)
+
+
+def _lattice_check(
+    all0: Outputs,
+    all1: Outputs,
+    sel: tuple[list[Feature], list[Feature]],
+    ev: tuple[list[Feature], list[Feature]],
+    n_ev: int,
+    name: str,
+    delta: float,
+    confidence: float,
+    claimed_epsilon: float,
+    z: float,
+) -> LatticeCheck:
+    lows, codes, cells = [], [], []
+    for out in (all0, all1):
+        vals = out.real[name]
+        vals = vals[np.isfinite(vals) & (vals != 0)]
+        b, g = lattice_cells(vals)
+        lows.append(int(g.min()) if g.size else 0)
+        c = b * 65536 + g
+        codes.append(c)
+        cells.append(np.unique(c))
+    shares = [
+        float(np.count_nonzero(~np.isin(c, cells[1 - i])) / c.size) if c.size else 0.0
+        for i, c in enumerate(codes)
+    ]
+    only = [[f for f in feats if f.lattice] for feats in (*sel, *ev)]
+    _score, event = select_event(only[0], only[1], delta, z)
+    lower, _est, _counts = _evaluate(event, only[2], only[3], n_ev, delta, confidence)
+    return LatticeCheck(
+        lowest_bit=(lows[0], lows[1]),
+        exclusive=(shares[0], shares[1]),
+        epsilon_lower_bound=lower,
+        event=event.description if event else "none",
+        consistent=lower <= claimed_epsilon,
+    )
+
+
+def audit(
+    func: Callable[..., Any],
+    x0: Any,
+    x1: Any,
+    *,
+    claimed: float | PrivacyLoss,
+    delta: float = 0,
+    confidence: float = 0.95,
+    time_budget: float = 60,
+    samples: int | None = None,
+    batched: bool | None = None,
+    rng: Any = None,
+    progress: bool | None = None,
+    name: str = "",
+) -> AuditResult:
+    """Test a randomized function's privacy claim on two neighbouring inputs.
+
+    Draws outputs of ``func`` on ``x0`` and on ``x1``, chooses an event on one half of the
+    draws and measures it on the other half, and reports a lower bound on epsilon that holds
+    with probability ``confidence``, with the event giving it and a verdict against the claim.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(x, rng)`` returning one output, or the batched form ``func(x, size, rng)``
+        returning ``size`` outputs (an array, or a frame with a ``draw`` column), used when
+        the function takes three positional parameters or one named ``size`` (or
+        ``batched=True``). ``rng`` is a dpkit bit source; pass it to dpkit's releases (for
+        example ``lambda x, size, rng: lap.sample(x, size, rng=rng)``). Outputs may be
+        numbers (``None`` or ``NaN`` for a refusal), arrays, candidates, :class:`Release`
+        records or DataFrames (:mod:`dpkit.audit.features` says what is read from each).
+    x0, x1 : any
+        Two neighbouring inputs (:mod:`dpkit.audit.neighbours` builds worst-case pairs).
+    claimed : float, PureDP, ApproxDP or ZCDP
+        The guarantee to test. A float is ``epsilon`` (with ``delta``). A ``ZCDP(rho)`` claim
+        is tested as the ``(epsilon, delta)``-DP it implies at the given ``delta``
+        (Canonne, Kamath and Steinke 2020, :func:`dpkit.accounting.zcdp_to_approx`).
+    delta : float
+        The claim's delta, in [0, 1) (taken from an ``ApproxDP`` claim; required > 0 for zCDP).
+    confidence : float
+        In (0, 1): the probability, over the audit's draws, that the reported lower bound
+        holds. A correct mechanism is flagged with probability at most ``1 - confidence``.
+    time_budget : float
+        Seconds; sampling stops at half of it and the rest goes to the analysis.
+    samples : int, optional
+        Draws per input (>= 20). ``None``: as many as the time budget allows, at most
+        :data:`DEFAULT_MAX_SAMPLES`.
+    batched : bool, optional
+        Force the batched (``True``) or per-draw (``False``) calling convention.
+    rng
+        Seed or bit source for the draws (``None``: secure).
+    progress : bool, optional
+        Show a progress bar on stderr (default: when stderr is a terminal).
+    name : str
+        A label for tables.
+
+    Returns
+    -------
+    AuditResult
+        ``epsilon_lower_bound``, ``event``, ``samples``, ``verdict`` and the figures behind
+        them, with the floating-point :class:`LatticeCheck` for float outputs.
+
+    Raises
+    ------
+    TypeError
+        ``func`` not callable, bad ``batched``.
+    ParameterError
+        Bad claim, delta, confidence, time budget or sample count; a batched ``func``
+        returning the wrong number of outputs.
+
+    Notes
+    -----
+    *Events.* Outputs are mapped to features (the value, its threshold and histogram-bin
+    events, single values of discrete outputs, chosen candidates, refusals, released keys of
+    a frame, floating-point lattice cells and residues; :mod:`dpkit.audit.features`). The
+    draws of each input are split in halves. On the *selection* half every candidate event
+    and direction is scored (:mod:`dpkit.audit.events`) and the best one is kept; on the
+    held-out *evaluation* half its frequencies ``k_0 / n`` and ``k_1 / n`` are counted. Since
+    the event was fixed before the evaluation half was looked at, no correction for the
+    number of candidates is needed.
+
+    *Bound.* With one-sided Clopper-Pearson bounds ``p_0 >= P_0`` and ``p_1 <= P_1`` at
+    level ``sqrt(confidence)`` each (the two samples are independent, so both hold with
+    probability ``confidence``), any ``(epsilon, delta)``-DP mechanism satisfies
+    ``P_0[E] <= e^epsilon P_1[E] + delta``, hence
+    ``epsilon >= log((p_0 - delta) / p_1)`` with probability at least ``confidence``.
+    The verdict is ``"violation"`` when that exceeds the claim.
+
+    *Floating point.* For float outputs the audit also runs the lattice test: do both
+    inputs' outputs reach the same cells (binade and lowest set bit), and the same residues
+    modulo the finest power-of-two gap between outputs? A naive floating-point Laplace
+    mechanism fails it (Mironov 2012); dpkit's lattice mechanisms pass.
+
+    *What a pass proves, and what it does not.* A violation is evidence, at the stated
+    confidence, that the claim is false for this pair of inputs. A pass only says that this
+    audit, with these inputs, events and samples, found no violation: events it does not
+    try, other inputs, or a violation smaller than the audit's resolution (about
+    ``1 / sqrt(samples)`` in the event's probability) can still break the claim. Auditing
+    gives lower bounds; privacy proofs give upper bounds. Running many audits at 95%
+    confidence, about one correct mechanism in twenty can be flagged by chance.
+
+    References
+    ----------
+    Z. Ding, Y. Wang, G. Wang, D. Zhang, D. Kifer. Detecting violations of differential
+    privacy. CCS 2018.
+    A. C. Gilbert, A. McMillan. Property testing for differential privacy. Allerton 2018.
+    M. Jagielski, J. Ullman, A. Oprea. Auditing differentially private machine learning:
+    how private is private SGD? NeurIPS 2020.
+    M. Nasr, S. Song, A. Thakurta, N. Papernot, N. Carlini. Adversary instantiation: lower
+    bounds for differentially private machine learning. IEEE S&P 2021.
+    W. Kong, A. Munoz Medina, M. Ribero, U. Syed. DP-Auditorium: a large-scale library for
+    auditing differential privacy. IEEE S&P 2024 (Google's DP-Auditorium).
+    I. Mironov. On significance of the least significant bits for differential privacy.
+    CCS 2012.
+    C. J. Clopper, E. S. Pearson. The use of confidence or fiducial limits illustrated in
+    the case of the binomial. Biometrika 1934.
+
+    Examples
+    --------
+    >>> import dpkit as dp
+    >>> lap = dp.Laplace(epsilon=1.0)
+    >>> res = audit(lambda x, size, rng: lap.sample(x, size, rng=rng), 0.0, 1.0,
+    ...             claimed=1.0, samples=20_000, rng=1)
+    >>> res.verdict, res.epsilon_lower_bound < 1.0
+    ('pass', True)
+    """
+    t_start = time.perf_counter()
+    if not callable(func):
+        raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
+    eps, dlt, claim = _claim(claimed, delta)
+    conf = check_positive(_OWNER, "confidence", confidence)
+    if not conf < 1:
+        raise ParameterError(f"{_OWNER}: `confidence` must be in (0, 1); got {confidence!r}")
+    budget = check_positive(_OWNER, "time_budget", time_budget)
+    if samples is None:
+        target = DEFAULT_MAX_SAMPLES
+    elif isinstance(samples, bool) or not isinstance(samples, int | np.integer):
+        raise TypeError(f"{_OWNER}: `samples` must be None or an int; got {samples!r}")
+    elif samples < _MIN_SAMPLES:
+        raise ParameterError(f"{_OWNER}: `samples` must be >= {_MIN_SAMPLES}; got {samples!r}")
+    else:
+        target = int(samples)
+    is_batched = _is_batched(func, batched)
+    source = as_source(rng)
+    deadline = t_start + _SAMPLING_SHARE * budget
+    out0, out1, limited = _sample(func, x0, x1, target, is_batched, deadline, source, progress)
+    n = min(out0.n, out1.n)
+    if n < 4:
+        raise ParameterError(
+            f"{_OWNER}: only {n} draws per input fit in time_budget={time_budget!r} s; "
+            "raise the time budget"
+        )
+    half = n // 2
+    sel = (out0.take(slice(0, half)), out1.take(slice(0, half)))
+    ev = (out0.take(slice(half, 2 * half)), out1.take(slice(half, 2 * half)))
+    fz = Featurizer().fit(*sel)
+    z = _z(conf)
+    fs = (fz.transform(sel[0]), fz.transform(sel[1]))
+    fe = (fz.transform(ev[0]), fz.transform(ev[1]))
+    _score, event = select_event(fs[0], fs[1], dlt, z)
+    lower, est, counts = _evaluate(event, fe[0], fe[1], half, dlt, conf)
+    lattice = None
+    if fz.floats:
+        lattice = _lattice_check(out0, out1, fs, fe, half, fz.floats[0], dlt, conf, eps, z)
+    return AuditResult(
+        epsilon_lower_bound=lower,
+        event=event.description if event else "none (no event separates the inputs)",
+        samples=n,
+        verdict="violation" if lower > eps else "pass",
+        claimed_epsilon=eps,
+        delta=dlt,
+        confidence=conf,
+        claim=claim,
+        counts=counts,
+        evaluation_samples=half,
+        epsilon_estimate=est,
+        favours=event.favours if event else 0,
+        lattice=lattice,
+        seconds=time.perf_counter() - t_start,
+        time_limited=limited,
+        name=name,
+    )
+
+
+def format_table(results: Sequence[AuditResult]) -> str:
+    """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time."""
+    head = (
+        f"{'audit':<34} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
+        f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
+    )
+    lines = [head, "-" * (len(head) + 30)]
+    for r in results:
+        lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
+        lines.append(
+            f"{r.name[:34]:<34} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
+            f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
+            f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:70]}{lattice}"
+        )
+    return "\n".join(lines)

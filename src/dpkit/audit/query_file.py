@@ -1,0 +1,117 @@
+"""Audit a query written in a small Python file (``dpkit audit query FILE``).
+
+The file is a Python module defining:
+
+``query(frame, rng)`` (required)
+    One release on ``frame``: returns the released frame, value, or a ``Release``-like
+    record. A batched ``query(frame, size, rng)`` returning ``size`` outputs (an array, or
+    one frame with an integer ``draw`` column) is used when defined with three parameters.
+    ``rng`` is a dpkit bit source: pass it on (``rng=rng``) to the releases.
+
+the claim (required): ``CLAIM``
+    A ``dpkit.PureDP``, ``dpkit.ApproxDP`` or ``dpkit.ZCDP``; or ``EPSILON`` (and
+    optionally ``DELTA``).
+
+the neighbouring inputs (one of):
+    ``neighbours()`` returning a list of pairs ``(x0, x1)`` (or
+    :class:`~dpkit.audit.neighbours.NeighbourPair`); or ``DATA`` (a CSV or Parquet path,
+    relative to the file, or a frame) with ``PRIVACY_UNIT`` (a column) and optionally
+    ``GROUP_BY`` (a column or list), from which :func:`dpkit.audit.neighbours.unit_pairs`
+    removes the person with most rows and a person alone in a group.
+
+Example file::
+
+    import dpkit as dp
+    import polars as pl
+
+    DATA = "people.csv"
+    PRIVACY_UNIT = "id"
+    GROUP_BY = "city"
+    EPSILON = 1.0
+    DELTA = 1e-6
+
+    def query(frame, rng):
+        s = dp.Session(frame, privacy_unit="id", rng=rng)
+        return s.query().group_by("city").agg(dp.count()).release(epsilon=1.0, delta=1e-6)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.audit.neighbours import NeighbourPair, unit_pairs
+from dpkit.audit.targets import AuditCase
+from dpkit.errors import ParameterError
+
+__all__ = ["load_query_file"]
+
+
+def _module(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise ParameterError(f"audit query: no such file {str(path)!r}")
+    spec = importlib.util.spec_from_file_location(f"dpkit_audit_query_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ParameterError(f"audit query: cannot import {str(path)!r} as a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _claim(mod: ModuleType, path: Path) -> PrivacyLoss:
+    claim = getattr(mod, "CLAIM", None)
+    if isinstance(claim, PureDP | ApproxDP | ZCDP):
+        return claim
+    eps = getattr(mod, "EPSILON", None)
+    if eps is None:
+        raise ParameterError(
+            f"audit query: {path.name} must define CLAIM (a PureDP, ApproxDP or ZCDP) or "
+            "EPSILON (and DELTA)"
+        )
+    delta = float(getattr(mod, "DELTA", 0.0))
+    return ApproxDP(float(eps), delta) if delta > 0 else PureDP(float(eps))
+
+
+def _read(data: Any, base: Path) -> Any:
+    if not isinstance(data, str | Path):
+        return data
+    import polars as pl
+
+    p = Path(data)
+    p = p if p.is_absolute() else base / p
+    if p.suffix.lower() == ".parquet":
+        return pl.read_parquet(p)
+    return pl.read_csv(p)
+
+
+def load_query_file(path: str | Path) -> list[AuditCase]:
+    """The audit cases a query file defines (module docstring: the file format)."""
+    path = Path(path)
+    mod = _module(path)
+    func = getattr(mod, "query", None)
+    if not callable(func):
+        raise ParameterError(f"audit query: {path.name} must define query(frame, rng)")
+    claim = _claim(mod, path)
+    pairs: list[NeighbourPair] = []
+    if callable(getattr(mod, "neighbours", None)):
+        for i, pr in enumerate(mod.neighbours()):
+            if isinstance(pr, NeighbourPair):
+                pairs.append(pr)
+            else:
+                x0, x1 = pr
+                pairs.append(NeighbourPair(x0, x1, "unbounded", f"pair {i}"))
+    elif getattr(mod, "DATA", None) is not None and getattr(mod, "PRIVACY_UNIT", None):
+        frame = _read(mod.DATA, path.parent)
+        pairs = unit_pairs(frame, mod.PRIVACY_UNIT, group_by=getattr(mod, "GROUP_BY", None))
+    else:
+        raise ParameterError(
+            f"audit query: {path.name} must define neighbours() or DATA with PRIVACY_UNIT"
+        )
+    from dpkit.audit.core import _is_batched
+
+    batched = _is_batched(func, None)
+    wrapped = func if batched else (lambda x, size, rng: [func(x, rng) for _ in range(size)])
+    return [AuditCase(f"{path.stem} [{pr.description}]", wrapped, pr, claim) for pr in pairs]
