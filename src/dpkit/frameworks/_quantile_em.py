@@ -5,10 +5,11 @@ and :mod:`dpkit.statistics` (single quantiles, ApproximateQuantiles, interval he
 
 Lattice
 -------
-The bounds ``[lower, upper]`` fix a spacing ``g = 2**(floor(log2(upper - lower)) - 30)`` (public)
-and every record is mapped to the integer ``u(x) = clip(floor(clip(x, lower, upper) / g + 1/2),
-ceil(lower / g), floor(upper / g))`` (the per-record lattice map of the cross-stream contract):
-neighbours stay neighbours. Outputs are lattice points ``u * g``. A data set becomes sorted
+The bounds ``[lower, upper]`` fix a spacing ``g = 2**(floor(log2(upper - lower)) - 30)``
+(public; :func:`dpkit._lattice.unit_for`) and every record is mapped to the integer
+``u(x) = clip(floor(clip(x, lower, upper) / g + 1/2), ceil(lower / g), floor(upper / g))``
+(:func:`dpkit._lattice.units`, the per-record map engines reproduce bit for bit): neighbours
+stay neighbours. Outputs are lattice points ``u * g``. A data set becomes sorted
 distinct lattice values ``v_0 < ... < v_{d-1}`` with multiplicities ``c_j`` (:class:`Counts`).
 
 Base measure (``support``)
@@ -54,8 +55,10 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import check_unit, unit_for
+from dpkit._lattice import units as lattice_units
 from dpkit.errors import InternalError, ParameterError
-from dpkit.frameworks._common import GRID_BITS, grid_for_bounds
+from dpkit.frameworks._common import GRID_BITS
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
 __all__ = [
@@ -92,26 +95,15 @@ class Lattice:
 
     @classmethod
     def for_bounds(cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS) -> Lattice:
-        """The lattice ``2**(floor(log2(upper - lower)) - bits)`` of the bounds."""
-        g = grid_for_bounds(lower, upper, bits)
-        lo = math.ceil(lower / g)  # exact: division by a power of two
-        hi = math.floor(upper / g)
-        if max(abs(lo), abs(hi)) >= 2**52:
-            raise ParameterError(
-                f"{owner}: bounds ({lower}, {upper}) are too far from 0 for their width; "
-                "shift the data by a public offset so that the bounds straddle or touch 0"
-            )
+        """The shared lattice of the bounds (:func:`dpkit._lattice.unit_for` with ``bits``)."""
+        g = unit_for(lower, upper, bits)
+        lo, hi = check_unit(owner, g, lower, upper)
         origin = (lo >> GRID_BITS) << GRID_BITS
         return cls(lower, upper, g, lo, hi, origin)
 
     def units(self, x: np.ndarray) -> np.ndarray:
-        """The per-record lattice map ``clip(floor(clip(x) / g + 1/2), lo, hi)`` as int64."""
-        v = np.clip(x, self.lower, self.upper)
-        v /= self.spacing  # exact (power of two), |v| < 2**52
-        v += 0.5  # exact for |v| < 2**52
-        np.floor(v, out=v)
-        np.clip(v, self.lo, self.hi, out=v)
-        return v.astype(np.int64)
+        """The per-record lattice map of :mod:`dpkit._lattice` (contract 2), as int64."""
+        return lattice_units(x, self.spacing, self.lower, self.upper)
 
     def values(self, u: np.ndarray) -> np.ndarray:
         """Lattice indices back to floats (exact: ``|u| < 2**52``, ``g`` a power of two)."""
