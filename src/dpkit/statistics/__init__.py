@@ -1,5 +1,6 @@
 """Private statistics on arrays and per-group summaries: quantiles (one or many at once) with
-intervals, private clipping bounds, means, sums, variances and deviations with automatic bounds.
+intervals, private clipping bounds, automatic contribution bounds, and means, sums, variances
+and deviations with automatic bounds.
 
 The Session (:mod:`dpkit.session`) calls these per group with compact summaries
 (:func:`quantiles_from_counts`, :func:`bounds_from_counts`); the array functions serve scripts
@@ -21,13 +22,21 @@ from dpkit.statistics.bounds import (
     log2_buckets,
     private_bounds,
 )
+from dpkit.statistics.contribution import (
+    ContributionBound,
+    contribution_bound,
+    contribution_bound_from_counts,
+)
 from dpkit.statistics.moments import mean, std, sum, var
 
 __all__ = [
     "BoundsRelease",
+    "ContributionBound",
     "QuantileRelease",
     "bounds_from_counts",
     "bucket_edges",
+    "contribution_bound",
+    "contribution_bound_from_counts",
     "log2_buckets",
     "mean",
     "median",
