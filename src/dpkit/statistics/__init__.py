@@ -14,6 +14,7 @@ from dpkit.statistics._quantiles import (
     quantile_samples,
     quantiles,
     quantiles_from_counts,
+    quantiles_samples,
 )
 from dpkit.statistics.bounds import (
     BoundsRelease,
@@ -45,6 +46,7 @@ __all__ = [
     "quantile_samples",
     "quantiles",
     "quantiles_from_counts",
+    "quantiles_samples",
     "std",
     "sum",
     "var",
