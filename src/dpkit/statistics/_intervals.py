@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from dpkit.frameworks._quantile_em import Counts, Measure
+from dpkit.frameworks._quantile_view import View, draw_view
 from dpkit.samplers import discrete_laplace
-from dpkit.statistics._approximate import draw_target
 
 __all__ = ["IntervalStage", "helper_offset", "interval_stage", "laplace_sum_halfwidth"]
 
@@ -149,12 +149,12 @@ def _helpers(
         # the records strictly inside the cell; the outer cells keep the records at the bounds
         a = int(np.searchsorted(counts.values, lo, side="right" if want_above else "left"))
         b = int(np.searchsorted(counts.values, hi, side="left" if want_below else "right"))
-        sub = Counts.build(lat, counts.values[a:b], counts.counts[a:b])
+        view = View(counts, None, a, max(a, b), lo, hi)
         share = epsilon / (2 if want_above and want_below else 1)
         if want_above:
-            out.append(int(draw_target(sub, measure, lo, hi, Fraction(0), k, share, source)[0]))
+            out.append(draw_view(view, measure, Fraction(0), k, share, source))
         if want_below:
-            out.append(int(draw_target(sub, measure, lo, hi, Fraction(1), -k, share, source)[0]))
+            out.append(draw_view(view, measure, Fraction(1), -k, share, source))
     return out
 
 

@@ -37,6 +37,7 @@ from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
+from dpkit.frameworks._quantile_view import draw_view_many, root_view
 from dpkit.samplers import as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
@@ -518,6 +519,7 @@ def quantile_samples(
     size: int,
     support: str | float = "auto",
     rng: Any = None,
+    window: int | None = None,
 ) -> np.ndarray:
     """``size`` independent draws of the single-quantile mechanism (no intervals, no spend).
 
@@ -530,6 +532,10 @@ def quantile_samples(
         As for :func:`quantile`.
     size : int
         Number of draws, >= 1.
+    window : int, optional
+        Draw through the windowed sampler of :mod:`dpkit.frameworks._quantile_view` with this
+        rank half-width (one draw at a time; the releases use it with an automatic width).
+        Any width gives the same law; small ones exercise its exact envelope and fallback.
 
     Returns
     -------
@@ -556,9 +562,21 @@ def quantile_samples(
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 1:
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
     _check_support(owner, support)
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 0
+    ):
+        raise TypeError(f"{owner}: `window` must be None or an int >= 0; got {window!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_data(owner, data, lattice)
     measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    if window is not None:
+        source = as_source(rng)
+        view = root_view(summary, measure)
+        level_r = as_rational_level(level)
+        drawn = draw_view_many(
+            view, measure, level_r, Fraction(0), Fraction(eps), source, int(size), int(window)
+        )
+        return lattice.values(drawn)
     pts = draw_target(
         summary,
         measure,
