@@ -4,7 +4,17 @@ See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` e
 secure randomness.
 """
 
-from dpkit import compare, datasets, errors, frameworks, mechanisms, queries, samplers, sensitivity
+from dpkit import (
+    compare,
+    datasets,
+    errors,
+    frameworks,
+    mechanisms,
+    queries,
+    samplers,
+    sensitivity,
+    statistics,
+)
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
 from dpkit.accounting.accountant import Accountant
 from dpkit.accounting.composition import (
@@ -78,5 +88,6 @@ __all__ = [
     "sensitivity",
     "sequential_composition",
     "smooth_sensitivity_release",
+    "statistics",
     "zcdp_to_approx",
 ]

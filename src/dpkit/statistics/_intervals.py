@@ -80,6 +80,22 @@ def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: floa
     return float(np.min((total - math.log(beta / 2)) / s))
 
 
+def split_halfwidths(
+    k_low: np.ndarray, w_low: float, k_high: np.ndarray, w_high: float, scale: float, beta: float
+) -> np.ndarray:
+    """:func:`weighted_halfwidth` of ``[(k_low_i, w_low), (k_high_i, w_high)]`` for every
+    ``i`` at once (the same Chernoff bound, minimised over a common grid of ``s``)."""
+    a = math.exp(-1.0 / scale)
+    wmax = max(w_low if np.any(k_low > 0) else 0.0, w_high if np.any(k_high > 0) else 0.0)
+    if wmax <= 0:
+        return np.zeros(np.shape(k_low))
+    s = np.linspace(1e-4, 1 - 1e-6, 600) / (scale * wmax)
+    lm_low = _log_mgf(w_low * s, a) if w_low > 0 else np.zeros_like(s)
+    lm_high = _log_mgf(w_high * s, a) if w_high > 0 else np.zeros_like(s)
+    total = np.outer(k_low, lm_low) + np.outer(k_high, lm_high)
+    return np.min((total - math.log(beta / 2)) / s, axis=1)
+
+
 def laplace_sum_halfwidth(k: int, scale: float, beta: float) -> int:
     """Smallest integer ``h`` with ``P[|Z_1 + ... + Z_k| > h] <= beta`` by the bound above."""
     return max(0, math.ceil(weighted_halfwidth([(k, 1.0)], scale, beta)))
