@@ -20,8 +20,9 @@ Tasks:
     Targets: 0.01% (continuous), 0.05% (ints).
 ``deciles 1e4 eps<e> <data>``
     Nine deciles in one release: dpkit's default (ApproximateQuantiles; on the integer column
-    the noisy-histogram ``cdf`` method), ApproximateQuantiles, JointExp, independent draws; diffprivlib (epsilon split evenly over the nine); OpenDP (nine mechanisms at
-    epsilon / 9); the quantile tree. Targets: 0.1% at eps 1, 1% at eps 0.1 (normal,
+    the noisy-histogram ``cdf`` method), ApproximateQuantiles, JointExp, independent draws;
+    diffprivlib (epsilon split evenly over the nine); OpenDP (nine mechanisms at epsilon / 9);
+    the quantile tree. Targets: 0.1% at eps 1, 1% at eps 0.1 (normal,
     lognormal); ints: no worse than independent releases.
 ``deciles 1e5 time``
     Seconds per nine-decile release on 10^5 normal values (target 20 ms), same rows.
