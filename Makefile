@@ -1,22 +1,34 @@
-# dpkit: the two commands a newcomer runs are `make demo` and `make test`.
-# Both create .venv themselves from the `python3.11` (or `python3`) on PATH.
+# dpkit: the two commands a newcomer runs are `make demo` and `make test`, in either order.
+# Both use .venv, created from the `python3.11` (or `python3`) on PATH: `make demo` installs the
+# runtime only (dpkit and its `plot` extra); `make test` adds the development tools to the
+# same environment (and a later `make demo` reuses it as it is).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
+# OpenDP's polars extra pins an exact Polars; its Session-benchmark rows run in their own venv
+OPENDP_VENV := .venv-bench-opendp
+OPENDP_STAMP := $(OPENDP_VENV)/.installed
 DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean mutation audit
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(RUNTIME): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet -e '.[plot]'
+	touch $(RUNTIME)
 
-demo: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(RUNTIME) $(STAMP)
+
+demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
 test: $(STAMP)
@@ -46,17 +58,24 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip check
 	touch $(BENCH_STAMP)
 
+$(OPENDP_STAMP):
+	$(PYTHON) -m venv $(OPENDP_VENV)
+	$(OPENDP_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENDP_VENV)/bin/python -m pip install --quiet 'opendp[polars]>=0.14,<0.17' 'numpy>=2,<3'
+	touch $(OPENDP_STAMP)
+
 # `make bench BENCH_ARGS="mechanisms --json bench.json"` runs a subset and saves the rows.
 BENCH_ARGS ?=
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) $(OPENDP_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
 
 # Wrong variants of the privacy-relevant code, each of which its listed tests must reject
 # (tests/mutation/README.md). Not part of `make test`, which only checks the list is current.
-# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 2"` runs a subset in parallel.
-MUTATION_ARGS ?=
+# Two scratch copies run in parallel by default (about 8 minutes on two CPUs);
+# `make mutation MUTATION_ARGS="--only 'laplace-*' --jobs 1"` runs a subset.
+MUTATION_ARGS ?= --jobs 2
 mutation: $(STAMP)
 	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache

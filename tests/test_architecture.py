@@ -1,4 +1,4 @@
-"""Guards on the layering of DESIGN.md: randomness stays in samplers/, imports go downward."""
+"""Guards on the layers of docs/architecture.md: randomness stays in samplers/, imports go down."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ def ages() -> np.ndarray:
 
 
 def test_mean_comparison_on_adult(ages: np.ndarray) -> None:
-    c = compare(ages, "mean", bounds=(0, 100), delta=1 / ages.size**2, trials=200, rng=0)
+    c = compare(ages, "mean", bounds=(0, 100), trials=200, rng=0)
+    assert c.delta == 1 / ages.size**2  # the default min(1/n^2, 1e-6)
     assert [r.method for r in c.results] == list(METHODS)
     assert c["inverse_sensitivity"].neighbours == "bounded"  # the mean's loss: replace-one
     assert c.truth == pytest.approx(38.58164675532078)
@@ -30,7 +31,7 @@ def test_mean_comparison_on_adult(ages: np.ndarray) -> None:
     assert 0.05 < np.median(s) < 0.25
     assert c["sample_and_aggregate"].details["chunks"] == 600
     table = c.table()
-    assert "propose-test-release" in table and "true value 38.58" in table
+    assert "propose-test-release" in table and "true (non-private) value 38.58" in table
 
 
 def test_median_comparison_includes_inverse_sensitivity(ages: np.ndarray) -> None:
@@ -67,6 +68,13 @@ def test_summary_rows_and_errors() -> None:
         ({"trials": 0}, "trials"),
         ({"delta": 0.0}, "delta"),
         ({"bounds": (1, 0)}, "lower < upper"),
+        ({"bounds": (0, 2)}, "1 of 3 value"),
+        ({"delta": 0.34}, "above 1/n = 0.333"),
+        ({"chunks": 4}, "between 1 and the number of records, 3"),
+        ({"chunks": 0}, "between 1 and the number of records"),
+        ({"methods": []}, "empty"),
+        ({"trials": 10**9}, "would need about"),
+        ({"max_memory": 0}, "max_memory"),
     ],
 )
 def test_bad_input(kwargs: dict, match: str) -> None:
@@ -88,5 +96,88 @@ def test_plot_draws_one_histogram_per_method() -> None:
     c = compare(x, "median", bounds=(0, 100), trials=30, rng=4)
     ax = plot_comparison(c)
     assert len(ax.patches) == len(c.results)
-    assert len(ax.get_legend().get_texts()) == len(c.results)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == len(c.results)
+    # delta is shown only where a method uses it: PTR and smooth sensitivity, not the title
+    assert "delta" not in ax.get_title()
+    with_delta = [r.method for r, text in zip(c.results, legend, strict=True) if "delta" in text]
+    assert with_delta == ["ptr", "smooth"]
     plt.close(ax.figure)
+
+
+def test_out_of_range_needs_clip_and_is_counted() -> None:
+    x = [1.0, 2.0, 30.0, 40.0]
+    c = compare(x, "median", bounds=(0, 10), trials=5, methods=["global"], clip=True, rng=0)
+    assert c.clipped == 2 and c.truth == 6.0  # the median of [1, 2, 10, 10]
+    assert "2 record(s) outside the bounds were clipped" in c.table()
+
+
+def test_force_delta_allows_a_delta_above_one_over_n() -> None:
+    c = compare(
+        [1.0, 2.0],
+        "mean",
+        bounds=(0, 10),
+        delta=0.6,
+        force_delta=True,
+        trials=3,
+        methods=["ptr"],
+        rng=0,
+    )
+    assert c.delta == 0.6
+
+
+def test_prints_as_a_table() -> None:
+    c = compare(np.arange(50.0), "median", bounds=(0, 100), trials=5, methods=["global"], rng=0)
+    assert repr(c) == str(c) == c.table()
+    lines = repr(c).splitlines()
+    assert lines[0] == "Median of data: true (non-private) value 24.5, n = 50"
+    assert lines[2].split()[:3] == ["method", "privacy", "neighbours"]
+    assert lines[4].startswith("global sensitivity     1-DP (pure)")
+
+
+def test_global_median_noise_is_the_add_remove_sensitivity_and_clamped() -> None:
+    # One figure for the median's global sensitivity: (upper - lower) / 2 = 50 under
+    # add/remove of one record, as the sensitivity tables print (the old runner used 100).
+    x = np.full(101, 50.0)  # median 50, in the middle of [0, 100]
+    trials = 10_000
+    c = compare(x, "median", bounds=(0, 100), trials=trials, methods=["global"], rng=5)
+    r = c["global"]
+    assert r.details["sensitivity"] == 50.0
+    # Clamping (post-processing) keeps every release in the bounds; Laplace(50) leaves them
+    # with probability e^-1, so about 3,700 releases sit exactly on a bound.
+    assert r.values.min() >= 0.0 and r.values.max() <= 100.0
+    assert np.count_nonzero((r.values == 0.0) | (r.values == 100.0)) > 3000
+    # |error| ~ Exp(mean b) below 50, b = (50 + grid) / 1: its median is b ln 2 = 34.66
+    # (clamping only moves errors above 50, above the median). The sample median of n
+    # draws has standard error 1 / (2 f(m) sqrt(n)) = b / sqrt(n) = 0.5; 4 standard errors =
+    # 2.0. A scale 10% off moves the median by 3.5 (and scale 100 puts it at 50).
+    med = float(np.median(np.abs(c.errors("global"))))
+    assert abs(med - 50 * np.log(2)) < 4 * 50 / np.sqrt(trials)
+
+
+def test_trials_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpkit.compare as cmp
+
+    monkeypatch.setattr(cmp, "TRIAL_BLOCK", 7)  # 20 trials: blocks of 7, 7 and 6
+    x = np.full(101, 50.0)
+    c = compare(
+        x, "median", bounds=(0, 100), trials=20, methods=["global", "inverse_sensitivity"], rng=6
+    )
+    for r in c.results:
+        assert r.values.shape == (20,)
+        assert np.isfinite(r.values).all()
+        assert len(np.unique(r.values)) > 10  # every block drew its own noise
+
+
+def test_memory_limit_is_exact_at_the_boundary() -> None:
+    from dpkit.compare import _memory, _most_trials
+
+    for methods in (1, 5):
+        for limit in (10**4, 5 * 2**20, 50 * 2**20, 2**30):
+            t = _most_trials(methods, limit)
+            assert _memory(t, methods) <= limit < _memory(t + 1, methods)
+    limit = 10**4  # 52 trials of one method
+    x = np.arange(10.0)
+    compare(x, "mean", bounds=(0, 10), trials=52, methods=["global"], max_memory=limit, rng=0)
+    with pytest.raises(dpkit.ParameterError, match="allows at most 52 trials"):
+        compare(x, "mean", bounds=(0, 10), trials=53, methods=["global"], max_memory=limit)

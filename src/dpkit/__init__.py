@@ -1,7 +1,15 @@
 """dpkit: differential privacy built around sensitivity.
 
-See DESIGN.md for the map. The public names are re-exported here; ``rng=None`` everywhere means
-secure randomness.
+The public names are re-exported here: mechanisms (``Laplace``, ``Gaussian``, ``Geometric``,
+``DiscreteGaussian``, ``Exponential``, ``ReportNoisyMax``, ``PermuteAndFlip``), privacy-loss
+values and the ``Accountant``, the local-sensitivity frameworks (``propose_test_release``,
+``smooth_sensitivity_release``, ``sample_and_aggregate``, ``inverse_sensitivity``), and the
+subpackages ``sensitivity``, ``samplers``, ``datasets`` and ``compare``. ``rng=None``
+everywhere means secure randomness; an ``int`` seed gives reproducible, NOT private noise.
+
+The map of the package (its layers, what each module is for, how a release flows, the
+neighbour relations, the randomness rule, the proofs) is ``docs/architecture.md`` in dpkit's
+source repository; every mechanism's docstring states its guarantee (``help(dpkit.Laplace)``).
 """
 
 from dpkit import (
@@ -28,6 +36,7 @@ from dpkit.errors import (
     DPError,
     InternalError,
     LedgerError,
+    MissingDependencyError,
     ParameterError,
     UnsafeReleaseError,
 )
@@ -48,6 +57,17 @@ from dpkit.mechanisms import (
     Release,
     ReportNoisyMax,
 )
+from dpkit.session import (
+    Session,
+    count,
+    histogram,
+    mean,
+    median,
+    quantile,
+    std,
+    sum,
+    var,
+)
 
 __version__ = "0.1.0"
 
@@ -64,24 +84,31 @@ __all__ = [
     "InternalError",
     "Laplace",
     "LedgerError",
+    "MissingDependencyError",
     "ParameterError",
     "PermuteAndFlip",
     "PureDP",
     "Release",
     "ReportNoisyMax",
+    "Session",
     "UnsafeReleaseError",
     "advanced_composition",
     "bounded_range_to_zcdp",
     "compare",
+    "count",
     "datasets",
     "errors",
     "frameworks",
+    "histogram",
     "inverse_sensitivity",
     "inverse_sensitivity_finite",
+    "mean",
     "mechanisms",
+    "median",
     "parallel_composition",
     "propose_test_release",
     "pure_to_zcdp",
+    "quantile",
     "queries",
     "sample_and_aggregate",
     "samplers",
@@ -89,5 +116,8 @@ __all__ = [
     "sequential_composition",
     "smooth_sensitivity_release",
     "statistics",
+    "std",
+    "sum",
+    "var",
     "zcdp_to_approx",
 ]

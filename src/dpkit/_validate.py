@@ -23,6 +23,8 @@ __all__ = [
     "check_number",
     "check_positive",
     "check_probability",
+    "check_relation",
+    "check_within_bounds",
     "to_fraction",
 ]
 
@@ -82,6 +84,26 @@ def check_probability(owner: str, name: str, value: Any) -> float:
     return out
 
 
+#: The neighbour relations: ``"unbounded"`` adds or removes one record, ``"bounded"`` replaces
+#: one record (the record is a row, or all rows of one person when there is a privacy unit).
+RELATIONS = ("bounded", "unbounded")
+
+
+def check_relation(owner: str, relation: Any) -> str:
+    """``"bounded"`` (replace one record) or ``"unbounded"`` (add or remove one record)."""
+    if not isinstance(relation, str):
+        raise TypeError(
+            f"{owner}: `relation` must be the str 'bounded' or 'unbounded'; got "
+            f"{type(relation).__name__} {relation!r}"
+        )
+    if relation not in RELATIONS:
+        raise ParameterError(
+            f"{owner}: `relation` must be 'bounded' (same size, replace records) or "
+            f"'unbounded' (add or remove records); got {relation!r}"
+        )
+    return relation
+
+
 def check_bounds(owner: str, bounds: Any, *, name: str = "bounds") -> tuple[float, float]:
     """A pair ``(lower, upper)`` of finite numbers with lower < upper."""
     if bounds is None:
@@ -120,6 +142,38 @@ def check_finite_array(
             f"{owner}: `{name}` must be finite; found {bad} NaN or infinite value(s)"
         )
     return arr
+
+
+def check_within_bounds(
+    owner: str,
+    name: str,
+    arr: np.ndarray,
+    bounds: tuple[float, float],
+    *,
+    clip: bool,
+    bounds_name: str = "`bounds`",
+    clip_hint: str = "clip=True",
+) -> tuple[np.ndarray, int]:
+    """Data values outside public bounds: refused, or clipped when asked (and counted).
+
+    The one rule for a tool that takes a column and public bounds (``dpkit.compare.compare``,
+    ``dpkit compare`` and ``dpkit sensitivity --data``): a value outside ``bounds`` is an
+    error naming how many there are, unless the caller asked for clipping, in which case
+    they are clipped and their number is returned so it can be reported. Silent clipping
+    would report the statistic of other data than the user's.
+
+    Returns ``(values, clipped)``: the values (clipped to the bounds if ``clip``) and how
+    many were outside.
+    """
+    lower, upper = bounds
+    outside = int(np.count_nonzero((arr < lower) | (arr > upper)))
+    if outside and not clip:
+        raise ParameterError(
+            f"{owner}: {outside:,} of {arr.size:,} value(s) of {name} lie outside {bounds_name} "
+            f"[{lower:g}, {upper:g}]; widen the bounds (chosen without looking at the data) or "
+            f"pass {clip_hint} to clip them to the bounds"
+        )
+    return (np.clip(arr, lower, upper) if outside else arr), outside
 
 
 def to_fraction(value: float) -> Fraction:

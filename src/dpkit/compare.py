@@ -3,8 +3,10 @@
 :func:`compare` runs, on one column, many independent releases of the mean or the median by
 
 * ``global``: noisy sum over noisy count (the budget split in half, each calibrated to its
-  global sensitivity) for the mean; Laplace with the median's global sensitivity
-  ``upper - lower`` for the median;
+  global sensitivity under add/remove of one record) for the mean; for the median, Laplace
+  noise scaled to the median's global sensitivity under add/remove of one record,
+  ``(upper - lower) / 2`` (:func:`dpkit.sensitivity.global_sensitivity`, the figure the
+  sensitivity tables print for ``relation="unbounded"``);
 * ``ptr``: :func:`~dpkit.frameworks.propose_test_release` (refusals are counted, not scored);
 * ``smooth``: :func:`~dpkit.frameworks.smooth_sensitivity_release` (Laplace noise when
   ``delta > 0``, Cauchy otherwise);
@@ -15,26 +17,46 @@
 each at the same total privacy cost: every method spends at most ``(epsilon, delta)``, and the
 cost each one actually carries is reported. Trials are vectorised where the mathematics
 allows: the data-dependent part (distance, smooth sensitivity, loss classes) is computed once
-and the noise for all trials is drawn in one sampler call. Each trial is a full release; the
-trials together are *not* one private release (they cost ``trials`` times the budget): this
-module studies accuracy, it does not publish.
+per block of :data:`TRIAL_BLOCK` trials and the noise of a block is drawn in one sampler call,
+so the working memory stays bounded; the releases themselves (8 bytes per trial and method)
+are kept for the summary and the plot, and a run whose estimated memory exceeds
+``max_memory`` is refused before any work. Each trial is a full release; the trials together
+are *not* one private release (they cost ``trials`` times the budget): this module studies
+accuracy, it does not publish.
+
+Both statistics of data within ``[lower, upper]`` lie in ``[lower, upper]``, so every release
+is clamped to the bounds (post-processing: free in privacy, never worse in error).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_delta,
+    check_finite_array,
+    check_positive,
+    check_within_bounds,
+)
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 
-__all__ = ["METHODS", "Comparison", "MethodResult", "compare"]
+__all__ = [
+    "DEFAULT_CHUNKS",
+    "MAX_MEMORY",
+    "METHODS",
+    "TRIAL_BLOCK",
+    "Comparison",
+    "MethodResult",
+    "compare",
+]
 
 METHODS: tuple[str, ...] = (
     "global",
@@ -43,6 +65,24 @@ METHODS: tuple[str, ...] = (
     "sample_and_aggregate",
     "inverse_sensitivity",
 )
+
+#: Sample-and-aggregate's number of parts when ``chunks`` is not given (or the number of
+#: records, if smaller; the table says which was used).
+DEFAULT_CHUNKS = 600
+
+#: Trials drawn per sampler call: bounds the working memory of a run (about 130 bytes per
+#: trial of a block, whatever ``trials`` is).
+TRIAL_BLOCK = 2**18
+
+#: Default limit on a run's estimated memory (``max_memory``), in bytes.
+MAX_MEMORY = 2**30
+
+# estimated bytes: 8 per release kept, per method, plus three trial-sized float64 working
+# copies when summarising, plus the sampler's temporaries for one block (measured: at most
+# about 125 bytes per draw, inverse sensitivity's weighted choice)
+_KEPT_BYTES = 8
+_SUMMARY_COPIES = 3
+_BLOCK_BYTES = 160
 
 _LABELS = {
     "global": "global sensitivity",
@@ -55,7 +95,24 @@ _LABELS = {
 
 @dataclass(frozen=True)
 class MethodResult:
-    """The releases of one method: ``values`` holds NaN where the method refused."""
+    """The releases of one method in a :func:`compare` run.
+
+    Attributes
+    ----------
+    method : str
+        One of :data:`METHODS`.
+    privacy : PureDP or ApproxDP
+        What one release of the method costs.
+    neighbours : str
+        The neighbour relation that cost holds under: ``"unbounded"`` (add/remove one
+        record), ``"bounded"`` (replace one record) or ``"both"``.
+    values : numpy.ndarray
+        One release per trial, clamped to the bounds; NaN where the method refused.
+    seconds : float
+        Wall time of all the trials.
+    details : dict
+        The method's inner figures (sensitivity, scale, threshold, parts, ...).
+    """
 
     method: str
     privacy: PrivacyLoss
@@ -66,6 +123,7 @@ class MethodResult:
 
     @property
     def label(self) -> str:
+        """The method's name in tables and legends (``"propose-test-release"``, ...)."""
         return _LABELS.get(self.method, self.method)
 
     @property
@@ -74,9 +132,35 @@ class MethodResult:
         return float(np.mean(np.isnan(self.values))) if self.values.size else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Comparison:
-    """Result of :func:`compare`: the truth and every method's releases."""
+    """Result of :func:`compare`: the truth and every method's releases.
+
+    Printing it (or its ``repr`` at a prompt) shows :meth:`table`.
+
+    Attributes
+    ----------
+    statistic : str
+        ``"mean"`` or ``"median"``.
+    column : str
+        Name used in the table and plot.
+    truth : float
+        The statistic of the data (after clipping, when ``clipped > 0``): a true,
+        non-private value, printed as such.
+    n : int
+        Number of records.
+    epsilon, delta : float
+        The budget of one release of each method (``delta`` is used by the approximate-DP
+        methods only).
+    trials : int
+        Releases per method.
+    results : tuple of MethodResult
+        One per method, in the order asked.
+    bounds : (float, float)
+        The public bounds; every release is clamped to them.
+    clipped : int
+        How many records were outside the bounds and clipped (``clip=True``).
+    """
 
     statistic: str
     column: str
@@ -86,9 +170,27 @@ class Comparison:
     delta: float
     trials: int
     results: tuple[MethodResult, ...]
+    bounds: tuple[float, float] = (float("-inf"), float("inf"))
+    clipped: int = 0
 
     def errors(self, method: str) -> np.ndarray:
-        """Signed errors ``release - truth`` of ``method`` (refusals dropped)."""
+        """Signed errors ``release - truth`` of one method.
+
+        Parameters
+        ----------
+        method : str
+            One of the methods that ran.
+
+        Returns
+        -------
+        numpy.ndarray
+            One error per trial that released a value (refusals dropped).
+
+        Raises
+        ------
+        KeyError
+            ``method`` did not run.
+        """
         res = self[method]
         v = res.values[~np.isnan(res.values)]
         return v - self.truth
@@ -100,7 +202,15 @@ class Comparison:
         raise KeyError(method)
 
     def summary(self) -> list[dict[str, Any]]:
-        """One dict per method: median, mean and 95th percentile of ``|error|``, refusals."""
+        """The figures of the table, one dict per method.
+
+        Returns
+        -------
+        list of dict
+            Keys ``method``, ``label``, ``privacy``, ``neighbours``, ``median_abs_error``,
+            ``mean_abs_error``, ``p95_abs_error`` (NaN when every trial was refused),
+            ``refused`` (a fraction) and ``seconds``.
+        """
         rows = []
         for r in self.results:
             err = np.abs(self.errors(r.method))
@@ -121,22 +231,46 @@ class Comparison:
         return rows
 
     def table(self) -> str:
-        """The summary as a fixed-width text table."""
+        """The summary as a fixed-width text table, with what each method used below it.
+
+        Returns
+        -------
+        str
+            A header (the true, non-private value; the budget; the trials), one row per
+            method, and one line per method naming its sensitivity (with the neighbour
+            relation), scale, threshold or parts.
+        """
+        lower, upper = self.bounds
         head = (
-            f"{self.statistic.capitalize()} of {self.column}: true value {self.truth:.6g} "
-            f"(n = {self.n:,}), epsilon {self.epsilon:g}, delta {self.delta:.3g}, "
-            f"{self.trials:,} trials per method"
+            f"{self.statistic.capitalize()} of {self.column}: true (non-private) value "
+            f"{self.truth:.6g}, n = {self.n:,}\n"
+            f"epsilon {self.epsilon:g} per method, delta {self.delta:.3g} for the (epsilon, "
+            f"delta) methods, {self.trials:,} trials per method"
         )
-        cols = f"{'method':<22} {'privacy':<30} {'neighbours':<10} {'median|err|':>12} "
+        cols = f"{'method':<22} {'privacy':<17} {'neighbours':<10} {'median|err|':>12} "
         cols += f"{'mean|err|':>11} {'95%|err|':>11} {'refused':>8} {'time':>7}"
         lines = [head, cols, "-" * len(cols)]
         for row in self.summary():
             lines.append(
-                f"{row['label']:<22} {_fmt_privacy(row['privacy']):<30} {row['neighbours']:<10} "
+                f"{row['label']:<22} {_fmt_privacy(row['privacy']):<17} {row['neighbours']:<10} "
                 f"{row['median_abs_error']:>12.4g} {row['mean_abs_error']:>11.4g} "
-                f"{row['p95_abs_error']:>11.4g} {row['refused']:>7.1%} {row['seconds']:>6.2f}s"
+                f"{row['p95_abs_error']:>11.4g} {row['refused']:>8.1%} {row['seconds']:>6.2f}s"
             )
+        lines.append("-" * len(cols))
+        lines.extend(f"{r.label:<22} {_note(self.statistic, r)}" for r in self.results)
+        lines.append(
+            "neighbours: unbounded = add/remove one record, bounded = replace one record, both "
+            f"= either; releases clamped to [{lower:g}, {upper:g}] (post-processing)"
+        )
+        if self.clipped:
+            lines.append(f"{self.clipped:,} record(s) outside the bounds were clipped to them")
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return self.table()
 
 
 def _fmt_privacy(p: PrivacyLoss) -> str:
@@ -147,18 +281,49 @@ def _fmt_privacy(p: PrivacyLoss) -> str:
     return repr(p)
 
 
+def _note(statistic: str, r: MethodResult) -> str:
+    """What a method used, in one line: its sensitivity, scale, threshold or parts."""
+    d = r.details
+    if r.method == "global" and statistic == "mean":
+        return (
+            f"noisy sum (sensitivity {d['sum_sensitivity']:g}) / noisy count (sensitivity "
+            f"{d['count_sensitivity']:g}), epsilon {d['split'][0]:g} + {d['split'][1]:g}"
+        )
+    if r.method == "global":
+        return f"sensitivity {d['sensitivity']:g} (the median's), Laplace scale {d['scale']:.4g}"
+    if r.method == "ptr":
+        return (
+            f"proposed bound {d['proposed_bound']:g}, threshold {d['threshold']:.4g}, epsilon "
+            f"{d['epsilon_test']:g} test + {d['epsilon_release']:g} release"
+        )
+    if r.method == "smooth":
+        return (
+            f"smooth sensitivity {d['smooth_sensitivity']:.3g} (beta {d['beta']:.3g}; from the "
+            f"data, not private), noise scale {d['scale']:.3g}"
+        )
+    if r.method == "sample_and_aggregate":
+        return (
+            f"{d['chunks']:,} parts ({d['chunks_rule']}), sensitivity (upper - lower) / "
+            f"{d['chunks']:,} = {d['sensitivity']:.4g}"
+        )
+    return "exponential mechanism over the records to change (loss sensitivity 1)"
+
+
 def compare(
     data: Any,
     statistic: str = "mean",
     *,
     bounds: tuple[float, float],
     epsilon: float = 1.0,
-    delta: float = 1e-6,
+    delta: float | None = None,
     trials: int = 1000,
     methods: Sequence[str] | None = None,
     ptr_bound: float | None = None,
-    chunks: int = 600,
+    chunks: int | None = None,
     column: str = "data",
+    clip: bool = False,
+    force_delta: bool = False,
+    max_memory: int = MAX_MEMORY,
     rng: Any = None,
 ) -> Comparison:
     """Run every method ``trials`` times on one statistic and collect the errors.
@@ -166,13 +331,16 @@ def compare(
     Parameters
     ----------
     data : array_like
-        One column of finite values (one per person), clipped to ``bounds``.
+        One column of finite values (one per person) within ``bounds``.
     statistic : {"mean", "median"}
-        The statistic every method estimates (the truth is NumPy's, on the clipped data).
+        The statistic every method estimates (the truth is NumPy's).
     bounds : (float, float)
-        Public ``(lower, upper)``.
-    epsilon, delta : float
-        The total privacy cost each method may spend (``delta`` in (0, 1)).
+        Public ``(lower, upper)``, chosen without looking at the data (required).
+    epsilon : float
+        The epsilon each method may spend on one release, > 0.
+    delta : float, optional
+        The delta of the (epsilon, delta) methods (PTR, smooth sensitivity), in (0, 1/n].
+        Default ``min(1/n**2, 1e-6)``, shown in the table.
     trials : int
         Releases per method, >= 1.
     methods : sequence of str, optional
@@ -180,29 +348,45 @@ def compare(
     ptr_bound : float, optional
         PTR's proposed bound; default ``5e-5 (upper - lower)`` for the mean (the book's 0.005
         for ages in [0, 100]) and ``0.01 (upper - lower)`` for the median. Never data-derived.
-    chunks : int
-        Parts for sample-and-aggregate (at most the number of records).
+    chunks : int, optional
+        Parts for sample-and-aggregate, between 1 and the number of records; default
+        :data:`DEFAULT_CHUNKS`, or the number of records if smaller (the table says so).
     column : str
         Name used in the table and plot.
+    clip : bool
+        Clip values outside ``bounds`` to them (their number is reported in the table)
+        instead of refusing them.
+    force_delta : bool
+        Allow ``delta > 1/n`` (see Raises): only to study what such a delta does.
+    max_memory : int
+        Refuse runs whose estimated memory exceeds this many bytes (default
+        :data:`MAX_MEMORY`, 1 GiB): about ``8 (methods + 3) trials`` bytes for the kept
+        releases and their summary, plus a bounded block of sampler temporaries.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
 
     Returns
     -------
     Comparison
-        With :meth:`Comparison.table` and :meth:`Comparison.summary`; plot it with
-        :func:`dpkit.plot.compare.plot_comparison`.
+        Printing it shows :meth:`Comparison.table`; :meth:`Comparison.summary` gives the
+        figures; plot it with :func:`dpkit.plot.compare.plot_comparison`.
 
     Raises
     ------
     ParameterError
-        Unknown statistic or method, bad privacy parameters, bounds or data.
+        Unknown statistic or method; bad privacy parameters or bounds; data that is empty,
+        not finite or (without ``clip``) outside the bounds; ``chunks`` above the number of
+        records; ``delta`` above ``1/n`` without ``force_delta`` (a mechanism that publishes
+        each record in the clear with probability ``delta`` is ``(0, delta)``-DP, so such a
+        delta protects no one); a run estimated to need more than ``max_memory`` bytes.
+    TypeError
+        Non-numeric data, a non-integer ``trials`` or ``chunks``.
 
     Privacy
     -------
     Each single trial of each method is a release with the privacy printed in the table
-    (at most ``(epsilon, delta)``); running many trials on the same data is a study of
-    accuracy, not a private publication.
+    (at most ``(epsilon, delta)``) under the neighbour relation printed beside it; running
+    many trials on the same data is a study of accuracy, not a private publication.
 
     Examples
     --------
@@ -212,33 +396,130 @@ def compare(
     ['global', 'ptr', 'smooth', 'sample_and_aggregate', 'inverse_sensitivity']
     >>> c["inverse_sensitivity"].privacy
     PureDP(epsilon=1.0)
+    >>> c["global"].details["sensitivity"]  # (100 - 0) / 2: add/remove one record
+    50.0
     """
     owner = "compare"
     if statistic not in ("mean", "median"):
         raise ParameterError(f"{owner}: `statistic` must be 'mean' or 'median'; got {statistic!r}")
     lower, upper = check_bounds(owner, bounds)
     eps = check_positive(owner, "epsilon", epsilon)
-    dlt = check_delta(owner, delta, allow_zero=False)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+    if isinstance(trials, bool) or not isinstance(trials, int):
+        raise TypeError(f"{owner}: `trials` must be an int >= 1; got {trials!r}")
+    if trials < 1:
         raise ParameterError(f"{owner}: `trials` must be an int >= 1; got {trials!r}")
-    arr = np.clip(check_finite_array(owner, "data", data).ravel(), lower, upper)
     chosen = list(METHODS if methods is None else methods)
     for m in chosen:
         if m not in METHODS:
             raise ParameterError(f"{owner}: unknown method {m!r}; choose from {METHODS}")
+    if not chosen:
+        raise ParameterError(f"{owner}: `methods` is empty; choose from {METHODS}")
+    arr = check_finite_array(owner, "data", data).ravel()
+    arr, clipped = check_within_bounds(owner, "`data`", arr, (lower, upper), clip=clip)
+    n = int(arr.size)
+    dlt = _delta(owner, delta, n, force_delta)
+    k, chunks_rule = _chunks(owner, chunks, n)
+    _check_memory(owner, trials, len(chosen), max_memory)
     source = as_source(rng)
     truth = float(np.mean(arr) if statistic == "mean" else np.median(arr))
     width = upper - lower
     b = ptr_bound if ptr_bound is not None else (5e-5 if statistic == "mean" else 0.01) * width
-    task = _Task(arr, statistic, lower, upper, eps, dlt, trials, source, b, chunks)
+    task = _Task(arr, statistic, lower, upper, eps, dlt, trials, source, b, k)
     results = []
     for m in chosen:
         t0 = time.perf_counter()
-        values, privacy, nbrs, det = _RUNNERS[m](task)
-        results.append(
-            MethodResult(m, privacy, nbrs, np.asarray(values, float), time.perf_counter() - t0, det)
+        values = np.full(trials, np.nan)  # a slot no block filled would show as a refusal
+        privacy: PrivacyLoss = PureDP(eps)
+        nbrs, det = "", dict[str, Any]()
+        for start in range(0, trials, TRIAL_BLOCK):
+            stop = min(trials, start + TRIAL_BLOCK)
+            vals, privacy, nbrs, det = _RUNNERS[m](replace(task, trials=stop - start))
+            values[start:stop] = vals
+        np.clip(values, lower, upper, out=values)  # post-processing; NaN (refusals) stays
+        if m == "sample_and_aggregate":
+            det = det | {"chunks_rule": chunks_rule}
+        results.append(MethodResult(m, privacy, nbrs, values, time.perf_counter() - t0, det))
+    return Comparison(
+        statistic,
+        column,
+        truth,
+        n,
+        eps,
+        dlt,
+        trials,
+        tuple(results),
+        bounds=(lower, upper),
+        clipped=clipped,
+    )
+
+
+def _delta(owner: str, delta: float | None, n: int, force: bool) -> float:
+    """The default ``min(1/n**2, 1e-6)``, or a given delta no larger than ``1/n``."""
+    if delta is None:
+        return min(1.0 / n**2, 1e-6)
+    dlt = check_delta(owner, delta, allow_zero=False)
+    if dlt > 1.0 / n and not force:
+        raise ParameterError(
+            f"{owner}: `delta` {delta!r} is above 1/n = {1.0 / n:.3g} for n = {n:,} records. "
+            "A mechanism that publishes each record in the clear with probability delta is "
+            "(0, delta)-DP, so such a delta lets about delta * n records out and protects no "
+            "one; use a delta well below 1/n (the default is min(1/n^2, 1e-6)), or "
+            "force_delta=True (--force-delta) to study it anyway"
         )
-    return Comparison(statistic, column, truth, int(arr.size), eps, dlt, trials, tuple(results))
+    return dlt
+
+
+def _chunks(owner: str, chunks: int | None, n: int) -> tuple[int, str]:
+    """Sample-and-aggregate's parts and the rule that chose them (printed in the table)."""
+    if chunks is None:
+        if n >= DEFAULT_CHUNKS:
+            return DEFAULT_CHUNKS, f"the default {DEFAULT_CHUNKS}"
+        return n, f"one per record: fewer records than the default {DEFAULT_CHUNKS}"
+    if isinstance(chunks, bool) or not isinstance(chunks, int | np.integer):
+        raise TypeError(f"{owner}: `chunks` must be an int; got {type(chunks).__name__}")
+    if not 1 <= chunks <= n:
+        raise ParameterError(
+            f"{owner}: `chunks` must be between 1 and the number of records, {n:,} (each part "
+            f"needs at least one record); got {chunks!r}"
+        )
+    return int(chunks), "as asked"
+
+
+def _most_trials(methods: int, limit: int) -> int:
+    """The largest ``trials`` whose estimate (:func:`_memory`) is at most ``limit``."""
+    per = _KEPT_BYTES * (methods + _SUMMARY_COPIES)
+    if limit >= (per + _BLOCK_BYTES) * TRIAL_BLOCK:
+        return (limit - _BLOCK_BYTES * TRIAL_BLOCK) // per
+    return limit // (per + _BLOCK_BYTES)
+
+
+def _memory(trials: int, methods: int) -> int:
+    """Estimated bytes: the kept releases and summary copies, plus one block's temporaries."""
+    kept = _KEPT_BYTES * trials * (methods + _SUMMARY_COPIES)
+    return kept + _BLOCK_BYTES * min(trials, TRIAL_BLOCK)
+
+
+def _check_memory(owner: str, trials: int, methods: int, limit: int) -> None:
+    """Refuse, before any work, a run whose estimated memory exceeds ``limit`` bytes."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ParameterError(f"{owner}: `max_memory` must be an int >= 1 (bytes); got {limit!r}")
+    need = _memory(trials, methods)
+    if need > limit:
+        raise ParameterError(
+            f"{owner}: `trials` {trials:,} would need about {_bytes(need)} of memory "
+            f"({_KEPT_BYTES} bytes per trial for each of {methods} method(s), plus working "
+            f"copies); the limit `max_memory` is {_bytes(limit)}, which allows at most "
+            f"{_most_trials(methods, limit):,} trials here. Lower `trials` (a few thousand "
+            "show the error distributions) or raise `max_memory` (CLI: --max-memory)"
+        )
+
+
+def _bytes(b: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if b < 1024 or unit == "GiB":
+            return f"{b:,.0f} {unit}" if unit == "bytes" else f"{b:,.1f} {unit}"
+        b /= 1024
+    raise AssertionError  # pragma: no cover
 
 
 _Out = tuple[np.ndarray, PrivacyLoss, str, dict[str, Any]]
@@ -261,47 +542,51 @@ class _Task:
 
 
 def _run_global(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
+    from dpkit import queries
+    from dpkit.frameworks._common import grid_for, laplace_units, on_data_lattice, spacing_for
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
+    # the statistics are exact: records mapped onto the lattice of the bounds (a per-record
+    # map), then summed or interpolated in integers (dpkit.frameworks._common.on_data_lattice)
+    lat = on_data_lattice(arr, lower, upper)
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
         half = t.eps / 2
-        sums, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.sum())), s_sens, half, spacing_for(s_sens / half), t.source
-        )
-        counts, _ = laplace_on_grid(
-            np.full(t.trials, float(arr.size)), 1.0, half, spacing_for(1 / half), t.source
-        )
+        g = spacing_for(s_sens / half)
+        total = queries.statistic_on_grid(queries.sum, lat.units, lat.unit, g)
+        sums, _ = laplace_units(np.full(t.trials, total), s_sens, half, g, t.source)
+        g_count = spacing_for(1 / half)
+        count = queries.statistic_on_grid(queries.count, lat.units, lat.unit, g_count)
+        counts, _ = laplace_units(np.full(t.trials, count), 1.0, half, g_count, t.source)
         # post-processing: a non-positive noisy count gives no estimate (counted as refused)
         with np.errstate(divide="ignore", invalid="ignore"):
             vals = np.where(counts >= 1, sums / counts, np.nan)
         det = {"sum_sensitivity": s_sens, "count_sensitivity": 1.0, "split": (half, half)}
         return vals, PureDP(t.eps), "unbounded", det
-    sens = upper - lower
-    vals, scale = laplace_on_grid(
-        np.full(t.trials, float(np.median(arr))), sens, t.eps, spacing_for(sens / t.eps), t.source
-    )
+    from dpkit.sensitivity import global_sensitivity
+
+    # every dataset size: add/remove neighbours have other sizes; (upper - lower) / 2
+    sens = global_sensitivity("median", bounds=(lower, upper), relation="unbounded")
+    g = grid_for(sens / t.eps, lower, upper)
+    med = queries.statistic_on_grid(queries.median, lat.units, lat.unit, g)
+    vals, scale = laplace_units(np.full(t.trials, med), sens, t.eps, g, t.source)
     return vals, PureDP(t.eps), "unbounded", {"sensitivity": sens, "scale": scale}
 
 
 def _run_ptr(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
-    from dpkit.frameworks.ptr import _cap, distance_to_high_sensitivity, ptr_threshold
+    from dpkit.frameworks.ptr import _draw, _plan
 
-    arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
-    eps_t = eps_r = t.eps / 2
-    g_test = spacing_for(1 / eps_t)
-    thr = ptr_threshold(eps_t, t.dlt, g_test)
-    cap = _cap(thr, eps_t)
-    dist = distance_to_high_sensitivity(statistic, arr, t.b, bounds=(lower, upper), cap=cap)
-    noisy, _ = laplace_on_grid(np.full(t.trials, float(dist)), 1.0, eps_t, g_test, t.source)
-    value = float(np.mean(arr) if statistic == "mean" else np.median(arr))
-    rel, scale = laplace_on_grid(
-        np.full(t.trials, value), t.b, eps_r, spacing_for(t.b / eps_r), t.source
-    )
-    vals = np.where(noisy > thr, rel, np.nan)
-    det = {"proposed_bound": t.b, "threshold": thr, "distance": dist, "scale": scale}
+    p = _plan(t.arr, t.statistic, t.b, t.eps, t.dlt, (t.lower, t.upper), "unbounded", 0.5)
+    _noisy, vals = _draw(p, t.trials, t.source)
+    assert vals is not None
+    det = {
+        "proposed_bound": t.b,
+        "threshold": p.threshold,
+        "distance": p.distance,
+        "scale": p.scale,
+        "epsilon_test": p.eps_test,
+        "epsilon_release": p.eps_rel,
+    }
     return vals, ApproxDP(t.eps, t.dlt), "unbounded", det
 
 
@@ -321,19 +606,22 @@ def _run_smooth(t: _Task) -> _Out:
 
 
 def _run_saa(t: _Task) -> _Out:
-    from dpkit.frameworks._common import laplace_on_grid, spacing_for
-    from dpkit.frameworks.sample_aggregate import chunk_outputs
+    from dpkit.frameworks._common import grid_for
+    from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
-    k = min(t.chunks, arr.size)
-    means = np.empty(t.trials)
-    for i in range(t.trials):
-        outs, _ = chunk_outputs(
-            arr, statistic, chunks=k, output_bounds=(lower, upper), rng=t.source
-        )
-        means[i] = outs.mean()
+    k = t.chunks  # validated by compare: 1 <= chunks <= n
+    vals = sample_and_aggregate_sample(
+        arr,
+        statistic,
+        chunks=k,
+        output_bounds=(lower, upper),
+        epsilon=t.eps,
+        size=t.trials,
+        rng=t.source,
+    )
     sens = (upper - lower) / k
-    vals, scale = laplace_on_grid(means, sens, t.eps, spacing_for(sens / t.eps), t.source)
+    scale = (sens + grid_for(sens / t.eps, lower, upper)) / t.eps
     return vals, PureDP(t.eps), "bounded", {"chunks": k, "sensitivity": sens, "scale": scale}
 
 

@@ -7,6 +7,7 @@ The tree::
     ├── BudgetExceededError           an accountant refused a spend that would overspend
     ├── UnsafeReleaseError            the request would release something that breaks the guarantee
     ├── LedgerError                   a budget ledger is unreadable, corrupt or does not match
+    ├── MissingDependencyError(ImportError)  an optional extra is not installed; names it
     └── InternalError(AssertionError) "this is a bug": an invariant of dpkit itself failed
 
 Wrong *types* raise the built-in :class:`TypeError`; wrong *values* raise a
@@ -22,6 +23,7 @@ __all__ = [
     "DPError",
     "InternalError",
     "LedgerError",
+    "MissingDependencyError",
     "ParameterError",
     "UnsafeReleaseError",
 ]
@@ -58,6 +60,14 @@ class UnsafeReleaseError(DPError):
 
 class LedgerError(DPError):
     """A budget ledger file is unreadable, corrupt, or was opened with a different budget."""
+
+
+class MissingDependencyError(DPError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it.
+
+    For example ``the demo draws figures with matplotlib, which is not installed: pip install
+    'dpkit[plot]'``. It is an :class:`ImportError`, so ``except ImportError`` keeps working.
+    """
 
 
 class InternalError(DPError, AssertionError):

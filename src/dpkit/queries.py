@@ -33,12 +33,15 @@ user callables unless told otherwise, has ``min_size=1``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import exact_sum
 from dpkit._validate import check_finite_array, check_number
 from dpkit.errors import ParameterError
 
@@ -47,11 +50,13 @@ __all__ = [
     "Query",
     "count",
     "custom",
+    "exact_statistic",
     "histogram",
     "mean",
     "median",
     "percentile",
     "resolve",
+    "statistic_on_grid",
     "std",
     "sum",
     "var",
@@ -389,3 +394,90 @@ def resolve(query: Any, *, owner: str = "query") -> Query:
         f"{owner}: `query` must be a Query, a query name or a callable; "
         f"got {type(query).__name__} {query!r}"
     )
+
+
+# -- exact evaluation on the lattice ------------------------------------------------------------
+
+_EXACT_KINDS = ("count", "sum", "mean", "percentile", "var", "std")
+
+
+def _sum_of_squares(y: np.ndarray) -> int:
+    """``sum(y**2)`` exactly for int64 ``0 <= y < 2**32``: split ``y = a 2**16 + b``."""
+    a, b = y >> 16, y & 0xFFFF
+    return (exact_sum(a * a) << 32) + (exact_sum(2 * a * b) << 16) + exact_sum(b * b)
+
+
+def _exact_variance(units: np.ndarray) -> Fraction:
+    """The population variance of the integers ``units``, exactly (shift-invariant)."""
+    n = units.size
+    y = units - units.min()  # 0 <= y <= the lattice width, below 2**32 (check_unit)
+    if y.size and int(y.max()) >= 2**32:
+        raise ParameterError("exact_statistic: lattice width above 2**32 units")
+    s = exact_sum(y)
+    return Fraction(n * _sum_of_squares(y) - s * s, n * n)
+
+
+def exact_statistic(query: Query, units: Any, unit: float) -> Fraction:
+    """A catalogue statistic of the records ``units * unit``, as an exact Fraction.
+
+    ``units`` are int64 lattice units (:func:`dpkit._lattice.units`), ``unit`` a power of two.
+    Count, sum, mean, percentiles (NumPy's linear interpolation with ``h = p (n - 1)``, ``p``
+    the query's float fraction taken exactly) and the population variance are rational in
+    the units; the standard deviation is not (use :func:`statistic_on_grid`).
+
+    Examples
+    --------
+    >>> exact_statistic(mean, np.array([1, 2, 2]), 0.5)
+    Fraction(5, 6)
+    >>> exact_statistic(percentile(25), np.array([0, 1, 3, 10, 11]), 1.0)
+    Fraction(1, 1)
+    """
+    q = query
+    if q.kind not in _EXACT_KINDS or q.kind == "std":
+        raise ParameterError(f"exact_statistic: no exact rational value for {q.name!r}")
+    u = np.sort(np.asarray(units, dtype=np.int64).ravel())
+    n = u.size
+    if n < q.min_size:
+        raise ParameterError(f"exact_statistic: {q.name!r} needs at least {q.min_size} record(s)")
+    g = Fraction(unit)
+    if q.kind == "count":
+        return Fraction(n)
+    if q.kind == "sum":
+        return exact_sum(u) * g
+    if q.kind == "mean":
+        return Fraction(exact_sum(u), n) * g
+    if q.kind == "var":
+        return _exact_variance(u) * g * g
+    assert q.q is not None
+    h = Fraction(q.q) * (n - 1)
+    f = math.floor(h)
+    low = int(u[f])
+    high = int(u[min(f + 1, n - 1)])
+    return (low + (h - f) * (high - low)) * g
+
+
+def statistic_on_grid(query: Query, units: Any, unit: float, grid: float) -> int:
+    """The statistic of ``units * unit`` divided by ``grid`` and rounded to the nearest integer
+    (ties to even), exactly; ``grid`` a power of two.
+
+    The standard deviation ``sqrt(V)`` is rounded with integer square roots: ``k =
+    floor(sqrt(N / D))`` for ``V / grid**2 = N / D``, then ``k + 1`` when ``4 N > (2 k + 1)**2
+    D`` (a tie, ``sqrt`` rational, goes to the even one).
+
+    Examples
+    --------
+    >>> statistic_on_grid(std, np.array([0, 0, 0, 19]), 0.5, 2.0**-10)  # 9.5 sqrt(3) / 4
+    4212
+    """
+    if query.kind != "std":
+        return round(exact_statistic(query, units, unit) / Fraction(grid))
+    u = np.asarray(units, dtype=np.int64).ravel()
+    if u.size == 0:
+        raise ParameterError("statistic_on_grid: 'std' needs at least one record")
+    ratio = _exact_variance(u) * (Fraction(unit) / Fraction(grid)) ** 2
+    num, den = ratio.numerator, ratio.denominator
+    k = math.isqrt(num * den) // den
+    twice = (2 * k + 1) ** 2 * den
+    if 4 * num > twice or (4 * num == twice and k % 2 == 1):
+        k += 1
+    return k

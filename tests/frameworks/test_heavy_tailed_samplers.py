@@ -100,9 +100,10 @@ def test_exp_weighted_choice_uses_exact_weights_and_extreme_exponents() -> None:
 def test_uniform_below_is_uniform_per_entry() -> None:
     n = np.array([3] * 30_000 + [1000] * 10)
     v = uniform_below(n, rng=2)
-    assert v.shape == n.shape and v[-10:].max() < 1000
+    assert v.shape == n.shape
+    assert np.all((v >= 0) & (v < n))  # never n itself (a draw of 3 has probability 1/4)
     counts = np.bincount(v[:30_000], minlength=3)
-    assert stats.chisquare(counts).pvalue > 1e-3
+    assert counts.size == 3 and stats.chisquare(counts).pvalue > 1e-3
 
 
 def test_uniform_on_grid_masses_are_the_cell_intersections() -> None:

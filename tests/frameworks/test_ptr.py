@@ -4,14 +4,40 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import dpkit
 from dpkit.frameworks import distance_to_high_sensitivity, propose_test_release, ptr_threshold
+from dpkit.samplers.heavy_tailed import rounded_laplace
 
 UNI = [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def _grid(scale: float) -> float:
+    """The frameworks' power-of-two grid, ``2**(floor(log2(scale)) - 30)`` (module docs)."""
+    return 2.0 ** (math.floor(math.log2(scale)) - 30)
+
+
+def _threshold(eps_test: float, delta: float) -> tuple[float, float]:
+    """``(T, g)`` from the derivation in the module docstring, written out independently:
+    the noisy distance is ``D + g round(X / g)``, ``X ~ Laplace((1 + g) / eps_test)``, and at
+    ``D = 0`` it passes with probability ``<= exp(-eps_test (T - g/2) / (1 + g)) / 2 = delta``
+    when ``T = (1 + g) ln(1 / (2 delta)) / eps_test + g``."""
+    g = _grid(1 / eps_test)
+    return (1 + g) * math.log(1 / (2 * delta)) / eps_test + g, g
+
+
+def _pass_probability(distance: int, eps_test: float, delta: float) -> float:
+    """Exact ``P[D + g K > T]`` for ``K = round(X / g)``: ``K >= m = floor((T - D) / g) + 1``,
+    and ``P[K >= m] = P[X >= (m - 1/2) g]`` (Laplace tails, either side of zero)."""
+    t, g = _threshold(eps_test, delta)
+    b = (1 + g) / eps_test
+    m = math.floor((t - distance) / g) + 1
+    edge = (m - 0.5) * g
+    return 0.5 * math.exp(-edge / b) if edge >= 0 else 1 - 0.5 * math.exp(edge / b)
 
 
 def _ls1(y: tuple[float, ...], f) -> float:
@@ -58,9 +84,12 @@ def test_threshold_is_the_derived_formula() -> None:
 
 
 def test_refuses_at_high_sensitivity_at_the_rate_the_theorem_predicts() -> None:
-    # D = 0 (b below LS): passing needs Lap(1/eps_t) > T, probability exp(-eps_t T)/2 = delta
+    # D = 0 (b below LS): passing needs the noise past T, probability about delta
     delta = 0.05
     x = [1.0, 2.0, 3.0]
+    assert distance_to_high_sensitivity("mean", x, 0.01, bounds=(0, 10)) == 0
+    p_pass = _pass_probability(0, 1.0, delta)
+    assert p_pass == pytest.approx(delta, rel=1e-6)  # the threshold's whole point
     passes = sum(
         not propose_test_release(
             x, "mean", 0.01, epsilon=2.0, delta=delta, bounds=(0, 10), rng=s
@@ -68,7 +97,7 @@ def test_refuses_at_high_sensitivity_at_the_rate_the_theorem_predicts() -> None:
         for s in range(2000)
     )
     # binomial(2000, 0.05): 4 standard deviations = 39
-    assert abs(passes - 2000 * delta) <= 4 * math.sqrt(2000 * delta * (1 - delta))
+    assert abs(passes - 2000 * p_pass) <= 4 * math.sqrt(2000 * p_pass * (1 - p_pass))
 
 
 def test_pass_rate_at_known_distance_matches_laplace_tail() -> None:
@@ -77,9 +106,10 @@ def test_pass_rate_at_known_distance_matches_laplace_tail() -> None:
     d = distance_to_high_sensitivity("median", x, 0.5, bounds=(0, 4))
     assert d == _brute_distance(x, lambda y: float(np.median(y)), 0.5, kmax=3) == 3
     eps_t, delta = 1.0, 0.02
-    t = ptr_threshold(eps_t, delta)  # ln(25) = 3.22 > d
-    p_pass = 0.5 * math.exp(-(t - d) * eps_t)  # P[Lap(1) > T - d] = 0.40
-    # 600 runs: 4 standard deviations = 0.08; a threshold off by 1 moves p_pass by 0.25
+    # T = ln(25) = 3.22 just above d: P[pass] = P[Lap(1) > T - d] = 0.40; with T 10% low
+    # (2.90, below d) it is 0.55, and 600 runs put 7 standard deviations between them
+    p_pass = _pass_probability(d, eps_t, delta)
+    assert p_pass == pytest.approx(0.5 * math.exp(-(math.log(25) - d) * eps_t), rel=1e-6)
     n = 600
     passes = sum(
         not propose_test_release(
@@ -90,11 +120,43 @@ def test_pass_rate_at_known_distance_matches_laplace_tail() -> None:
     assert abs(passes - n * p_pass) <= 4 * math.sqrt(n * p_pass * (1 - p_pass))
 
 
+def test_noisy_distance_and_release_are_exact_rounded_laplace_draws() -> None:
+    # Coupling: with a seed, PTR draws K1 (the distance noise, ratio (1 + g) / (eps_t g)) and
+    # then K2 (the release noise, ratio (b + g2) / (eps_r g2)) from one bit source, each with
+    # dpkit's exact rounded-Laplace sampler, whose law tests/frameworks checks. The ratios
+    # are ~2**30, so any scale error above ~1e-9 relative (sensitivity 1 of the distance,
+    # the epsilon split, the grid charges) changes the draws.
+    x = np.arange(20.0, 70.0).repeat(100)  # far from high sensitivity: the test passes
+    b, eps, delta, frac = 0.05, 2.0, 1e-6, 0.25
+    eps_t, eps_r = eps * frac, eps * (1 - frac)
+    t, g = _threshold(eps_t, delta)
+    g2 = _grid(b / eps_r)
+    cap = math.ceil(t + 60 / eps_t)  # distances are capped there (public parameters only)
+    distance = distance_to_high_sensitivity("mean", x, b, bounds=(0, 100), cap=cap)
+    assert distance == cap  # A(k) stays below b: the test passes but with probability e**-60
+    for seed in range(8):
+        rel = propose_test_release(
+            x, "mean", b, epsilon=eps, delta=delta, bounds=(0, 100), test_fraction=frac, rng=seed
+        )
+        source = dpkit.samplers.SeededSource(seed)
+        k1 = rounded_laplace(Fraction(1 + g) / Fraction(eps_t) / Fraction(g), 1, source)[0]
+        k2 = rounded_laplace(
+            (Fraction(b) + Fraction(g2)) / Fraction(eps_r) / Fraction(g2), 1, source
+        )[0]
+        assert rel.details["threshold"] == pytest.approx(t, rel=1e-12)
+        assert rel.details["noisy_distance"] == (round(distance / g) + int(k1)) * g
+        assert not rel.refused
+        assert rel.value == (round(float(np.mean(x)) / g2) + int(k2)) * g2
+        # the scale itself, exactly: a grid charge of 2**-30 relative is below what draws
+        # can show (the rounded Laplace sampler is not an inversion in the scale)
+        assert rel.scale == float((Fraction(b) + Fraction(g2)) / Fraction(eps_r))
+
+
 def test_release_and_refusal_both_charge_the_full_cost() -> None:
     spends = []
 
     class Fake:
-        def spend(self, cost, *, label):
+        def spend(self, cost, *, label, relation="unbounded"):
             spends.append((cost, label))
 
     ages = np.arange(20.0, 70.0).repeat(100)

@@ -207,12 +207,14 @@ def test_selection_input_checks(name: str) -> None:
 class _Recorder:
     def __init__(self, *, refuse: bool = False) -> None:
         self.spends: list[tuple[Any, str]] = []
+        self.relations: list[str] = []
         self.refuse = refuse
 
-    def spend(self, cost: Any, *, label: str) -> None:
+    def spend(self, cost: Any, *, label: str, relation: str = "unbounded") -> None:
         if self.refuse:
             raise BudgetExceededError("refused", requested=cost)
         self.spends.append((cost, label))
+        self.relations.append(relation)
 
 
 class _CountingSource(dp.samplers.SeededSource):
@@ -238,6 +240,10 @@ def test_spends_before_noise(name: str) -> None:
     rec = _Recorder()
     _call(mech, name, 0, rec)
     assert rec.spends == [(mech.privacy, rec.spends[0][1])]
+    assert rec.relations == ["unbounded"]
+    bounded = _Recorder()
+    _call(make(name, relation="bounded"), name, 0, bounded)
+    assert bounded.relations == ["bounded"]  # the mechanism passes its own relation
     source = _CountingSource()
     with pytest.raises(BudgetExceededError):
         _call(mech, name, source, _Recorder(refuse=True))

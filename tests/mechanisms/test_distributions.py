@@ -263,18 +263,75 @@ def test_permute_and_flip_frequencies(chi2_pvalue: Callable) -> None:
     assert chi2_pvalue(picks, np.arange(4), w / w.sum()) < FAIL
 
 
+def _dlap_difference_tail(t: float, m: int) -> float:
+    """``P[Z0 - Z1 >= m]`` for independent discrete Laplace ``Z0, Z1`` of scale ``t``, exactly.
+
+    With ``q = exp(-1/t)``, ``P[Z0 - Z1 = k] = ((1-q)/(1+q))**2 q**|k| (2/(1-q**2) + |k| - 1)``
+    (summing ``q**(|z| + |z - k|)`` over ``z`` in three ranges); summed over ``k >= m >= 1``:
+    ``q**m / (1+q)**2 ((1+q**2)/(1+q) + m (1-q) + q)``; ``m <= 0`` by symmetry. As ``t``
+    grows this tends to the continuous ``(2 + x/b) e**(-x/b) / 4``.
+    """
+    if m <= 0:
+        return 1.0 - _dlap_difference_tail(t, 1 - m)
+    q, one_minus_q = math.exp(-1 / t), -math.expm1(-1 / t)
+    return math.exp(-m / t) / (1 + q) ** 2 * ((1 + q * q) / (1 + q) + m * one_minus_q + q)
+
+
+def _rnm_pick_first(t: float, gap: int) -> float:
+    """P[report-noisy-max picks candidate 0 of two] when ``q_0 - q_1 = gap`` lattice units.
+
+    Candidate 0 wins when ``Z0 - (max q - q0) >= Z1 - (max q - q1)`` (ties go to the first):
+    ``Z0 - Z1 >= -gap``.
+    """
+    return _dlap_difference_tail(t, -gap)
+
+
 def test_report_noisy_max_respects_epsilon() -> None:
-    # Neighbouring score vectors (candidate 0's score moves by the sensitivity): the
-    # probability of selecting candidate 0 changes by at most exp(eps). With 8,000 draws
-    # each, the two frequencies have standard errors below 0.0056, so the ratio is checked
-    # against exp(1) with a margin of 5 standard errors.
-    rnm = dp.ReportNoisyMax(epsilon=1.0, sensitivity=1.0)
-    src_a, src_b = dp.samplers.SeededSource(8), dp.samplers.SeededSource(9)
-    a = np.mean([rnm.select([0, 1], [0.0, 0.0], rng=src_a) == 0 for _ in range(8_000)])
-    b = np.mean([rnm.select([0, 1], [1.0, 0.0], rng=src_b) == 0 for _ in range(8_000)])
-    assert 0.47 < a < 0.53  # symmetric scores: fair up to the fixed tie-break (ties ~1e-6)
-    assert b > a  # a higher score is chosen more often
-    assert b / a <= math.e + 5 * 0.0056 / a
+    # Scores move by the sensitivity in opposite directions between neighbours: x = (6, 0),
+    # x' = (5, 1). The law is exact: with h = 2**-20 (scores in lattice units q = u / h) and
+    # the lattice sensitivity ceil(1 / h) = 2**20, the noise is discrete Laplace of scale
+    # t = 2 * 2**20 / epsilon lattice units (Laplace 2 s / epsilon in score units).
+    eps, units = 1.0, 2**20
+    t = 2 * units / eps
+    rnm = dp.ReportNoisyMax(epsilon=eps, sensitivity=1.0)
+    n = 8000
+    stat, stat_small = 0.0, 0.0
+    for seed, (u0, u1) in ((8, (6.0, 0.0)), (9, (5.0, 1.0))):
+        source = dp.samplers.SeededSource(seed)
+        firsts = sum(rnm.select([0, 1], [u0, u1], rng=source) == 0 for _ in range(n))
+        gap = round((u0 - u1) * units)
+        for scale, acc in ((t, "ok"), (0.9 * t, "small")):
+            p = _rnm_pick_first(scale, gap)
+            z2 = (firsts - n * p) ** 2 / (n * p * (1 - p))
+            if acc == "ok":
+                stat += z2
+            else:
+                stat_small += z2
+    # 1. the selections follow the exact law at scale t (chi-square, 2 df, level 1e-3), and
+    # not the law of noise 10% smaller: sum (p - p')**2 / (p (1 - p)) is 0.0074 per pair of
+    # draws at these gaps, so its statistic is about 60 at 8,000 pairs (p < 1e-4 needs 18.4)
+    assert stats.chi2.sf(stat, df=2) > PASS
+    assert stats.chi2.sf(stat_small, df=2) < 1e-4
+
+    # 2. that exact law is epsilon-DP on every pair of neighbouring gaps (scores moved by at
+    # most the sensitivity each: the gap by at most 2), and nearly tight: the log ratio of
+    # picking the loser tends to 2 units / t = epsilon as the gap grows
+    def worst(scale: float) -> float:
+        out = 0.0
+        for g in range(-100, 300):
+            for dg in (1, 2):
+                h = (g - dg) * units
+                first = _rnm_pick_first(scale, g * units) / _rnm_pick_first(scale, h)
+                # the second candidate's probability straight from the tail (no 1 - p)
+                second = _dlap_difference_tail(scale, g * units + 1) / _dlap_difference_tail(
+                    scale, h + 1
+                )
+                out = max(out, abs(math.log(first)), abs(math.log(second)))
+        return out
+
+    assert eps * 0.99 < worst(t) <= eps
+    assert worst(0.9 * t) > eps  # noise 10% smaller breaks the claim
+    assert worst(t / 4) > 3 * eps  # and quartered noise by far
 
 
 def test_laplace_accuracy_is_a_valid_interval() -> None:

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpkit.samplers import bernoulli_exp, geometric
+from dpkit.samplers import SeededSource, bernoulli_exp, geometric
 from dpkit.samplers._discrete import _geometric_sampler
 from dpkit.samplers._exact import RationalReal, exp_neg, less_than_deep
 
@@ -83,3 +83,22 @@ def test_geometric_boundaries_are_exact_survival_values() -> None:
         real = sampler.high.real_at(k)
         assert real.prefix(64) == _exp_neg_series_floor(Fraction(1, 3) * (1 << m) * k, 64)
     assert np.all(np.diff(sampler.high._asc.astype(np.float64)) > 0)
+
+
+@pytest.mark.parametrize("x", [Fraction(1, 2), Fraction(1, 1000), Fraction(3, 7)])
+def test_survival_table_matches_brute_force_count(x: Fraction) -> None:
+    # Oracle for the guide-table inversion: X = #{j : U < S_j}, and a first word w decides
+    # U < S_j exactly when w != P_j = floor(2**64 S_j) (w < P_j: yes, w > P_j: no). Probe
+    # words at every boundary (P_j - 1 and P_j + 1, the cases a guide bucket must search)
+    # and uniform random words, in every table of the geometric sampler.
+    sampler = _geometric_sampler(x)
+    tables = [sampler.high] + [table for _, table in sampler.chunks]
+    gen = np.random.default_rng(0)
+    for table in tables:
+        prefixes = table._asc[::-1].astype(object)  # P_1 > P_2 > ... as Python ints
+        probes = [int(p) + d for p in prefixes for d in (-1, 1) if 0 <= int(p) + d < 2**64]
+        probes += [int(v) for v in gen.integers(0, 2**64, 2000, dtype=np.uint64)]
+        w = np.array(probes, dtype=np.uint64)
+        got = table.sample_from_words(w, SeededSource(0))
+        want = np.array([sum(1 for p in prefixes if v < p) for v in probes])
+        assert np.array_equal(got, want)

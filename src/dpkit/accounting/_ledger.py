@@ -2,20 +2,30 @@
 
 Both stores offer the same small interface used by the accountant:
 
-* ``try_append(label, cost, charge, timestamp, limit)`` — check that the running totals plus
-  ``charge`` stay within ``limit`` and, in the same atomic step, record the spend; returns the
-  new entry's index, or ``None`` (and the totals seen) when it does not fit;
+* ``try_append(label, cost, charge, timestamp, limit, relation)`` — check that the running
+  totals plus ``charge`` stay within ``limit`` and, in the same atomic step, record the spend
+  (with the neighbour relation of ``cost``); returns the new entry's index, or ``None`` (and
+  the totals seen) when it does not fit;
 * ``totals()``, ``entries()``, ``close()``.
 
 Charges are pairs of exact rationals ``(a, b)``: ``(epsilon, 0)`` for a pure budget,
 ``(epsilon, delta)`` for an approximate one, ``(rho, 0)`` for zCDP.
 
-The SQLite ledger (schema version 1)::
+The SQLite ledger (schema version 2)::
 
-    dpkit_meta(key TEXT PRIMARY KEY, value TEXT)      format, version, budget (JSON), created
+    dpkit_meta(key TEXT PRIMARY KEY, value TEXT)      format, version, budget (JSON), created,
+                                                      relation (of the budget)
     spends(id INTEGER PRIMARY KEY AUTOINCREMENT, label, cost (JSON of the requested loss),
-           charge_a, charge_b (exact rationals "num/den"), created (ISO 8601 UTC), pid)
+           charge_a, charge_b (exact rationals "num/den"), created (ISO 8601 UTC), pid,
+           relation (of the requested cost))
     totals(id = 1, a, b (exact rationals), n)          running sums, updated with every spend
+
+Version 1 (before neighbour relations were recorded) had no ``relation`` in either table; its
+budget and spends were all add/remove ("unbounded"). Opening a version 1 ledger migrates it
+in place, in one ``BEGIN IMMEDIATE`` transaction (add the column with default 'unbounded',
+record the budget's relation, set the version to 2), so concurrent openers migrate it once;
+a ledger that cannot be written (read-only file) is read as version 1, every relation
+"unbounded".
 
 It runs in WAL mode with ``synchronous=FULL``: a spend is on disk when ``try_append`` returns.
 The check and the record happen inside one ``BEGIN IMMEDIATE`` transaction, which takes the
@@ -46,13 +56,15 @@ from dpkit.errors import LedgerError
 __all__ = ["Entry", "MemoryStore", "SQLiteStore", "loss_from_json", "loss_to_json"]
 
 FORMAT = "dpkit-ledger"
-VERSION = "1"
+VERSION = "2"
+_OLD_VERSIONS = ("1",)
 
 _SCHEMA = (
     "CREATE TABLE dpkit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT NOT NULL, "
     "cost TEXT NOT NULL, charge_a TEXT NOT NULL, charge_b TEXT NOT NULL, "
-    "created TEXT NOT NULL, pid INTEGER NOT NULL)",
+    "created TEXT NOT NULL, pid INTEGER NOT NULL, "
+    "relation TEXT NOT NULL DEFAULT 'unbounded')",
     "CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), a TEXT NOT NULL, "
     "b TEXT NOT NULL, n INTEGER NOT NULL)",
 )
@@ -61,12 +73,16 @@ Pair = tuple[Fraction, Fraction]
 _ZERO: Pair = (Fraction(0), Fraction(0))
 
 
+_RELATIONS = ("unbounded", "bounded")
+
+
 class Entry(NamedTuple):
     seq: int
     label: str
     cost: PrivacyLoss
     charge: Pair
     timestamp: datetime
+    relation: str = "unbounded"
 
 
 def loss_to_json(loss: PrivacyLoss) -> str:
@@ -104,13 +120,19 @@ class MemoryStore:
         self._totals: Pair = _ZERO
 
     def try_append(
-        self, label: str, cost: PrivacyLoss, charge: Pair, timestamp: datetime, limit: Pair
+        self,
+        label: str,
+        cost: PrivacyLoss,
+        charge: Pair,
+        timestamp: datetime,
+        limit: Pair,
+        relation: str = "unbounded",
     ) -> tuple[int | None, Pair]:
         with self._lock:
             if not _fits(self._totals, charge, limit):
                 return None, self._totals
             index = len(self._entries) + 1
-            self._entries.append(Entry(index, label, cost, charge, timestamp))
+            self._entries.append(Entry(index, label, cost, charge, timestamp, relation))
             self._totals = (self._totals[0] + charge[0], self._totals[1] + charge[1])
             return index, self._totals
 
@@ -166,6 +188,9 @@ class SQLiteStore:
     budget
         The budget to create the ledger with if ``path`` does not exist; ``None`` to require an
         existing ledger (and adopt its budget).
+    relation
+        The budget's neighbour relation (for a new ledger, and checked against an existing
+        one); ``None`` adopts the ledger's.
     timeout
         Seconds to wait for another writer before giving up with a :class:`LedgerError`.
     exclusive
@@ -176,6 +201,7 @@ class SQLiteStore:
         self,
         path: Path,
         budget: PrivacyLoss | None,
+        relation: str | None = None,
         *,
         timeout: float,
         exclusive: bool = False,
@@ -184,6 +210,7 @@ class SQLiteStore:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._closed = False
+        self._legacy = False  # a version 1 ledger that could not be migrated (read-only)
         if path.is_dir():
             raise LedgerError(f"ledger {str(path)!r} is a directory, not a ledger file")
         if not path.exists():
@@ -197,16 +224,16 @@ class SQLiteStore:
                     f"cannot create ledger {str(path)!r}: folder {str(path.parent)!r} does not "
                     "exist"
                 )
-            created = self._create(budget)
+            created = self._create(budget, relation or "unbounded")
             if exclusive and not created:
                 raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
         elif exclusive:
             raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
-        self.budget = self._open_and_verify(budget)
+        self.budget, self.relation = self._open_and_verify(budget, relation)
 
     # -- creation and verification -------------------------------------------------------
 
-    def _create(self, budget: PrivacyLoss) -> bool:
+    def _create(self, budget: PrivacyLoss, relation: str) -> bool:
         """Build a complete ledger in a private file, then link it into place atomically.
 
         ``os.link`` fails if the name exists, so when several processes race to create the
@@ -228,6 +255,7 @@ class SQLiteStore:
                     "version": VERSION,
                     "budget": loss_to_json(budget),
                     "created": datetime.now(UTC).isoformat(),
+                    "relation": relation,
                 }
                 conn.executemany("INSERT INTO dpkit_meta VALUES (?, ?)", meta.items())
                 conn.execute("INSERT INTO totals VALUES (1, '0/1', '0/1', 0)")
@@ -249,19 +277,30 @@ class SQLiteStore:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{tmp}{suffix}")
 
-    def _open_and_verify(self, budget: PrivacyLoss | None) -> PrivacyLoss:
+    def _open_and_verify(
+        self, budget: PrivacyLoss | None, relation: str | None
+    ) -> tuple[PrivacyLoss, str]:
         where = f"ledger {str(self.path)!r}"
         try:
             conn = _connect(self.path, self.timeout, must_exist=True)
         except sqlite3.Error as exc:
             raise LedgerError(f"{where} cannot be opened or is corrupt: {exc}") from exc
         try:
-            stored = self._verify(conn, where)
+            self._check_file(conn, where)
+            if self._version(conn) in _OLD_VERSIONS:
+                self._migrate(conn)
+            stored, stored_relation = self._verify(conn, where, self._legacy)
             if budget is not None and (type(stored) is not type(budget) or stored != budget):
                 raise LedgerError(
                     f"{where} was created with budget {stored!r}, not {budget!r}; a ledger's "
                     "budget never changes: open it with its own budget (Accountant.open) or "
                     "start a new ledger file"
+                )
+            if relation is not None and relation != stored_relation:
+                raise LedgerError(
+                    f"{where} protects relation={stored_relation!r}, not {relation!r}; a "
+                    "ledger's neighbour relation never changes: open it with its own "
+                    "(Accountant.open) or start a new ledger file"
                 )
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -273,11 +312,11 @@ class SQLiteStore:
             _close_quietly(conn)
             raise
         self._install(conn)
-        return stored
+        return stored, stored_relation
 
     @staticmethod
-    def _verify(conn: sqlite3.Connection, where: str) -> PrivacyLoss:
-        """Check format, schema and that the running totals equal the recorded spends."""
+    def _check_file(conn: sqlite3.Connection, where: str) -> None:
+        """An intact SQLite file holding the ledger's three tables."""
         check = conn.execute("PRAGMA quick_check").fetchone()
         if check is None or check[0] != "ok":
             raise LedgerError(f"{where} is corrupt: SQLite integrity check says {check!r}")
@@ -287,14 +326,58 @@ class SQLiteStore:
                 f"{where} is not a dpkit ledger (an SQLite file without the ledger tables); "
                 "refusing to use or overwrite it"
             )
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> str | None:
+        row = conn.execute("SELECT value FROM dpkit_meta WHERE key = 'version'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Version 1 to 2, once, atomically (module docstring); read-only files stay at 1."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                self._legacy = True
+                return
+            raise
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
+            if meta.get("format") == FORMAT and meta.get("version") in _OLD_VERSIONS:
+                conn.execute(
+                    "ALTER TABLE spends ADD COLUMN relation TEXT NOT NULL DEFAULT 'unbounded'"
+                )
+                conn.execute("INSERT OR REPLACE INTO dpkit_meta VALUES ('relation', 'unbounded')")
+                conn.execute("UPDATE dpkit_meta SET value = ? WHERE key = 'version'", (VERSION,))
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                self._legacy = True
+                return
+            raise
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _verify(conn: sqlite3.Connection, where: str, legacy: bool) -> tuple[PrivacyLoss, str]:
+        """Check format, version and that the running totals equal the recorded spends."""
         conn.execute("BEGIN")  # one consistent snapshot for the whole check
         try:
             meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
-            if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            readable = (VERSION, *_OLD_VERSIONS) if legacy else (VERSION,)
+            if meta.get("format") != FORMAT or meta.get("version") not in readable:
                 raise LedgerError(
                     f"{where} has format {meta.get('format')!r} version {meta.get('version')!r}; "
                     f"this dpkit reads {FORMAT!r} version {VERSION!r}"
                 )
+            relation = meta.get("relation", "unbounded") if legacy else meta.get("relation")
+            if relation not in _RELATIONS:
+                raise LedgerError(f"{where} is corrupt: unknown budget relation {relation!r}")
+            rel_sql = "'unbounded'" if legacy else "relation"
             try:
                 budget = loss_from_json(meta["budget"])
                 row = conn.execute("SELECT a, b, n FROM totals WHERE id = 1").fetchone()
@@ -303,13 +386,15 @@ class SQLiteStore:
                 totals = (fraction_from_text(row[0]), fraction_from_text(row[1]))
                 count = 0
                 sums = [Fraction(0), Fraction(0)]
-                for label, cost, ca, cb in conn.execute(
-                    "SELECT label, cost, charge_a, charge_b FROM spends"
+                for label, cost, ca, cb, rel in conn.execute(
+                    f"SELECT label, cost, charge_a, charge_b, {rel_sql} FROM spends"
                 ):
                     loss_from_json(cost)
                     a, b = fraction_from_text(ca), fraction_from_text(cb)
                     if a < 0 or b < 0 or not isinstance(label, str):
                         raise ValueError("a spend has a negative charge or no label")
+                    if rel not in _RELATIONS:
+                        raise ValueError(f"a spend has an unknown relation {rel!r}")
                     sums[0] += a
                     sums[1] += b
                     count += 1
@@ -325,7 +410,7 @@ class SQLiteStore:
                 f"({float(totals[0])!r}, {float(totals[1])!r}) but the spends table has {count} "
                 f"totalling ({float(sums[0])!r}, {float(sums[1])!r})"
             )
-        return budget
+        return budget, str(relation)
 
     # -- connection management -----------------------------------------------------------
 
@@ -373,7 +458,13 @@ class SQLiteStore:
         return LedgerError(f"ledger {str(self.path)!r}: {exc}; nothing was spent")
 
     def try_append(
-        self, label: str, cost: PrivacyLoss, charge: Pair, timestamp: datetime, limit: Pair
+        self,
+        label: str,
+        cost: PrivacyLoss,
+        charge: Pair,
+        timestamp: datetime,
+        limit: Pair,
+        relation: str = "unbounded",
     ) -> tuple[int | None, Pair]:
         with self._lock:
             conn = self._connection()
@@ -390,8 +481,8 @@ class SQLiteStore:
                         conn.execute("ROLLBACK")
                         return None, totals
                     cur = conn.execute(
-                        "INSERT INTO spends (label, cost, charge_a, charge_b, created, pid) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO spends (label, cost, charge_a, charge_b, created, pid, "
+                        "relation) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (
                             label,
                             loss_to_json(cost),
@@ -399,6 +490,7 @@ class SQLiteStore:
                             fraction_to_text(charge[1]),
                             timestamp.isoformat(),
                             os.getpid(),
+                            relation,
                         ),
                     )
                     new = (totals[0] + charge[0], totals[1] + charge[1])
@@ -428,11 +520,12 @@ class SQLiteStore:
     def entries(self) -> list[Entry]:
         with self._lock:
             try:
+                rel_sql = "'unbounded'" if self._legacy else "relation"
                 rows = (
                     self._connection()
                     .execute(
-                        "SELECT id, label, cost, charge_a, charge_b, created FROM spends "
-                        "ORDER BY id"
+                        f"SELECT id, label, cost, charge_a, charge_b, created, {rel_sql} "
+                        "FROM spends ORDER BY id"
                     )
                     .fetchall()
                 )
@@ -445,8 +538,9 @@ class SQLiteStore:
                 loss_from_json(cost),
                 (fraction_from_text(ca), fraction_from_text(cb)),
                 datetime.fromisoformat(created),
+                str(rel),
             )
-            for i, label, cost, ca, cb, created in rows
+            for i, label, cost, ca, cb, created, rel in rows
         ]
 
 

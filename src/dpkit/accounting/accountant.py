@@ -16,16 +16,21 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_delta, check_positive, check_relation
 from dpkit.accounting._ledger import Entry, MemoryStore, Pair, SQLiteStore
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import BudgetExceededError, ParameterError
 
-__all__ = ["Accountant", "LabelledAccountant", "Spend"]
+__all__ = ["Accountant", "LabelledAccountant", "Spend", "replace_one_cost"]
 
 _LOSS_TYPES = (PureDP, ApproxDP, ZCDP)
+
+_RELATION_TEXT = {
+    "unbounded": "unbounded (add or remove one record)",
+    "bounded": "bounded (replace one record; the number of records is public)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +46,14 @@ class Spend:
     cost
         The privacy cost as requested (the mechanism's own guarantee).
     charge
-        What was taken from the budget, in the budget's type (equal to ``cost`` unless a
-        conversion applied), rounded up to floats for display; the ledger keeps it exactly.
+        What was taken from the budget, in the budget's type and under the budget's neighbour
+        relation (equal to ``cost`` unless a conversion applied), rounded up to floats for
+        display; the ledger keeps it exactly.
     timestamp
         When it was recorded (UTC).
+    relation
+        The neighbour relation ``cost`` holds under, as given to :meth:`Accountant.spend`:
+        ``"unbounded"`` (add/remove one record) or ``"bounded"`` (replace one record).
     """
 
     index: int
@@ -52,6 +61,7 @@ class Spend:
     cost: PrivacyLoss
     charge: PrivacyLoss
     timestamp: datetime
+    relation: str = "unbounded"
 
 
 def _check_budget(budget: Any) -> PrivacyLoss:
@@ -93,6 +103,46 @@ def _check_cost(cost: Any) -> PrivacyLoss:
     return cost
 
 
+def replace_one_cost(cost: PrivacyLoss) -> PrivacyLoss:
+    """The replace-one guarantee implied by an add/remove guarantee ``cost`` (exact).
+
+    Replacing a record is removing it and adding another: two add/remove steps, so group
+    privacy with ``k = 2`` applies (Dwork and Roth 2014, Theorem 2.2 and its (epsilon, delta)
+    form; Bun and Steinke 2016, Proposition 1.9 for zCDP):
+
+    - ``PureDP(eps)`` gives ``PureDP(2 eps)``;
+    - ``ApproxDP(eps, d)`` gives ``ApproxDP(2 eps, (1 + e^eps) d)``:
+      ``P[M(x) in S] <= e^eps (e^eps P[M(z) in S] + d) + d``;
+    - ``ZCDP(rho)`` gives ``ZCDP(4 rho)`` (``k**2 rho``).
+
+    Floats are rounded up (``(1 + e^eps) d`` by a relative ``2**-50``), so the result is never
+    below the exact value. The reverse does not hold: a replace-one guarantee implies nothing
+    under add/remove (a count has replace-one sensitivity 0).
+
+    Examples
+    --------
+    >>> replace_one_cost(PureDP(0.5))
+    PureDP(epsilon=1.0)
+    >>> replace_one_cost(ZCDP(0.125))
+    ZCDP(rho=0.5)
+    """
+    if isinstance(cost, ZCDP):
+        return ZCDP(ceil_float(4 * Fraction(cost.rho)))
+    if isinstance(cost, PureDP):
+        return PureDP(ceil_float(2 * Fraction(cost.epsilon)))
+    delta = 0.0
+    if cost.delta > 0:
+        # exp is within one ulp; 2**-50 relative covers it and the products
+        grow = Fraction(1) + Fraction(math.exp(cost.epsilon)) * (1 + Fraction(1, 2**50))
+        delta = ceil_float(grow * Fraction(cost.delta))
+        if delta >= 1:
+            raise ParameterError(
+                f"Accountant.spend: the add/remove guarantee {cost!r} gives a replace-one delta "
+                f"of {delta!r} (group privacy, k = 2), which is no guarantee at all"
+            )
+    return ApproxDP(ceil_float(2 * Fraction(cost.epsilon)), delta)
+
+
 def _check_label(label: Any) -> str:
     if not isinstance(label, str):
         raise TypeError(
@@ -111,11 +161,15 @@ class Accountant:
     ----------
     budget : PureDP, ApproxDP or ZCDP
         The total privacy loss allowed (epsilon or rho > 0).
+    relation : {"unbounded", "bounded"}
+        The neighbour relation the budget protects: ``"unbounded"`` (default; add or remove one
+        record) or ``"bounded"`` (replace one record, the number of records public). A record
+        is a row, or all rows of one person when a privacy unit is set. Stored in the ledger.
     ledger : str or os.PathLike, optional
         A SQLite file keeping every spend durably, shared safely by threads and processes.
-        If it does not exist it is created with ``budget``; if it exists it must have been
-        created with exactly this budget. ``None`` (default) keeps spends in memory, for this
-        process only.
+        If it does not exist it is created with ``budget`` and ``relation``; if it exists it
+        must have been created with exactly this budget and relation. ``None`` (default)
+        keeps spends in memory, for this process only.
     zcdp_delta : float, optional
         Only with an :class:`ApproxDP` budget: the delta charged, per zCDP spend, to convert
         it to (epsilon, delta) with :func:`~dpkit.accounting.zcdp_to_approx` (Canonne, Kamath
@@ -128,6 +182,8 @@ class Accountant:
     ----------
     budget : PureDP, ApproxDP or ZCDP
         The total allowed.
+    relation : str
+        The budget's neighbour relation.
     ledger : pathlib.Path or None
         The ledger file, if any.
 
@@ -136,11 +192,11 @@ class Accountant:
     TypeError
         If ``budget`` is not a privacy-loss value or ``ledger`` is not a path.
     ParameterError
-        If the budget is zero or invalid, or ``zcdp_delta`` is invalid or given with a budget
-        that is not ApproxDP.
+        If the budget is zero or invalid, ``relation`` is not 'bounded' or 'unbounded', or
+        ``zcdp_delta`` is invalid or given with a budget that is not ApproxDP.
     LedgerError
         If the ledger file is unreadable, corrupt, not a dpkit ledger, or was created with a
-        different budget. A bad file is never replaced.
+        different budget or relation. A bad file is never replaced.
 
     Privacy
     -------
@@ -158,6 +214,25 @@ class Accountant:
     ZCDP          epsilon^2 / 2 (Bun-Steinke Prop. 1.4)       ApproxDP with delta > 0:
                                                               refused (no zCDP bound)
     ============  ==========================================  ============================
+
+    **Neighbour relations.** Every spend states the relation its guarantee holds under
+    (``spend(..., relation=)``, passed by every mechanism and framework). Guarantees under
+    different relations are never added as if they were the same:
+
+    ==================  ===========================  =========================================
+    budget relation     spend "unbounded"            spend "bounded"
+    ==================  ===========================  =========================================
+    "unbounded"         charged as is                refused (ParameterError): replace-one DP
+                                                     does not imply add/remove DP
+    "bounded"           converted by group privacy   charged as is
+                        (k = 2, :func:`replace_one
+                        _cost`): eps -> 2 eps,
+                        (eps, d) -> (2 eps,
+                        (1 + e^eps) d), rho -> 4 rho
+    ==================  ===========================  =========================================
+
+    The relation conversion comes first, then the type conversion above; the spend records
+    both the requested cost and relation and what was charged.
 
     Notes
     -----
@@ -203,21 +278,26 @@ class Accountant:
     ['count', 'mean age']
     """
 
-    __slots__ = ("_budget", "_limit", "_store", "_timeout", "_zcdp_delta", "ledger")
+    __slots__ = ("_budget", "_limit", "_relation", "_store", "_timeout", "_zcdp_delta", "ledger")
 
     def __init__(
         self,
         budget: PrivacyLoss,
         *,
+        relation: str = "unbounded",
         ledger: str | os.PathLike[str] | None = None,
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
     ) -> None:
-        self._setup(_check_budget(budget), ledger, zcdp_delta, busy_timeout, exclusive=False)
+        relation = check_relation("Accountant", relation)
+        self._setup(
+            _check_budget(budget), relation, ledger, zcdp_delta, busy_timeout, exclusive=False
+        )
 
     def _setup(
         self,
         budget: PrivacyLoss | None,
+        relation: Any,
         ledger: Any,
         zcdp_delta: Any,
         busy_timeout: Any,
@@ -244,11 +324,15 @@ class Accountant:
             self.ledger: Path | None = None
             self._store = MemoryStore()
             self._budget = budget
+            self._relation: str = relation or "unbounded"
         else:
             self.ledger = Path(os.fspath(ledger))
-            store = SQLiteStore(self.ledger, budget, timeout=self._timeout, exclusive=exclusive)
+            store = SQLiteStore(
+                self.ledger, budget, relation, timeout=self._timeout, exclusive=exclusive
+            )
             self._store = store
             self._budget = store.budget
+            self._relation = store.relation
             if zcdp_delta is not None:
                 try:
                     self._check_zcdp_delta_applies(self._budget)
@@ -286,7 +370,7 @@ class Accountant:
         Returns
         -------
         Accountant
-            An accountant spending from the ledger's own budget.
+            An accountant spending from the ledger's own budget, under its own relation.
 
         Raises
         ------
@@ -308,7 +392,7 @@ class Accountant:
         ApproxDP(epsilon=1.0, delta=1e-06)
         """
         self = cls.__new__(cls)
-        self._setup(None, ledger, zcdp_delta, busy_timeout, exclusive=False)
+        self._setup(None, None, ledger, zcdp_delta, busy_timeout, exclusive=False)
         return self
 
     @classmethod
@@ -317,6 +401,7 @@ class Accountant:
         ledger: str | os.PathLike[str],
         budget: PrivacyLoss,
         *,
+        relation: str = "unbounded",
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
     ) -> Accountant:
@@ -328,6 +413,8 @@ class Accountant:
             The file to create; its folder must exist.
         budget : PureDP, ApproxDP or ZCDP
             The total allowed, recorded in the ledger for good.
+        relation : {"unbounded", "bounded"}
+            The budget's neighbour relation, recorded in the ledger for good.
         zcdp_delta, busy_timeout
             As for :class:`Accountant`.
 
@@ -349,8 +436,11 @@ class Accountant:
         ``os.link``, which fails if the name exists: of several processes racing to create the
         same ledger exactly one succeeds, and nobody ever sees a half-initialised file.
         """
+        relation = check_relation("Accountant", relation)
         self = cls.__new__(cls)
-        self._setup(_check_budget(budget), ledger, zcdp_delta, busy_timeout, exclusive=True)
+        self._setup(
+            _check_budget(budget), relation, ledger, zcdp_delta, busy_timeout, exclusive=True
+        )
         return self
 
     # -- conversions ---------------------------------------------------------------------
@@ -370,6 +460,20 @@ class Accountant:
         if isinstance(self._budget, PureDP):
             return PureDP(rnd(pair[0]))
         return ApproxDP(rnd(pair[0]), rnd(pair[1]))
+
+    def _under_budget_relation(self, cost: PrivacyLoss, relation: str) -> PrivacyLoss:
+        """``cost`` (holding under ``relation``) as a guarantee under the budget's relation."""
+        if relation == self._relation:
+            return cost
+        if self._relation == "unbounded":
+            raise ParameterError(
+                f"Accountant.spend: {cost!r} holds under replace-one neighbours "
+                "(relation='bounded'), and replace-one DP does not imply add/remove DP; this "
+                "budget protects add/remove neighbours (relation='unbounded'). Spend it from an "
+                "Accountant(..., relation='bounded'), or use a mechanism private under "
+                "add/remove. Nothing was spent."
+            )
+        return replace_one_cost(cost)
 
     def _charge(self, cost: PrivacyLoss) -> Pair:
         """The exact charge of ``cost`` against this budget, or a TypeError if it has none."""
@@ -407,7 +511,7 @@ class Accountant:
 
     # -- the contract ----------------------------------------------------------------------
 
-    def spend(self, cost: PrivacyLoss, *, label: str) -> Spend:
+    def spend(self, cost: PrivacyLoss, *, label: str, relation: str = "unbounded") -> Spend:
         """Check ``cost`` against what remains and record it, atomically; or refuse.
 
         Parameters
@@ -416,6 +520,9 @@ class Accountant:
             The guarantee of the release about to be made.
         label : str
             What the release is (shown in :attr:`history` and ``dpkit budget show``).
+        relation : {"unbounded", "bounded"}
+            The neighbour relation ``cost`` holds under (mechanisms pass their own). Converted
+            to the budget's relation or refused (see the table in :class:`Accountant`).
 
         Returns
         -------
@@ -429,9 +536,10 @@ class Accountant:
             carries ``requested`` (``cost``) and ``remaining`` (in the budget's type).
         TypeError
             If ``cost`` is not a loss, has no conversion to the budget's type (see the table
-            in :class:`Accountant`), or ``label`` is not a str.
+            in :class:`Accountant`), or ``label`` or ``relation`` is not a str.
         ParameterError
-            If ``cost`` has a negative, NaN or infinite parameter, or ``label`` is empty.
+            If ``cost`` has a negative, NaN or infinite parameter, ``label`` is empty, or
+            ``relation`` is ``"bounded"`` against an add/remove budget.
         LedgerError
             If the ledger cannot be written (busy beyond ``busy_timeout``, disk error) or the
             accountant was closed. Nothing is spent, so the caller must not release.
@@ -455,14 +563,18 @@ class Accountant:
         """
         label = _check_label(label)
         cost = _check_cost(cost)
-        charge = self._charge(cost)
+        relation = check_relation("Accountant.spend", relation)
+        charge = self._charge(self._under_budget_relation(cost, relation))
         timestamp = datetime.now(UTC)
-        index, totals = self._store.try_append(label, cost, charge, timestamp, self._limit)
+        index, totals = self._store.try_append(
+            label, cost, charge, timestamp, self._limit, relation
+        )
         if index is None:
             remaining = self._remaining_from(totals)
             converted = (
                 f" (charged as {self._pair_to_loss(charge, up=True)!r})"
                 if isinstance(self._budget, ZCDP) != isinstance(cost, ZCDP)
+                or relation != self._relation
                 else ""
             )
             raise BudgetExceededError(
@@ -472,7 +584,7 @@ class Accountant:
                 requested=cost,
                 remaining=remaining,
             )
-        return Spend(index, label, cost, self._pair_to_loss(charge, up=True), timestamp)
+        return Spend(index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation)
 
     def labelled(self, name: str) -> LabelledAccountant:
         """A view of this accountant whose spends are labelled ``"name: <mechanism label>"``.
@@ -480,6 +592,23 @@ class Accountant:
         Mechanisms label their spends with their own name ("Laplace"); pass
         ``accountant=acct.labelled("count of adults")`` to say what each release was for.
         The view spends from the same budget; everything else is delegated.
+
+        Parameters
+        ----------
+        name : str
+            What the releases through this view are for ("count of adults").
+
+        Returns
+        -------
+        LabelledAccountant
+            The view; its ``spend(cost, *, label)`` records ``"name: label"``.
+
+        Raises
+        ------
+        TypeError
+            ``name`` is not a str.
+        ParameterError
+            ``name`` is empty.
 
         Examples
         --------
@@ -503,6 +632,11 @@ class Accountant:
         return self._budget
 
     @property
+    def relation(self) -> str:
+        """The neighbour relation the budget protects ("unbounded" or "bounded")."""
+        return self._relation
+
+    @property
     def spent(self) -> PrivacyLoss:
         """The total spent so far (by every user of a shared ledger), rounded up."""
         return self._pair_to_loss(self._store.totals(), up=True)
@@ -524,10 +658,18 @@ class Accountant:
             entry.cost,
             self._pair_to_loss(entry.charge, up=True),
             entry.timestamp,
+            entry.relation,
         )
 
     def summary(self) -> str:
         """A plain-text table of the spends, the total spent and what remains.
+
+        Returns
+        -------
+        str
+            The budget and ledger path, one row per spend (index, UTC time, label, requested
+            cost, what was charged), then the total spent and what remains: what
+            ``dpkit budget show`` prints.
 
         Examples
         --------
@@ -537,19 +679,20 @@ class Accountant:
         >>> print(acct.summary().split("\\n")[0])
         budget     PureDP(epsilon=1.0)
         """
-        rows = [("#", "recorded (UTC)", "label", "cost", "charged")]
+        rows = [("#", "recorded (UTC)", "label", "relation", "cost", "charged")]
         for s in self.history:
             rows.append(
                 (
                     str(s.index),
                     s.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
                     " ".join(s.label.split()),  # one line per spend, whatever the label
+                    s.relation,
                     repr(s.cost),
                     "same" if s.charge == s.cost else repr(s.charge),
                 )
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = [f"budget     {self._budget!r}"]
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
+        lines = [f"budget     {self._budget!r}", f"relation   {_RELATION_TEXT[self._relation]}"]
         if self.ledger is not None:
             lines.append(f"ledger     {self.ledger}")
         lines.append("")
@@ -584,11 +727,15 @@ class Accountant:
                 "an in-memory Accountant cannot be pickled or sent to another process: the copy "
                 "would be a second, independent budget. Use Accountant(..., ledger='file.sqlite')"
             )
-        return (_reopen, (str(self.ledger), self._budget, self._zcdp_delta, self._timeout))
+        return (
+            _reopen,
+            (str(self.ledger), self._budget, self._zcdp_delta, self._timeout, self._relation),
+        )
 
     def __repr__(self) -> str:
         where = "" if self.ledger is None else f", ledger={str(self.ledger)!r}"
-        return f"Accountant(budget={self._budget!r}, spent={self.spent!r}{where})"
+        rel = "" if self._relation == "unbounded" else f", relation={self._relation!r}"
+        return f"Accountant(budget={self._budget!r}{rel}, spent={self.spent!r}{where})"
 
 
 class LabelledAccountant:
@@ -601,9 +748,11 @@ class LabelledAccountant:
         self.accountant = accountant
         self.name = name
 
-    def spend(self, cost: PrivacyLoss, *, label: str) -> Spend:
+    def spend(self, cost: PrivacyLoss, *, label: str, relation: str = "unbounded") -> Spend:
         """:meth:`Accountant.spend` with the label ``"<name>: <label>"``."""
-        return self.accountant.spend(cost, label=f"{self.name}: {_check_label(label)}")
+        return self.accountant.spend(
+            cost, label=f"{self.name}: {_check_label(label)}", relation=relation
+        )
 
     def __getattr__(self, attr: str) -> Any:
         if attr in LabelledAccountant.__slots__:  # not yet set (e.g. while unpickling)
@@ -618,6 +767,12 @@ class LabelledAccountant:
 
 
 def _reopen(
-    ledger: str, budget: PrivacyLoss, zcdp_delta: float | None, timeout: float
+    ledger: str,
+    budget: PrivacyLoss,
+    zcdp_delta: float | None,
+    timeout: float,
+    relation: str = "unbounded",
 ) -> Accountant:
-    return Accountant(budget, ledger=ledger, zcdp_delta=zcdp_delta, busy_timeout=timeout)
+    return Accountant(
+        budget, relation=relation, ledger=ledger, zcdp_delta=zcdp_delta, busy_timeout=timeout
+    )

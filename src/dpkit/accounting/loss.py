@@ -62,7 +62,30 @@ class _EpsilonDelta:
 
 @dataclass(frozen=True, slots=True)
 class PureDP(_EpsilonDelta):
-    """Pure epsilon-differential privacy (Dwork, McSherry, Nissim and Smith 2006)."""
+    """Pure epsilon-differential privacy (Dwork, McSherry, Nissim and Smith 2006).
+
+    A mechanism is ``epsilon``-DP when, for neighbouring datasets ``x, x'`` and every set of
+    outputs ``S``, ``P[M(x) in S] <= exp(epsilon) P[M(x') in S]``.
+
+    Parameters
+    ----------
+    epsilon : float
+        A finite number >= 0 (0 means no privacy loss at all).
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` is not a real number (a bool, a string, ...).
+    ParameterError
+        ``epsilon`` is negative, NaN or infinite.
+
+    Examples
+    --------
+    >>> PureDP(0.5) + PureDP(0.25)
+    PureDP(epsilon=0.75)
+    >>> PureDP(0.5) <= ApproxDP(0.5, 1e-9)
+    True
+    """
 
     epsilon: float
 
@@ -82,7 +105,32 @@ class PureDP(_EpsilonDelta):
 
 @dataclass(frozen=True, slots=True)
 class ApproxDP(_EpsilonDelta):
-    """Approximate (epsilon, delta)-differential privacy (Dwork, Kenthapadi et al. 2006)."""
+    """Approximate (epsilon, delta)-differential privacy (Dwork, Kenthapadi et al. 2006).
+
+    ``P[M(x) in S] <= exp(epsilon) P[M(x') in S] + delta`` for neighbouring datasets and every
+    set of outputs ``S``. ``delta`` should be far below ``1/n`` for ``n`` records: a mechanism
+    that publishes each record with probability ``delta`` satisfies ``(0, delta)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        A finite number >= 0.
+    delta : float
+        A number with ``0 <= delta < 1``.
+
+    Raises
+    ------
+    TypeError
+        A parameter is not a real number.
+    ParameterError
+        ``epsilon`` negative or not finite; ``delta`` outside ``[0, 1)``; adding two values
+        whose deltas sum to 1 or more.
+
+    Examples
+    --------
+    >>> ApproxDP(1.0, 1e-6) + ApproxDP(0.5, 1e-6)
+    ApproxDP(epsilon=1.5, delta=2e-06)
+    """
 
     epsilon: float
     delta: float
@@ -110,7 +158,30 @@ class ApproxDP(_EpsilonDelta):
 
 @dataclass(frozen=True, slots=True)
 class ZCDP:
-    """rho-zero-concentrated differential privacy (Bun and Steinke 2016)."""
+    """rho-zero-concentrated differential privacy (Bun and Steinke 2016).
+
+    The Renyi divergence of order ``alpha`` between ``M(x)`` and ``M(x')`` is at most
+    ``rho * alpha`` for every ``alpha > 1``. It adds up under composition and converts to
+    ``(epsilon, delta)`` explicitly (:func:`dpkit.zcdp_to_approx`).
+
+    Parameters
+    ----------
+    rho : float
+        A finite number >= 0.
+
+    Raises
+    ------
+    TypeError
+        ``rho`` is not a real number; adding or comparing with an ``(epsilon, delta)`` value
+        (convert one explicitly).
+    ParameterError
+        ``rho`` negative or not finite.
+
+    Examples
+    --------
+    >>> ZCDP(0.125) + ZCDP(0.125)
+    ZCDP(rho=0.25)
+    """
 
     rho: float
 

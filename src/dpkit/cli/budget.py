@@ -3,6 +3,7 @@
 Examples::
 
     dpkit budget init budget.sqlite --epsilon 1 --delta 1e-6
+    dpkit budget init replace-one.sqlite --epsilon 1 --relation bounded
     dpkit budget show budget.sqlite
     dpkit budget show budget.sqlite --json
 """
@@ -40,6 +41,13 @@ def register(sub: Any) -> None:
         "--delta", type=float, default=None, help="delta of the budget, 0 <= delta < 1"
     )
     init.add_argument("--rho", type=float, default=None, help="rho of a zCDP budget (> 0)")
+    init.add_argument(
+        "--relation",
+        choices=("unbounded", "bounded"),
+        default="unbounded",
+        help="neighbour relation the budget protects: unbounded (add or remove one record, "
+        "the default) or bounded (replace one record)",
+    )
     init.set_defaults(func=run_init)
 
     show = actions.add_parser("show", help="print the spends and what remains")
@@ -73,8 +81,10 @@ def run_init(args: argparse.Namespace) -> int:
     from dpkit.accounting import Accountant
 
     budget = _budget_from(args)
-    with Accountant.create(args.file, budget) as acct:
-        print(f"created ledger {args.file} with budget {acct.budget!r}")
+    with Accountant.create(args.file, budget, relation=args.relation) as acct:
+        print(
+            f"created ledger {args.file} with budget {acct.budget!r} (relation {acct.relation!r})"
+        )
     return 0
 
 
@@ -100,6 +110,7 @@ def _as_json(acct: Any) -> dict[str, Any]:
     return {
         "ledger": str(acct.ledger),
         "budget": _loss_dict(acct.budget),
+        "relation": acct.relation,
         "spent": _loss_dict(acct.spent),
         "remaining": _loss_dict(acct.remaining),
         "spends": [
@@ -107,6 +118,7 @@ def _as_json(acct: Any) -> dict[str, Any]:
                 "index": s.index,
                 "timestamp": s.timestamp.isoformat(),
                 "label": s.label,
+                "relation": s.relation,
                 "cost": _loss_dict(s.cost),
                 "charge": _loss_dict(s.charge),
             }

@@ -2,9 +2,14 @@
 
 Examples::
 
-    dpkit compare                                  # mean of Adult's Age, 1,000 trials each
-    dpkit compare --statistic median --plot errors.png
+    dpkit compare --bounds 0,100                   # mean of Adult's Age, 1,000 trials each
+    dpkit compare --bounds 0,100 --statistic median --plot errors.png
     dpkit compare --data people.csv --column income --bounds 0,500000 --statistic median
+
+``--bounds`` is required: public bounds chosen without looking at the data. The column is read
+by the rule every ``--data`` subcommand follows (:mod:`dpkit.cli._column`): missing values are
+dropped with a note, values outside the bounds are refused unless ``--clip``. ``--delta``
+defaults to ``min(1/n^2, 1e-6)`` and must stay at most ``1/n`` unless ``--force-delta``.
 """
 
 from __future__ import annotations
@@ -21,30 +26,75 @@ __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
+    """Add the ``compare`` subcommand to ``sub`` (an argparse subparsers object).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the ``dpkit`` parser.
+
+    Returns
+    -------
+    None
+    """
     p = sub.add_parser(
         "compare",
         help="compare global sensitivity, PTR, smooth sensitivity, sample-and-aggregate and "
         "inverse sensitivity on one statistic",
         description=(
-            "Run every method many times on one column at the same total privacy cost and "
-            "print the distribution of its errors (and optionally plot it). Without --data the "
-            "bundled UCI Adult table is used."
+            "Run every method many times on one column at the same privacy cost per release "
+            "and print the distribution of its errors (and optionally plot it). Without --data "
+            "the bundled UCI Adult table is used. Missing values are dropped (with a note); "
+            "values outside --bounds are refused unless --clip."
         ),
     )
     p.add_argument("--data", type=Path, help="a CSV file (default: the bundled Adult data)")
-    p.add_argument("--column", default="Age", help="the column to use (default: %(default)s)")
+    p.add_argument("--column", default=None, help="the column to use (default with Adult: Age)")
     p.add_argument(
-        "--bounds", default="0,100", help="lower,upper chosen without looking at the data"
+        "--bounds",
+        default=None,
+        help="lower,upper chosen without looking at the data (required; for Adult's Age: 0,100)",
+    )
+    p.add_argument(
+        "--clip", action="store_true", help="clip values outside --bounds instead of refusing"
     )
     p.add_argument("--statistic", choices=("mean", "median"), default="mean")
-    p.add_argument("--epsilon", type=float, default=1.0, help="total epsilon (default: 1)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="epsilon per release (default: 1)")
     p.add_argument(
-        "--delta", type=float, default=None, help="total delta (default: 1/n^2, as the book)"
+        "--delta",
+        type=float,
+        default=None,
+        help="delta of PTR and smooth sensitivity, at most 1/n (default: min(1/n^2, 1e-6))",
     )
-    p.add_argument("--trials", type=int, default=1000, help="releases per method")
-    p.add_argument("--methods", default=None, help="comma-separated subset of the methods")
+    p.add_argument(
+        "--force-delta",
+        action="store_true",
+        help="allow --delta above 1/n, which protects no one (to study what it does)",
+    )
+    p.add_argument(
+        "--trials", type=int, default=1000, help="releases per method (default: %(default)s)"
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="refuse runs estimated to need more memory than this, for example 512M or 4G "
+        "(default: 1G)",
+    )
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated subset of global, ptr, smooth, sample_and_aggregate, "
+        "inverse_sensitivity (default: all)",
+    )
     p.add_argument("--ptr-bound", type=float, default=None, help="PTR's proposed bound")
-    p.add_argument("--chunks", type=int, default=600, help="sample-and-aggregate parts")
+    p.add_argument(
+        "--chunks",
+        type=int,
+        default=None,
+        help="sample-and-aggregate parts, at most n (default: 600, or n if fewer records)",
+    )
     p.add_argument("--plot", type=Path, help="also draw the error histograms to FILE.png")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.add_argument(
@@ -53,57 +103,95 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _bounds(text: str) -> tuple[float, float]:
+def _size(text: str) -> int:
+    """``"4G"``, ``"512M"``, ``"100K"`` or a number of bytes -> bytes."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = units.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if scale > 1 else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M or 4G; got {text!r}"
+        ) from None
+    if not 0 < value < 2**60:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite size > 0, such as 512M or 4G; got {text!r}"
+        )
+    return int(value * scale)
+
+
+def _bounds(text: str | None) -> tuple[float, float]:
+    from dpkit._validate import check_bounds
+
+    if text is None:
+        raise ParameterError(
+            "--bounds lower,upper is required: public bounds chosen without looking at the "
+            "data (for Adult's Age, --bounds 0,100); bounds taken from the data are not private"
+        )
     try:
         lo, hi = (float(t) for t in text.split(","))
     except ValueError:
         raise ParameterError(f"--bounds: expected lower,upper; got {text!r}") from None
-    return lo, hi
-
-
-def _column(args: argparse.Namespace) -> Any:
-    import polars as pl
-
-    if args.data is None:
-        from dpkit.datasets import load_adult
-
-        df = load_adult()
-    else:
-        if not args.data.exists():
-            raise ParameterError(f"--data: no such file {str(args.data)!r}")
-        df = pl.read_csv(args.data)
-    if args.column not in df.columns:
-        raise ParameterError(
-            f"--column: {args.column!r} is not a column; choose from {', '.join(df.columns)}"
-        )
-    return df[args.column].cast(pl.Float64).drop_nulls().to_numpy()
+    return check_bounds("--bounds", (lo, hi))
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``dpkit compare`` with parsed arguments; print the table (or JSON).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    ParameterError
+        Missing or bad ``--bounds``, an unreadable file or column, values outside the bounds
+        without ``--clip``, unsafe ``--delta``, ``--chunks`` above n, ``--trials`` needing more
+        memory than ``--max-memory``.
+    ImportError
+        ``--plot`` without matplotlib (before any work), naming the ``plot`` extra.
+    """
+    from dpkit.cli._column import read_column, within_bounds
     from dpkit.compare import compare
 
-    values = _column(args)
     bounds = _bounds(args.bounds)
-    delta = args.delta if args.delta is not None else 1 / max(len(values), 2) ** 2
+    if args.plot is not None:
+        from dpkit.plot import require_matplotlib
+
+        require_matplotlib("--plot")
+    column = args.column if args.column is not None or args.data is not None else "Age"
+    values, _ = read_column(args.data, column)
+    inside = within_bounds(values, column, bounds, clip=args.clip)  # refuses, or notes clipping
     methods = None if args.methods is None else [m.strip() for m in args.methods.split(",")]
     comp = compare(
-        values,
+        values if args.clip else inside,  # compare() clips again and counts for its table
         args.statistic,
         bounds=bounds,
         epsilon=args.epsilon,
-        delta=delta,
+        delta=args.delta,
+        force_delta=args.force_delta,
         trials=args.trials,
         methods=methods,
+        **({} if args.max_memory is None else {"max_memory": args.max_memory}),
         ptr_bound=args.ptr_bound,
         chunks=args.chunks,
-        column=args.column,
+        column=column,
+        clip=args.clip,
         rng=args.seed,
     )
     if args.json:
         rows = comp.summary()
         for row in rows:
             row["privacy"] = repr(row["privacy"])
-        json.dump({"truth": comp.truth, "rows": rows}, sys.stdout, indent=2)
+        payload = {"truth": comp.truth, "n": comp.n, "delta": comp.delta, "rows": rows}
+        json.dump(payload, sys.stdout, indent=2)
         print()
     else:
         print(comp.table())
@@ -121,5 +209,5 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
 
         plt.close(ax.figure)
-        print(f"figure written to {args.plot}")
+        print(f"figure written to {args.plot}", file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -4,29 +4,46 @@ Each subcommand lives in its own module under :mod:`dpkit.cli` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` to a callable taking the
 parsed arguments and returning an exit code. Add a subcommand by appending its module to
 ``SUBCOMMANDS``.
+
+Exit codes: 0 success; 2 a usage or parameter error (one line on stderr, no traceback);
+141 (128 + SIGPIPE, what a Unix tool killed by SIGPIPE reports) when the reader of the output
+went away, as in ``dpkit compare | head``: the command stops quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from dpkit.errors import DPError
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "SUBCOMMANDS", "build_parser", "main"]
 
 SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.demo",
     "dpkit.cli.budget",
     "dpkit.cli.sensitivity",
     "dpkit.cli.compare",
+    "dpkit.cli.query",
     "dpkit.cli.audit",
 )
 
+#: Exit code when stdout is closed early (``| head``): 128 + SIGPIPE (13), as the shell
+#: reports for a process killed by SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``dpkit`` argument parser with every subcommand of :data:`SUBCOMMANDS`.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        A parser whose parsed namespace carries ``command`` and ``func``.
+    """
     parser = argparse.ArgumentParser(
         prog="dpkit",
         description="Differential privacy built around sensitivity.",
@@ -39,14 +56,51 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``dpkit`` command; returns the exit code."""
+    """Run the ``dpkit`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``dpkit`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, 2 on a parameter or usage error (reported on stderr as
+        one line), :data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader.
+
+    Raises
+    ------
+    SystemExit
+        From argparse, for ``--help`` and malformed command lines (exit code 2).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here at the latest, not at exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (DPError, ValueError, TypeError, OSError) as exc:
         print(f"dpkit {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device so the interpreter's final flush cannot fail again.
+
+    Python flushes ``sys.stdout`` at exit; with the reader gone that flush would raise a second
+    BrokenPipeError and print "Exception ignored ..." on stderr. Where stdout has no file
+    descriptor (a test capturing it), there is nothing to redirect.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,6 +9,10 @@ Two modes:
 - on a real column (exact local sensitivity, beside the global one for that size)::
 
     dpkit sensitivity --data adult.csv --column Age --bounds 0,100 --query median,mean
+
+  Missing values are dropped with a note; values outside ``--bounds`` are refused unless
+  ``--clip`` (then counted in a note): the rule of :mod:`dpkit.cli._column`, which
+  ``dpkit compare`` follows too.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ def register(sub: Any) -> None:
         description=(
             "Sensitivity tables. With --universe: global sensitivity by brute force over every "
             "dataset of --size records drawn from the universe (or local at --at). With --data: "
-            "exact local sensitivity of a CSV column within --bounds, beside the global one."
+            "exact local sensitivity of a CSV column within --bounds, beside the global one. "
+            "Missing values are dropped (with a note); values outside --bounds are refused "
+            "unless --clip."
         ),
     )
     p.add_argument(
@@ -50,7 +56,9 @@ def register(sub: Any) -> None:
     p.add_argument("--column", help="the column of --data")
     p.add_argument("--bounds", help="lower,upper for --data (chosen without looking at it)")
     p.add_argument(
-        "--clip", action="store_true", help="clip --data values to --bounds instead of refusing"
+        "--clip",
+        action="store_true",
+        help="clip --data values to --bounds instead of refusing them (the count is noted)",
     )
     p.add_argument("--distance", default="1", help="k, k1,k2,... or a range a..b (default: 1)")
     p.add_argument(
@@ -107,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             "pass either --universe (with --size or --at) or --data (with --column and --bounds)"
         )
+    if args.plot is not None:
+        from dpkit.plot import require_matplotlib
+
+        require_matplotlib("--plot")  # before the work, not after it
     if args.universe is not None:
         return _universe_mode(args, qs, ks, rels)
     return _data_mode(args, qs, ks, rels)
@@ -140,37 +152,15 @@ def _universe_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels:
 
 
 def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: list[str]) -> int:
-    import numpy as np
-    import polars as pl
-
     from dpkit._validate import check_bounds
+    from dpkit.cli._column import read_column, within_bounds
     from dpkit.sensitivity import SweepRow, global_sensitivity, local
 
     if args.column is None or args.bounds is None:
         raise ParameterError("--data needs --column and --bounds lower,upper")
     bounds = check_bounds("--bounds", tuple(_numbers("--bounds", args.bounds)))
-    try:
-        frame = pl.read_csv(args.data, infer_schema_length=10_000)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise ParameterError(f"--data: cannot read {args.data} as CSV: {exc}") from exc
-    if args.column not in frame.columns:
-        raise ParameterError(
-            f"no column {args.column!r} in {args.data}; columns are {', '.join(frame.columns)}"
-        )
-    col = frame[args.column]
-    missing = col.null_count()
-    values = col.drop_nulls().cast(pl.Float64).to_numpy()
-    if missing:
-        print(f"note: dropped {missing} missing value(s) of {args.column!r}", file=sys.stderr)
-    if args.clip:
-        values = np.clip(values, *bounds)
-    outside = int(np.count_nonzero((values < bounds[0]) | (values > bounds[1])))
-    if outside:
-        raise ParameterError(
-            f"{outside:,} value(s) of {args.column!r} lie outside --bounds "
-            f"[{bounds[0]:g}, {bounds[1]:g}]; widen the bounds (chosen without looking at the "
-            "data) or pass --clip"
-        )
+    values, _ = read_column(args.data, args.column)
+    values = within_bounds(values, args.column, bounds, clip=args.clip)
     n = int(values.size)
     rows: list[SweepRow] = []
     table = []

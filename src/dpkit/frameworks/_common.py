@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpkit._lattice import Values, parse_values, round_values
+from dpkit._lattice import Values, parse_values, round_values, unit_for
+from dpkit._lattice import units as lattice_units
 from dpkit._validate import check_number
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
 __all__ = [
+    "OnLattice",
     "grid_for_bounds",
+    "on_data_lattice",
     "on_grid",
     "quantile_of",
     "spend",
@@ -26,8 +29,9 @@ __all__ = [
 GRID_BITS = 30
 
 
-def spend(accountant: Any, cost: PrivacyLoss, label: str) -> None:
-    """Charge ``cost`` to ``accountant`` (if any) before any noise is drawn."""
+def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+    """Charge ``cost``, which holds under ``relation``, to ``accountant`` (if any) before any
+    noise is drawn."""
     if accountant is None:
         return
     fn = getattr(accountant, "spend", None)
@@ -36,7 +40,7 @@ def spend(accountant: Any, cost: PrivacyLoss, label: str) -> None:
             f"{label}: `accountant` must have a spend(cost, *, label) method; "
             f"got {type(accountant).__name__}"
         )
-    fn(cost, label=label)
+    fn(cost, label=label, relation=relation)
 
 
 def grid_for_bounds(lower: float, upper: float, bits: int = GRID_BITS) -> float:
@@ -97,6 +101,27 @@ def spacing_for(scale: float, bits: int = GRID_BITS) -> float:
     return math.ldexp(1.0, math.floor(math.log2(scale)) - bits)
 
 
+def grid_for(scale: float, lower: float, upper: float, bits: int = GRID_BITS) -> float:
+    """The output grid of a statistic valued in ``[lower, upper]``: :func:`spacing_for`
+    ``(scale)``, doubled until every value of the bounds is fewer than ``2**51`` grid steps
+    from zero, so that a value on the grid and its noise stay exact in float64 and int64.
+
+    Far from zero relative to the width (bounds ``(1e15, 1e15 + 1)``) the grid is therefore
+    about ``2**-51`` of the bounds' magnitude (0.5 there): float64 itself resolves no finer
+    than ``2**-52`` of it. The rounding is charged in the sensitivity like any grid.
+
+    Examples
+    --------
+    >>> grid_for(1.0, 0.0, 100.0), grid_for(1 / 7, 1e15, 1e15 + 1)
+    (9.313225746154785e-10, 0.5)
+    """
+    g = spacing_for(scale, bits)
+    top = max(abs(lower), abs(upper))
+    while top / g >= 2.0**51:
+        g *= 2
+    return g
+
+
 def laplace_on_grid(
     value: Any,
     sensitivity: float,
@@ -115,14 +140,45 @@ def laplace_on_grid(
     :class:`dpkit._lattice.Values`), rounded to the grid exactly (:func:`on_lattice`); one
     independent draw per value. Returns the released values and the noise scale.
     """
+    return laplace_units(on_lattice(value, spacing).ravel(), sensitivity, epsilon, spacing, rng)
+
+
+def laplace_units(
+    units: np.ndarray, sensitivity: float, epsilon: float, spacing: float, rng: Any
+) -> tuple[np.ndarray, float]:
+    """:func:`laplace_on_grid` for a statistic already rounded to the grid: ``units`` (int64)
+    are multiples of ``spacing``."""
     from dpkit.samplers.heavy_tailed import rounded_laplace
 
     g = Fraction(spacing)
     scale = (Fraction(sensitivity) + g) / Fraction(epsilon)
-    units = on_lattice(value, spacing).ravel()
+    units = np.asarray(units, dtype=np.int64).ravel()
     k = rounded_laplace(scale / g, units.size, rng)
     out = (units + k).astype(np.float64) * spacing  # exact while |units + k| < 2**53
     return out, float(scale)
+
+
+def mean_on_grid(outs: np.ndarray, lower: float, upper: float, spacing: float) -> np.ndarray:
+    """Row means of ``outs`` (``(rows, k)`` floats in the bounds), each output first mapped to
+    the lattice of the bounds (:func:`dpkit._lattice.units`), divided by ``spacing`` and
+    rounded to the nearest integer (ties to even), exactly: int64, one per row.
+
+    Row sums of units are exact (high and low 26-bit parts summed separately in int64, then
+    combined as Python ints); the division by ``k`` and the rounding are integer arithmetic.
+    """
+    unit = unit_for(lower, upper)
+    u = lattice_units(outs, unit, lower, upper).reshape(outs.shape)
+    k = int(np.shape(outs)[1])
+    sums = (u >> 26).sum(axis=1).astype(object) * (1 << 26) + (u & ((1 << 26) - 1)).sum(
+        axis=1
+    ).astype(object)
+    ratio = Fraction(unit) / Fraction(spacing)
+    num = sums * ratio.numerator
+    den = k * ratio.denominator
+    quo = num // den
+    twice = 2 * (num - quo * den)
+    up = (twice > den) | ((twice == den) & (quo % 2 == 1))
+    return (quo + up.astype(np.int64)).astype(np.int64)
 
 
 def on_lattice(value: Any, spacing: float) -> np.ndarray:
@@ -133,3 +189,31 @@ def on_lattice(value: Any, spacing: float) -> np.ndarray:
     """
     vals = value if isinstance(value, Values) else parse_values("framework", value)
     return round_values("framework", vals, spacing, limit=2.0**52)
+
+
+class OnLattice(NamedTuple):
+    """Data mapped record by record onto the lattice of its bounds (contract 2).
+
+    ``units`` (sorted int64) and ``unit`` define the records a framework's statistic is
+    computed from, exactly; ``values = units * unit`` (exact floats) are the same records for
+    the sensitivity analysis.
+    """
+
+    units: np.ndarray
+    unit: float
+    values: np.ndarray
+
+
+def on_data_lattice(arr: np.ndarray, lower: float, upper: float) -> OnLattice:
+    """Map clipped records onto the lattice ``unit_for(lower, upper)`` (a per-record map).
+
+    The frameworks release ``f(R(x))`` with ``R`` this map: ``R`` sends neighbours to
+    neighbours (or equal datasets) and every ``R(x_i)`` lies in the bounds, so the
+    sensitivity of ``f`` over the bounds, evaluated at ``R(x)``, bounds that of ``f o R`` at
+    ``x``; and ``f(R(x))`` is computed exactly (:func:`dpkit.queries.statistic_on_grid`), so
+    no floating-point error of the statistic escapes the charged sensitivity.
+    """
+    unit = unit_for(lower, upper)
+    u = lattice_units(arr, unit, lower, upper)
+    u.sort()
+    return OnLattice(u, unit, u.astype(np.float64) * unit)

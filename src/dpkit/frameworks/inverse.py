@@ -54,13 +54,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit._validate import check_bounds, check_finite_array, check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -407,6 +407,7 @@ def inverse_sensitivity(
     bounds: tuple[float, float],
     grid: Any = None,
     percentile: float | None = None,
+    relation: str = "unbounded",
     rng: Any = None,
     accountant: Any = None,
     support: Any = "continuous",
@@ -432,10 +433,14 @@ def inverse_sensitivity(
         the width).
     percentile : float, optional
         For ``query="percentile"``.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation to report and spend under. Quantiles are ``epsilon``-DP under
+        both, so either is honest (pick the accountant's); the mean only under ``"bounded"``
+        (replace one record, ``n`` public): ``"unbounded"`` is refused for it.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged ``PureDP(epsilon)`` (``spend(cost, label=...)``) before sampling.
+        Charged ``PureDP(epsilon)`` under ``relation`` before sampling.
     support : {"continuous", "auto"} or float
         The candidates' base measure (quantiles only). ``"continuous"`` (default): uniform on
         the bounds, as above; the output is a cell midpoint, so a value held by many records
@@ -458,7 +463,7 @@ def inverse_sensitivity(
         Non-numeric data or parameters.
     ParameterError
         ``epsilon <= 0`` or not finite, missing or inverted bounds, NaN/infinite or empty
-        data, grid points outside the bounds.
+        data, grid points outside the bounds, ``query="mean"`` with ``relation="unbounded"``.
 
     Privacy
     -------
@@ -493,6 +498,13 @@ def inverse_sensitivity(
     """
     eps = check_positive(_OWNER, "epsilon", epsilon)
     name, p = ("mean", 0.5) if _is_mean(query) else quantile_of(_OWNER, query, percentile)
+    rel = check_relation(_OWNER, relation)
+    if name == "mean" and rel != "bounded":
+        raise ParameterError(
+            f"{_OWNER}: the inverse-sensitivity mean is private under replace-one neighbours "
+            "only (the number of records public); pass relation='bounded' (and spend from an "
+            "Accountant(..., relation='bounded'))"
+        )
     lower, upper = check_bounds(_OWNER, bounds)
     check_finite_array(_OWNER, "data", data)
     if grid is not None:
@@ -507,7 +519,7 @@ def inverse_sensitivity(
         except (ParameterError, TypeError) as exc:
             raise type(exc)(f"{_OWNER}: {exc}") from None
     cost = PureDP(eps)
-    spend(accountant, cost, _OWNER)
+    spend(accountant, cost, _OWNER, rel)
     values, losses = inverse_sensitivity_sample(
         data,
         epsilon=eps,
@@ -536,6 +548,7 @@ def inverse_sensitivity(
         # how many records separate the data from one whose statistic is the output: it
         # depends on the data beyond the (private) output, so it is not private
         diagnostics={"loss": int(losses[0])},
+        relation=rel,
     )
 
 
@@ -639,15 +652,19 @@ def inverse_sensitivity_finite(
     *,
     epsilon: float,
     relation: str = "bounded",
+    max_loss: int | None = None,
+    max_datasets: int = 2_000_000,
     rng: Any = None,
 ) -> Release:
     """The inverse-sensitivity mechanism by brute force, for any function on tiny universes.
 
-    ``len(x; t)`` is found by enumerating every dataset drawn from ``universe`` (multisets of
-    the same size for ``relation="bounded"``; of sizes ``1 .. 2n`` for ``"unbounded"``) and
-    taking the smallest distance to ``data`` among those with ``func(x') == t``. Then ``t`` is
-    drawn from ``outputs`` with probability ``∝ exp(-epsilon len / 2)`` (outputs no dataset
-    reaches get probability 0). An oracle for tests and teaching: exponential cost.
+    The loss of an output ``t`` is the distance from ``data`` to the preimage
+    ``{y : func(y) == t}`` in the neighbour graph of ``relation``, capped at ``max_loss``:
+    ``len(x; t) = min(dist(x, func^-1(t)), C)``. It is found by enumerating the datasets drawn
+    from ``universe`` (multisets of the same size for ``relation="bounded"``; for
+    ``"unbounded"``, every non-empty multiset within distance ``C - 1`` of ``data``, of any
+    size), nearest first. Then ``t`` is drawn from ``outputs`` with probability
+    ``∝ exp(-epsilon len / 2)``. An oracle for tests and teaching: exponential cost.
 
     Parameters
     ----------
@@ -662,26 +679,42 @@ def inverse_sensitivity_finite(
     epsilon : float
         Finite and > 0.
     relation : {"bounded", "unbounded"}
-        Replace-one or add/remove neighbours (the distance used for ``len``).
+        Replace-one (the size ``n`` public) or add/remove neighbours (the distance used for
+        ``len``).
+    max_loss : int >= 1, optional
+        The public cap ``C``. Required for ``"unbounded"``, where datasets of every size count
+        and the exact distance to some preimages is unbounded or far beyond any search; with
+        ``"bounded"``, ``None`` (default) means no cap (every distance is at most ``n``).
+    max_datasets : int
+        Refuse, before any work, when the search would evaluate ``func`` on more datasets.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
 
     Returns
     -------
     Release
-        ``value`` (one of ``outputs``); ``diagnostics["losses"]`` the tuple of ``len`` per output
-        (``-1`` for unreachable) and ``diagnostics["loss"]`` the sampled one (not private).
+        ``value`` (one of ``outputs``); ``details``: ``relation`` and ``max_loss``;
+        ``diagnostics["losses"]`` the tuple of ``len`` per output (``-1`` for an output no
+        dataset of size ``n`` reaches, bounded and uncapped only) and ``diagnostics["loss"]``
+        the sampled one (not private).
 
     Raises
     ------
     ParameterError
         Empty outputs, records outside the universe, more than 12 universe values, no
-        reachable output, bad epsilon or relation.
+        reachable output (bounded, uncapped), bad epsilon, relation or max_loss, a missing
+        ``max_loss`` with ``"unbounded"``, or a search larger than ``max_datasets``.
 
     Privacy
     -------
-    ``epsilon``-DP under ``relation``: ``len`` is a distance to a set, so it changes by at
-    most one between neighbours (Asi and Duchi 2020).
+    ``epsilon``-DP under ``relation`` (Asi and Duchi 2020; McSherry and Talwar 2007,
+    Theorem 6): the distance from ``x`` to a fixed set of datasets changes by at most one
+    between neighbours (triangle inequality), and so does its minimum with a public constant
+    ``C``; the loss is defined over every dataset of the relation's graph (every size for
+    add/remove), never over a search range that depends on the data, so every output has the
+    same support for neighbouring inputs: under add/remove every output has a loss of at most
+    ``C``; under replace-one the outputs reachable by datasets of the public size ``n`` are
+    the same for every input of that size.
 
     Examples
     --------
@@ -689,13 +722,18 @@ def inverse_sensitivity_finite(
     ...                                  [1, 2, 3], epsilon=1.0, rng=0)
     >>> rel.diagnostics["losses"]
     (1, 0, 2)
+    >>> rel = inverse_sensitivity_finite([0], lambda x: sum(x) / len(x), [0, 1 / 3, 1],
+    ...                                  [0, 1], epsilon=1.0, relation="unbounded",
+    ...                                  max_loss=4, rng=0)
+    >>> rel.diagnostics["losses"]
+    (0, 2, 2)
     """
     owner = "inverse_sensitivity_finite"
     eps = check_positive(owner, "epsilon", epsilon)
-    if relation not in ("bounded", "unbounded"):
-        raise ParameterError(
-            f"{owner}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
-        )
+    rel = check_relation(owner, relation)
+    cap = _check_cap(owner, max_loss, rel)
+    if isinstance(max_datasets, bool) or not isinstance(max_datasets, int) or max_datasets < 1:
+        raise ParameterError(f"{owner}: `max_datasets` must be an int >= 1; got {max_datasets!r}")
     uni = sorted(set(universe))
     if not 1 <= len(uni) <= 12:
         raise ParameterError(f"{owner}: `universe` must hold 1 to 12 distinct values")
@@ -705,18 +743,12 @@ def inverse_sensitivity_finite(
     x = sorted(data)
     if not x or any(v not in uni for v in x):
         raise ParameterError(f"{owner}: `data` must be non-empty with records from `universe`")
-    n = len(x)
-    counts = {v: x.count(v) for v in uni}
-    sizes = [n] if relation == "bounded" else range(1, 2 * n + 1)
-    best: dict[int, int] = {}
-    for size in sizes:
-        for cand in itertools.combinations_with_replacement(uni, size):
-            common = sum(min(counts[v], cand.count(v)) for v in uni)
-            dist = n - common if relation == "bounded" else (n - common) + (size - common)
-            val = func(cand)
-            for j, t in enumerate(outs):
-                if val == t and dist < best.get(j, 1 << 62):
-                    best[j] = dist
+    if rel == "bounded":
+        best = _bounded_losses(x, uni, func, outs, max_datasets, owner)
+    else:
+        best = _unbounded_losses(x, uni, func, outs, cap - 1, max_datasets, owner)
+    if cap is not None:
+        best = {j: min(best.get(j, cap), cap) for j in range(len(outs))}
     if not best:
         raise ParameterError(f"{owner}: no dataset from the universe reaches any output")
     losses = tuple(best.get(j, -1) for j in range(len(outs)))
@@ -727,6 +759,111 @@ def inverse_sensitivity_finite(
         value=outs[idx],
         mechanism="inverse_sensitivity_finite",
         privacy=PureDP(eps),
-        details={"relation": relation},
+        details={"relation": rel, "max_loss": cap},
         diagnostics={"losses": losses, "loss": losses[idx]},
+        relation=rel,
     )
+
+
+def _check_cap(owner: str, max_loss: Any, relation: str) -> Any:
+    if max_loss is None:
+        if relation == "unbounded":
+            raise ParameterError(
+                f"{owner}: relation='unbounded' needs a public cap `max_loss` (an int >= 1): "
+                "under add/remove, datasets of every size count, so the distance to an "
+                "output's preimage can be arbitrarily large; the loss is min(distance, max_loss)"
+            )
+        return None
+    if isinstance(max_loss, bool) or not isinstance(max_loss, int) or max_loss < 1:
+        raise ParameterError(f"{owner}: `max_loss` must be an int >= 1; got {max_loss!r}")
+    return int(max_loss)
+
+
+def _record(best: dict[int, int], val: Any, outs: list[Any], dist: int) -> None:
+    for j, t in enumerate(outs):
+        if val == t and dist < best.get(j, 1 << 62):
+            best[j] = dist
+
+
+def _bounded_losses(
+    x: list[Any], uni: list[Any], func: Any, outs: list[Any], limit: int, owner: str
+) -> dict[int, int]:
+    """Distances to every reached output over all multisets of size ``n`` (replace-one)."""
+    n = len(x)
+    total = math.comb(len(uni) + n - 1, n)
+    if total > limit:
+        raise ParameterError(
+            f"{owner}: the search covers {total} datasets, more than max_datasets={limit}"
+        )
+    counts = {v: x.count(v) for v in uni}
+    best: dict[int, int] = {}
+    for cand in itertools.combinations_with_replacement(uni, n):
+        common = sum(min(counts[v], cand.count(v)) for v in uni)
+        _record(best, func(cand), outs, n - common)
+    return best
+
+
+def _sub_multisets(counts: list[int], size: int) -> Iterator[tuple[int, ...]]:
+    """Every vector ``r`` with ``0 <= r[i] <= counts[i]`` summing to ``size``."""
+    if not counts:
+        if size == 0:
+            yield ()
+        return
+    head, rest = counts[0], counts[1:]
+    for take in range(min(head, size) + 1):
+        for tail in _sub_multisets(rest, size - take):
+            yield (take, *tail)
+
+
+def _unbounded_losses(
+    x: list[Any],
+    uni: list[Any],
+    func: Any,
+    outs: list[Any],
+    radius: int,
+    limit: int,
+    owner: str,
+) -> dict[int, int]:
+    """Exact distances up to ``radius`` (add/remove), nearest datasets first.
+
+    Every dataset within ``radius`` of ``x`` is ``x`` minus a sub-multiset ``R`` plus a
+    multiset ``A`` with no value in both (a common value would cancel), at distance
+    ``|R| + |A|``; the empty dataset is no dataset.
+    """
+    n = len(x)
+    counts = [x.count(v) for v in uni]
+    # how many sub-multisets of each size: coefficients of prod_v (1 + z + ... + z^c_v)
+    subs = [1]
+    for c in counts:
+        subs = [
+            sum(subs[i - t] for t in range(c + 1) if 0 <= i - t < len(subs))
+            for i in range(len(subs) + c)
+        ]
+    total = sum(
+        subs[r] * math.comb(len(uni) + k - r - 1, k - r)
+        for k in range(radius + 1)
+        for r in range(min(k, n) + 1)
+    )
+    if total > limit:
+        raise ParameterError(
+            f"{owner}: the search within distance max_loss - 1 = {radius} covers up to {total} "
+            f"datasets, more than max_datasets={limit}; lower max_loss or the universe"
+        )
+    best: dict[int, int] = {}
+    for k in range(radius + 1):
+        for r in range(min(k, n) + 1):
+            for rem in _sub_multisets(counts, r):
+                kept = [c - t for c, t in zip(counts, rem, strict=True)]
+                for add in itertools.combinations_with_replacement(range(len(uni)), k - r):
+                    if any(rem[i] for i in add):
+                        continue  # removing and adding the same value: a shorter path exists
+                    new = list(kept)
+                    for i in add:
+                        new[i] += 1
+                    if not any(new):
+                        continue
+                    cand = tuple(v for v, c in zip(uni, new, strict=True) for _ in range(c))
+                    _record(best, func(cand), outs, k)
+        if len(best) == len(outs):
+            break  # every output found at its exact distance
+    return best

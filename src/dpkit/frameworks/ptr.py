@@ -47,11 +47,25 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_delta,
+    check_finite_array,
+    check_positive,
+    check_relation,
+)
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.frameworks._common import (
+    grid_for,
+    laplace_on_grid,
+    laplace_units,
+    on_data_lattice,
+    spacing_for,
+    spend,
+)
 from dpkit.mechanisms.release import Release
+from dpkit.queries import statistic_on_grid
 from dpkit.samplers import as_source
 
 __all__ = [
@@ -181,16 +195,18 @@ def propose_test_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged ``ApproxDP(epsilon, delta)`` before the test, whatever its outcome.
+        Charged ``ApproxDP(epsilon, delta)`` under ``relation`` before the test, whatever its
+        outcome.
 
     Returns
     -------
     Release
         ``refused=False`` with ``value`` and ``scale = (b + g) / epsilon_release``, or
         ``refused=True`` with ``value=None``. ``privacy = ApproxDP(epsilon, delta)`` either
-        way. ``details``: ``noisy_distance`` and ``threshold`` (private / public),
-        ``proposed_bound``, ``epsilon_test``, ``epsilon_release``, ``cap``, and the
-        diagnostic ``distance`` (``min(D, cap)``, read from the data: not private).
+        way, under ``relation`` (``Release.relation``). ``details``: ``noisy_distance`` and
+        ``threshold`` (private / public), ``proposed_bound``, ``epsilon_test``,
+        ``epsilon_release``, ``cap``, and the diagnostic ``distance`` (``min(D, cap)``, read
+        from the data: not private).
 
     Raises
     ------
@@ -222,7 +238,7 @@ def propose_test_release(
     True
     """
     p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
-    spend(accountant, p.cost, _OWNER)
+    spend(accountant, p.cost, _OWNER, relation)
     source = as_source(rng)
     noisy, vals = _draw(p, 1, source, lazy=True)
     noisy_distance = float(noisy[0])
@@ -243,6 +259,7 @@ def propose_test_release(
             refused=True,
             details=details,
             diagnostics=diagnostics,
+            relation=relation,
         )
     return Release(
         value=float(vals[0]),
@@ -251,6 +268,7 @@ def propose_test_release(
         scale=p.scale,
         details=details,
         diagnostics=diagnostics,
+        relation=relation,
     )
 
 
@@ -266,7 +284,8 @@ class _Plan:
     threshold: float
     cap: int
     distance: int
-    value: float
+    units: int  # the exact statistic of the lattice-mapped data, in units of g_rel
+    g_rel: float
     scale: float
 
 
@@ -287,20 +306,21 @@ def _plan(
     frac = check_positive(_OWNER, "test_fraction", test_fraction)
     if not frac < 1:
         raise ParameterError(f"{_OWNER}: `test_fraction` must be in (0, 1); got {test_fraction!r}")
-    if relation not in ("bounded", "unbounded"):
-        raise ParameterError(
-            f"{_OWNER}: `relation` must be 'bounded' or 'unbounded'; got {relation!r}"
-        )
+    check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
     q = _query(query)
+    # the released statistic is q(R(x)), R the per-record lattice map of the bounds, computed
+    # exactly; its sensitivity analysis runs on R(x), which lies in the bounds (see on_data_lattice)
+    lat = on_data_lattice(arr, lower, upper)
     eps_test, eps_rel = eps * frac, eps * (1 - frac)
     g_test = spacing_for(1 / eps_test)
     threshold = ptr_threshold(eps_test, dlt, g_test)
     cap = _cap(threshold, eps_test)
     distance = distance_to_high_sensitivity(
-        q, arr, b, bounds=(lower, upper), relation=relation, cap=cap
+        q, lat.values, b, bounds=(lower, upper), relation=relation, cap=cap
     )
-    scale = float((Fraction(b) + Fraction(spacing_for(b / eps_rel))) / Fraction(eps_rel))
+    g_rel = grid_for(b / eps_rel, lower, upper)
+    scale = float((Fraction(b) + Fraction(g_rel)) / Fraction(eps_rel))
     return _Plan(
         b,
         ApproxDP(eps, dlt),
@@ -310,7 +330,8 @@ def _plan(
         threshold,
         cap,
         distance,
-        float(q(arr)),
+        statistic_on_grid(q, lat.units, lat.unit, g_rel),
+        g_rel,
         scale,
     )
 
@@ -327,9 +348,7 @@ def _draw(
     passed = noisy > p.threshold
     if lazy and not passed.any():
         return noisy, None
-    vals, _ = laplace_on_grid(
-        np.full(size, p.value), p.b, p.eps_rel, spacing_for(p.b / p.eps_rel), source
-    )
+    vals, _ = laplace_units(np.full(size, p.units, dtype=np.int64), p.b, p.eps_rel, p.g_rel, source)
     return noisy, np.where(passed, vals, np.nan)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from dpkit._validate import check_bounds, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import laplace_on_grid, spacing_for, spend
+from dpkit.frameworks._common import grid_for, laplace_units, mean_on_grid, spend
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source, permutation, permutations
@@ -171,12 +171,15 @@ def sample_and_aggregate(
     rng
         ``None`` (secure), an ``int`` seed or a bit source. The partition uses it too.
     accountant : optional
-        Charged ``PureDP(epsilon)`` before anything random happens.
+        Charged ``PureDP(epsilon)`` under ``relation="bounded"`` (replace one record) before
+        anything random happens. An add/remove budget refuses it (replace-one DP does not
+        imply add/remove DP): use ``Accountant(..., relation="bounded")``.
 
     Returns
     -------
     Release
-        ``value``; ``privacy = PureDP(epsilon)``; ``scale`` (Laplace scale for the mean);
+        ``value``; ``privacy = PureDP(epsilon)``; ``relation = "bounded"``; ``scale`` (Laplace
+        scale for the mean);
         ``details``: ``chunks`` (parts used, always equal to ``chunks``), ``chunk_sizes``
         ``(smallest, largest)``, ``sensitivity`` of the aggregate, ``aggregator``, and the
         diagnostic ``nonfinite_outputs`` (read from the data: not private).
@@ -229,7 +232,7 @@ def sample_and_aggregate(
     if not (callable(func) or func in ("mean", "median")):
         raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
     cost = PureDP(eps)
-    spend(accountant, cost, _OWNER)
+    spend(accountant, cost, _OWNER, "bounded")
     vals, bad, scale = _draw(arr, func, k, (lower, upper), eps, aggregator, 1, as_source(rng))
     value = float(vals[0])
     sens = (upper - lower) / k
@@ -246,6 +249,7 @@ def sample_and_aggregate(
             "aggregator": aggregator,
             "nonfinite_outputs": int(bad[0]),
         },
+        relation="bounded",
     )
 
 
@@ -293,7 +297,10 @@ def _draw(
         raise AssertionError("sample_and_aggregate: wrong number of parts")
     sens = (upper - lower) / k
     if aggregator == "mean":
-        vals, scale = laplace_on_grid(outs.mean(axis=1), sens, eps, spacing_for(sens / eps), source)
+        # the exact mean of the outputs mapped to the lattice of the output bounds: a map of
+        # each output inside the bounds, so one changed part still moves it by at most `sens`
+        g = grid_for(sens / eps, lower, upper)
+        vals, scale = laplace_units(mean_on_grid(outs, lower, upper, g), sens, eps, g, source)
         return vals, bad, scale
     meds = np.array(
         [

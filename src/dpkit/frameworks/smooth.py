@@ -40,8 +40,9 @@ import numpy as np
 from dpkit._validate import check_bounds, check_delta, check_finite_array, check_positive
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spacing_for, spend
+from dpkit.frameworks._common import grid_for, on_data_lattice, spend
 from dpkit.mechanisms.release import Release
+from dpkit.queries import statistic_on_grid
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
 
@@ -117,13 +118,15 @@ def _prepare(
         )
     arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
     q = resolve(query, owner=_OWNER)
+    lat = on_data_lattice(arr, lower, upper)
     beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
     if exact_k is not None and (
         isinstance(exact_k, bool) or not isinstance(exact_k, int) or exact_k < 0
     ):
         raise ParameterError(f"{_OWNER}: `exact_k` must be None or an int >= 0; got {exact_k!r}")
-    s_val, s_k, exact = smooth_upper_bound(q, arr, beta, relation, lower, upper, exact_k)
-    spacing = spacing_for((upper - lower) / eps)
+    s_val, s_k, exact = smooth_upper_bound(q, lat.values, beta, relation, lower, upper, exact_k)
+    spacing = grid_for((upper - lower) / eps, lower, upper)
+    stat_units = statistic_on_grid(q, lat.units, lat.unit, spacing)
     g = Fraction(spacing)
     s_star = Fraction(s_val) + g  # beta-smooth bound for the rounded statistic
     # noise scale in grid units; the float multiplier is taken exactly and rounded *up* by
@@ -134,7 +137,7 @@ def _prepare(
         "eps": eps,
         "delta": dlt,
         "q": q,
-        "value": q(arr),
+        "units": stat_units,
         "beta": beta,
         "S": s_val,
         "k": s_k,
@@ -145,6 +148,7 @@ def _prepare(
         "privacy": privacy,
         "noise": noise,
         "df": df,
+        "relation": relation,
     }
 
 
@@ -242,9 +246,8 @@ def smooth_sensitivity_sample(
     [44.15, 51.04, 55.75]
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
-    units = np.rint(p["value"] / p["spacing"])
     k = _noise_units(p, size, as_source(rng))
-    return (units + k.astype(np.float64)) * p["spacing"]
+    return (p["units"] + k).astype(np.float64) * p["spacing"]
 
 
 def smooth_sensitivity_release(
@@ -290,7 +293,7 @@ def smooth_sensitivity_release(
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
-        Charged the release's privacy before noise is drawn.
+        Charged the release's privacy, under ``relation``, before noise is drawn.
 
     Returns
     -------
@@ -338,10 +341,9 @@ def smooth_sensitivity_release(
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
-    spend(accountant, p["privacy"], _OWNER)
-    units = np.rint(p["value"] / p["spacing"])
+    spend(accountant, p["privacy"], _OWNER, relation)
     k = _noise_units(p, 1, as_source(rng))
-    value = float((units + float(k[0])) * p["spacing"])
+    value = float(Fraction(p["units"] + int(k[0])) * Fraction(p["spacing"]))
     return Release(
         value=value,
         mechanism="smooth_sensitivity",
@@ -358,4 +360,5 @@ def smooth_sensitivity_release(
             "exact": p["exact"],
             "scale": p["scale"],
         },
+        relation=relation,
     )

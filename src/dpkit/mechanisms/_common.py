@@ -28,10 +28,11 @@ __all__ = [
 _MAX_LATTICE = 2.0**61
 
 
-def spend(accountant: Any, privacy: PrivacyLoss, label: str) -> None:
-    """Charge ``privacy`` to ``accountant`` (if any) before any noise is drawn."""
+def spend(accountant: Any, privacy: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+    """Charge ``privacy``, which holds under ``relation``, to ``accountant`` (if any) before
+    any noise is drawn."""
     if accountant is not None:
-        accountant.spend(privacy, label=label)
+        accountant.spend(privacy, label=label, relation=relation)
 
 
 def check_size(owner: str, size: Any) -> int:
@@ -144,4 +145,5 @@ def measured(
         interval=(out - half, out + half) if scalar else None,
         alpha=alpha,
         details={**details(d), "half_width": half},
+        relation=mech.relation,
     )

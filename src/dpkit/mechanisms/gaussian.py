@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_delta, check_positive, check_relation
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -243,6 +243,10 @@ class Gaussian:
         ``"classic"``: ``sigma = sensitivity sqrt(2 ln(1.25/delta)) / epsilon``, valid only for
         ``epsilon < 1`` (refused otherwise). ``"analytic"``: Balle and Wang's exact
         calibration, valid for every epsilon and never noisier than the classic one.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
@@ -260,7 +264,16 @@ class Gaussian:
     multivariate discrete Gaussian is proved ``rho``-zCDP (CKS Theorem 14) rather than
     matched to the continuous curve; this costs some extra noise for vectors (about 9% at
     epsilon 1, delta 1e-5), reported by ``noise_scale(d)``, while :attr:`sigma` stays the
-    continuous calibration for the given sensitivity.
+    continuous calibration for the given sensitivity. The guarantee holds under ``relation``.
+
+    Raises
+    ------
+    TypeError
+        A numeric parameter is not a real number (a bool, a string, ...).
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; ``delta`` outside ``(0, 1)``;
+        an unknown ``norm``, ``calibration`` or ``relation``; ``calibration="classic"``
+        with ``epsilon >= 1``.
 
     Examples
     --------
@@ -283,8 +296,10 @@ class Gaussian:
     sensitivity: float = 1.0
     norm: str = "l2"
     calibration: str = "analytic"
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
+        check_relation("Gaussian", self.relation)
         object.__setattr__(self, "epsilon", check_positive("Gaussian", "epsilon", self.epsilon))
         object.__setattr__(self, "delta", check_delta("Gaussian", self.delta, allow_zero=False))
         object.__setattr__(
@@ -321,28 +336,110 @@ class Gaussian:
         )
 
     def noise_scale(self, d: int = 1) -> float:
-        """The standard deviation parameter actually used for ``d`` coordinates."""
+        """The standard deviation parameter actually used for ``d`` coordinates.
+
+        Parameters
+        ----------
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            The lattice Gaussian's sigma: at least :attr:`sigma`, raised by the charged
+            rounding and, for ``d > 1``, by the zCDP route (see the class notes).
+
+        Raises
+        ------
+        ParameterError
+            The lattice plan cannot be made for these parameters (the message says which).
+        """
         return self._plan(d)[3]
 
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
-        """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise (normal approx.)."""
+        """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise.
+
+        Parameters
+        ----------
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            ``noise_scale(d) * z(1 - alpha / 2)``, the normal approximation of the lattice
+            Gaussian (accurate to far below the lattice step at these sigmas).
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)``.
+        """
         return gaussian_sigma_to_accuracy(self.noise_scale(d), alpha)
 
     def noise(self, size: int, *, rng: Any = None) -> np.ndarray:
         """``size`` independent draws of the noise one scalar release adds (for plots, tests).
 
         Spends nothing and involves no data: this is the mechanism's noise distribution.
+
+        Parameters
+        ----------
+        size : int
+            Number of draws, >= 0.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` float64 values on the scalar lattice.
+
+        Raises
+        ------
+        TypeError
+            A bad ``rng``.
         """
         g, t, c, _ = self._plan(1)
         return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Gaussian noise (float for a scalar, ndarray for an array).
+        """Return ``value`` plus Gaussian noise, on a power-of-two lattice.
 
-        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
-        values, or a sequence / object array of them (an exact statistic such as a rational
-        mean), which are rounded to the lattice in exact arithmetic, never through a float
-        (:mod:`dpkit._lattice`).
+        Parameters
+        ----------
+        value : float, int, Fraction or array_like
+            The true answer: a scalar, or an array (independent noise per coordinate, the
+            sensitivity being the L2 sensitivity of the whole vector). Python
+            ints, :class:`fractions.Fraction` values, or a sequence / object array of them
+            (an exact statistic such as a rational mean) are rounded to the lattice in exact
+            arithmetic, never through a float (:mod:`dpkit._lattice`).
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private noise.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before any noise is drawn.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            A float for a scalar ``value``, a float64 array of the same shape for an array.
+
+        Raises
+        ------
+        TypeError
+            ``value`` does not hold real numbers (a bool, a string, ...); ``rng`` is not
+            ``None``, an ``int`` seed, a NumPy ``SeedSequence`` or a bit source (NumPy
+            generators are refused: not cryptographically secure); ``accountant`` is not an
+            accountant.
+        ParameterError
+            ``value`` holds NaN or infinity, or is too large for the lattice (the message
+            names the fix: release an offset from a public centre).
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
         """
         return self._draw(value, None, rng, accountant)
 
@@ -352,6 +449,27 @@ class Gaussian:
         The same code as :meth:`release` (each row is distributed as one release and carries
         its privacy; together they cost ``size`` times it). For audits and studies: it
         charges no accountant.
+
+        Parameters
+        ----------
+        value
+            As for :meth:`release`.
+        size : int
+            Number of independent releases, >= 1.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(size, *shape(value))``, float64: row ``i`` is one release.
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`release`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`release`.
         """
         return np.asarray(self._draw(value, check_size("Gaussian.sample", size), rng, None))
 
@@ -361,7 +479,7 @@ class Gaussian:
         g, t, c, _ = self._plan(d)
         lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Gaussian")
+        spend(accountant, self.privacy, "Gaussian", self.relation)
         reps = 1 if size is None else size
         noise = discrete_gaussian_tc(t, c, reps * lattice.size, source)
         noise = noise.reshape((reps, *lattice.shape))
@@ -373,7 +491,28 @@ class Gaussian:
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
-        """Like :meth:`release`, returning a :class:`Release` with scale and interval."""
+        """Like :meth:`release`, returning a :class:`Release` with scale and interval.
+
+        Parameters
+        ----------
+        value, rng, accountant
+            As for :meth:`release`.
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+
+        Returns
+        -------
+        Release
+            ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the noise
+            scale actually used), ``interval`` (a ``1 - alpha`` interval for the true value,
+            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``calibration``,
+            ``half_width``).
+
+        Raises
+        ------
+        TypeError, ParameterError, BudgetExceededError
+            As for :meth:`release`; also ``alpha`` outside ``(0, 1)``.
+        """
         return measured(
             self,
             value,
@@ -394,13 +533,26 @@ class DiscreteGaussian:
     delta : float in (0, 1)
     sensitivity : int >= 1
         L2 sensitivity of an integer-valued query.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
     ``(epsilon, delta)``-DP with sigma the smallest value (on a grid of relative step
     2**-10 above the analytic continuous calibration) whose exact discrete delta (Canonne,
     Kamath and Steinke 2020, Theorem 7) is at most ``delta`` for a scalar; for ``d > 1``
-    integer coordinates sigma also satisfies the zCDP route of :class:`Gaussian`.
+    integer coordinates sigma also satisfies the zCDP route of :class:`Gaussian`. The
+    guarantee holds under ``relation``.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``delta`` is not a real number, or ``sensitivity`` is not an int.
+    ParameterError
+        ``epsilon`` not a finite number > 0; ``delta`` outside ``(0, 1)``;
+        ``sensitivity < 1``; ``relation`` not ``"unbounded"`` or ``"bounded"``.
 
     Examples
     --------
@@ -411,8 +563,10 @@ class DiscreteGaussian:
     epsilon: float
     delta: float
     sensitivity: int = 1
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
+        check_relation("DiscreteGaussian", self.relation)
         object.__setattr__(
             self, "epsilon", check_positive("DiscreteGaussian", "epsilon", self.epsilon)
         )
@@ -442,10 +596,61 @@ class DiscreteGaussian:
         return self.sigma
 
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
+        """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise.
+
+        Parameters
+        ----------
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            ``sigma * z(1 - alpha / 2)`` for the sigma used with ``d`` coordinates (normal
+            approximation).
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)``.
+        """
         return gaussian_sigma_to_accuracy(math.sqrt(self._s2(d)), alpha)
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return the integer ``value`` plus discrete Gaussian noise (int or int64 array)."""
+        """Return the integer ``value`` plus discrete Gaussian noise.
+
+        Parameters
+        ----------
+        value : int or array_like of int
+            The true integer answer (integer-valued floats are accepted), or an array of them
+            (independent noise per coordinate; ``sensitivity`` is the L2 sensitivity of the
+            whole vector).
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private noise.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before any noise is drawn.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            An ``int`` for a scalar, an int64 array of the same shape for an array.
+
+        Raises
+        ------
+        TypeError
+            ``value`` is not integer-valued (floats with a fraction, bools, strings: use
+            :class:`Gaussian` for real values); a bad ``rng``; ``accountant`` is not an
+            accountant.
+        ParameterError
+            ``|value| >= 2**62`` (would overflow int64 with the noise).
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         out = self._draw(value, 1, rng, accountant)[0]
         return int(out) if out.ndim == 0 else out
 
@@ -453,6 +658,27 @@ class DiscreteGaussian:
         """``size`` independent releases of ``value`` (int64, shape ``(size, *shape)``).
 
         The code of :meth:`release`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        value
+            As for :meth:`release`.
+        size : int
+            Number of independent releases, >= 1.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(size, *shape(value))``, int64: row ``i`` is one release.
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`release`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`release`.
         """
         return self._draw(value, check_size("DiscreteGaussian.sample", size), rng, None)
 
@@ -460,7 +686,7 @@ class DiscreteGaussian:
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))
         source = as_source(rng)
-        spend(accountant, self.privacy, "DiscreteGaussian")
+        spend(accountant, self.privacy, "DiscreteGaussian", self.relation)
         m = size * arr.size
         if s2 <= 2**24:
             noise = discrete_gaussian(0, m, source, sigma2=s2)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -82,6 +82,10 @@ class Laplace:
         Privacy parameter.
     sensitivity : float > 0
         L1 sensitivity of the query: the largest ``sum_i |f(x)_i - f(x')_i|`` over neighbours.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Attributes
     ----------
@@ -92,8 +96,8 @@ class Laplace:
 
     Privacy
     -------
-    Pure ``epsilon``-DP (Dwork, McSherry, Nissim and Smith 2006; Dwork and Roth 2014,
-    Theorem 3.6), in its discrete form: the value is rounded to the lattice ``grid * Z``
+    Pure ``epsilon``-DP under ``relation`` (Dwork, McSherry, Nissim and Smith 2006; Dwork and
+    Roth 2014, Theorem 3.6), in its discrete form: the value is rounded to the lattice ``grid * Z``
     (``grid`` a power of two fixed by ``sensitivity`` and the number of coordinates ``d``,
     never by the data), and exact discrete Laplace noise ``P[z] ~ exp(-|z| / t)`` is added on
     the lattice with ``t = (floor(sensitivity / grid) + d) / epsilon``. Rounding moves
@@ -104,6 +108,14 @@ class Laplace:
     artefact of the input survives (Mironov 2012). The rounding costs a relative
     ``d * grid / sensitivity <= 2**-16`` (scalar) or ``2**-11`` (vector) of extra noise,
     reported by :meth:`noise_scale`.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number (a bool, a string, ...).
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; ``relation`` not
+        ``"unbounded"`` or ``"bounded"``.
 
     Examples
     --------
@@ -124,9 +136,11 @@ class Laplace:
 
     epsilon: float
     sensitivity: float = 1.0
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("Laplace", "epsilon", self.epsilon))
+        check_relation("Laplace", self.relation)
         object.__setattr__(
             self, "sensitivity", check_positive("Laplace", "sensitivity", self.sensitivity)
         )
@@ -140,7 +154,24 @@ class Laplace:
         return PureDP(self.epsilon)
 
     def grid(self, d: int = 1) -> float:
-        """The lattice spacing used for ``d`` coordinates (a power of two)."""
+        """The lattice spacing used for ``d`` coordinates (a power of two).
+
+        Parameters
+        ----------
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            ``2**floor(log2(sensitivity / (d 2**16)))`` for a scalar, ``2**-12`` relative for
+            a vector: fixed by public parameters, never by the data.
+
+        Raises
+        ------
+        ParameterError
+            The spacing would underflow (a sensitivity too small to represent).
+        """
         bits = 16 if d == 1 else 12
         return pow2_at_most(self.sensitivity / (d * 2.0**bits))
 
@@ -156,12 +187,50 @@ class Laplace:
         return g, t
 
     def noise_scale(self, d: int = 1) -> float:
-        """The Laplace scale actually used for ``d`` coordinates (>= :attr:`scale`)."""
+        """The Laplace scale actually used for ``d`` coordinates (>= :attr:`scale`).
+
+        Parameters
+        ----------
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            ``t * grid(d)`` with ``t = (floor(sensitivity / grid) + d) / epsilon``: the nominal
+            scale plus the charged rounding (a relative ``2**-16`` for a scalar).
+
+        Raises
+        ------
+        ParameterError
+            ``epsilon`` too small for ``d`` coordinates (the lattice scale exceeds ``2**50``).
+        """
         g, t = self._lattice_scale(d)
         return float(t) * g
 
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
-        """Half-width ``a`` with ``P[|noise| > a] <= alpha`` for one coordinate."""
+        """Half-width ``a`` with ``P[|noise| > a] <= alpha`` for one coordinate.
+
+        Parameters
+        ----------
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            The smallest lattice multiple ``a`` with ``P[|noise| > a] <= alpha`` (exact for
+            the discrete Laplace law on the lattice).
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)``; ``epsilon`` too small for ``d`` coordinates.
+        """
         alpha = _check_alpha("Laplace.accuracy", alpha)
         g, t = self._lattice_scale(d)
         return _discrete_laplace_accuracy(t, alpha) * g
@@ -170,17 +239,61 @@ class Laplace:
         """``size`` independent draws of the noise one scalar release adds (for plots, tests).
 
         Spends nothing and involves no data: this is the mechanism's noise distribution.
+
+        Parameters
+        ----------
+        size : int
+            Number of draws, >= 0.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` float64 values on the lattice ``grid(1) * Z``.
+
+        Raises
+        ------
+        TypeError
+            A bad ``rng``.
         """
         g, t = self._lattice_scale(1)
         return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return ``value`` plus Laplace noise (float for a scalar, ndarray for an array).
+        """Return ``value`` plus Laplace noise, on the lattice ``grid(d) * Z``.
 
-        ``value`` may hold floats, or exact numbers: Python ints, :class:`fractions.Fraction`
-        values, or a sequence / object array of them (an exact statistic such as a rational
-        mean), which are rounded to the lattice in exact arithmetic, never through a float
-        (:mod:`dpkit._lattice`).
+        Parameters
+        ----------
+        value : float, int, Fraction or array_like
+            The true answer: a scalar, or an array (independent noise per coordinate, the
+            sensitivity being the L1 sensitivity of the whole vector). Python
+            ints, :class:`fractions.Fraction` values, or a sequence / object array of them
+            (an exact statistic such as a rational mean) are rounded to the lattice in exact
+            arithmetic, never through a float (:mod:`dpkit._lattice`).
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private noise.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before any noise is drawn.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            A float for a scalar ``value``, a float64 array of the same shape for an array.
+
+        Raises
+        ------
+        TypeError
+            ``value`` does not hold real numbers (a bool, a string, ...); ``rng`` is not
+            ``None``, an ``int`` seed, a NumPy ``SeedSequence`` or a bit source (NumPy
+            generators are refused: not cryptographically secure); ``accountant`` is not an
+            accountant.
+        ParameterError
+            ``value`` holds NaN or infinity, or is too large for the lattice (the message
+            names the fix: release an offset from a public centre).
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
         """
         return self._draw(value, None, rng, accountant)
 
@@ -190,6 +303,27 @@ class Laplace:
         The same code as :meth:`release` (each row is distributed as one release and carries
         its privacy; together they cost ``size`` times it). For audits and studies: it
         charges no accountant.
+
+        Parameters
+        ----------
+        value
+            As for :meth:`release`.
+        size : int
+            Number of independent releases, >= 1.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(size, *shape(value))``, float64: row ``i`` is one release.
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`release`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`release`.
         """
         return np.asarray(self._draw(value, check_size("Laplace.sample", size), rng, None))
 
@@ -199,7 +333,7 @@ class Laplace:
         g, t = self._lattice_scale(d)
         lattice = grid_round("Laplace", vals, g)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Laplace")
+        spend(accountant, self.privacy, "Laplace", self.relation)
         reps = 1 if size is None else size
         noise = _discrete_laplace(t, reps * lattice.size, source)
         noise = noise.reshape((reps, *lattice.shape))
@@ -211,7 +345,27 @@ class Laplace:
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
-        """Like :meth:`release`, returning a :class:`Release` with scale and interval."""
+        """Like :meth:`release`, returning a :class:`Release` with scale and interval.
+
+        Parameters
+        ----------
+        value, rng, accountant
+            As for :meth:`release`.
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+
+        Returns
+        -------
+        Release
+            ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the noise
+            scale actually used), ``interval`` (a ``1 - alpha`` interval for the true value,
+            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``half_width``).
+
+        Raises
+        ------
+        TypeError, ParameterError, BudgetExceededError
+            As for :meth:`release`; also ``alpha`` outside ``(0, 1)``.
+        """
         return measured(self, value, alpha, rng, accountant, lambda d: {"grid": self.grid(d)})
 
 
@@ -224,13 +378,26 @@ class Geometric:
     epsilon : float > 0
     sensitivity : int >= 1
         L1 sensitivity of an integer-valued query (a count has sensitivity 1).
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for: ``"unbounded"`` (default; add
+        or remove one record) or ``"bounded"`` (replace one record). The guarantee holds under
+        it; it is reported in :class:`Release` and passed to the accountant when spending.
 
     Privacy
     -------
     Pure ``epsilon``-DP: the two-sided geometric (discrete Laplace) distribution with scale
     ``sensitivity / epsilon`` has likelihood ratio at most ``exp(epsilon)`` between integer
     shifts of at most ``sensitivity`` (Ghosh, Roughgarden and Sundararajan 2009). Integer
-    inputs need no rounding; non-integer input is refused.
+    inputs need no rounding; non-integer input is refused. The guarantee
+    holds under ``relation``.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` is not a real number, or ``sensitivity`` is not an int.
+    ParameterError
+        ``epsilon`` not a finite number > 0 (or so small the scale exceeds ``2**50``);
+        ``sensitivity < 1``; ``relation`` not ``"unbounded"`` or ``"bounded"``.
 
     Examples
     --------
@@ -240,9 +407,11 @@ class Geometric:
 
     epsilon: float
     sensitivity: int = 1
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_positive("Geometric", "epsilon", self.epsilon))
+        check_relation("Geometric", self.relation)
         s = self.sensitivity
         if isinstance(s, bool) or not isinstance(s, int | np.integer):
             raise TypeError(f"Geometric: `sensitivity` must be an int >= 1; got {s!r}")
@@ -264,11 +433,57 @@ class Geometric:
         return PureDP(self.epsilon)
 
     def accuracy(self, alpha: float = 0.05) -> int:
-        """Smallest integer ``k`` with ``P[|Z| > k] <= alpha``."""
+        """Smallest integer ``k`` with ``P[|Z| > k] <= alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+
+        Returns
+        -------
+        int
+            ``k``, exact for the discrete Laplace law.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)``.
+        """
         return _discrete_laplace_accuracy(self._t(), _check_alpha("Geometric.accuracy", alpha))
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
-        """Return the integer ``value`` plus discrete Laplace noise (int or int64 array)."""
+        """Return the integer ``value`` plus discrete Laplace noise.
+
+        Parameters
+        ----------
+        value : int or array_like of int
+            The true integer answer (integer-valued floats are accepted), or an array of them
+            (independent noise per coordinate).
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private noise.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before any noise is drawn.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            An ``int`` for a scalar, an int64 array of the same shape for an array.
+
+        Raises
+        ------
+        TypeError
+            ``value`` is not integer-valued (floats with a fraction, bools, strings: use
+            :class:`Laplace` for real values); a bad ``rng``; ``accountant`` is not an
+            accountant.
+        ParameterError
+            ``|value| >= 2**62`` (would overflow int64 with the noise).
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         out = self._draw(value, 1, rng, accountant)[0]
         return int(out) if out.ndim == 0 else out
 
@@ -276,20 +491,63 @@ class Geometric:
         """``size`` independent releases of ``value`` (int64, shape ``(size, *shape)``).
 
         The code of :meth:`release`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        value
+            As for :meth:`release`.
+        size : int
+            Number of independent releases, >= 1.
+        rng : None, int, SeedSequence or BitSource, optional
+            As for :meth:`release`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(size, *shape(value))``, int64: row ``i`` is one release.
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`release`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`release`.
         """
         return self._draw(value, check_size("Geometric.sample", size), rng, None)
 
     def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
-        spend(accountant, self.privacy, "Geometric")
+        spend(accountant, self.privacy, "Geometric", self.relation)
         noise = _discrete_laplace(self._t(), size * arr.size, source)
         return arr + noise.reshape((size, *arr.shape))
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
     ) -> Release:
+        """Like :meth:`release`, returning a :class:`Release` with scale and interval.
+
+        Parameters
+        ----------
+        value, rng, accountant
+            As for :meth:`release`.
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+
+        Returns
+        -------
+        Release
+            ``value`` (what :meth:`release` returns), ``privacy``, ``scale``, ``interval``
+            (``value -+ accuracy(alpha)``, scalars only) and ``alpha``.
+
+        Raises
+        ------
+        TypeError, ParameterError, BudgetExceededError
+            As for :meth:`release` and :meth:`accuracy`.
+        """
         out = self.release(value, rng=rng, accountant=accountant)
         k = self.accuracy(alpha)
         interval = (out - k, out + k) if np.ndim(out) == 0 else None
-        return Release(out, "Geometric", self.privacy, self.scale, interval, alpha)
+        return Release(
+            out, "Geometric", self.privacy, self.scale, interval, alpha, relation=self.relation
+        )

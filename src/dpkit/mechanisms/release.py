@@ -41,6 +41,11 @@ class Release:
         sensitivity and the noise scale it implies, PTR's true distance, the loss of the
         sampled inverse-sensitivity output, ...). They are NOT differentially private:
         never publish them. Read-only; empty for the mechanisms.
+    relation
+        The neighbour relation the guarantee ``privacy`` holds under: ``"unbounded"`` (add or
+        remove one record) or ``"bounded"`` (replace one record; ``n`` public). A record is a
+        row, or all rows of one person when a privacy unit is set. ``None`` only for records
+        built by hand.
     """
 
     value: Any
@@ -52,6 +57,7 @@ class Release:
     refused: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    relation: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_positive, check_relation
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import check_size, pow2_at_most, spend
@@ -94,9 +94,11 @@ class _Selection:
     epsilon: float
     sensitivity: float
     monotonic: bool
+    relation: str
 
     def _check(self) -> None:
         owner = type(self).__name__
+        check_relation(owner, self.relation)
         object.__setattr__(self, "epsilon", check_positive(owner, "epsilon", self.epsilon))
         object.__setattr__(
             self, "sensitivity", check_positive(owner, "sensitivity", self.sensitivity)
@@ -128,11 +130,32 @@ class Exponential(_Selection):
     ``monotonic=True``: every utility moves in the same direction between neighbours).
     Returns the candidate, never its score.
 
+    Parameters
+    ----------
+    epsilon : float > 0
+        Privacy parameter.
+    sensitivity : float > 0
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for (default ``"unbounded"``,
+        add or remove one record; ``"bounded"``: replace one). Passed to the accountant.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``relation``.
+
     Privacy
     -------
-    Pure ``epsilon``-DP (McSherry and Talwar 2007; Dwork and Roth 2014, Theorem 3.10), on the
-    quantised scores described in :mod:`dpkit.mechanisms.selection`. Sampling is exact:
-    a candidate proposed uniformly at random is accepted with probability
+    Pure ``epsilon``-DP under ``relation`` (McSherry and Talwar 2007; Dwork and Roth 2014,
+    Theorem 3.10), on the quantised scores described in :mod:`dpkit.mechanisms.selection`.
+    Sampling is exact: a candidate proposed uniformly at random is accepted with probability
     ``exp(-x (max q - q_i))``, ``x = epsilon / (2 s)`` with ``s`` the lattice sensitivity,
     decided by exact Bernoulli draws (:func:`dpkit.samplers.bernoulli_exp_int`); the first
     accepted proposal has exactly the target distribution (rejection sampling).
@@ -146,20 +169,60 @@ class Exponential(_Selection):
     epsilon: float
     sensitivity: float = 1.0
     monotonic: bool = False
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound: with probability >= 1 - alpha the chosen candidate's score is
-        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11)."""
+        within ``scale * ln(n / alpha)`` of the best of ``n`` (Dwork and Roth 2014, Thm 3.11).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
     def _x(self, lattice_sens: int) -> Fraction:
         return Fraction(self.epsilon) / (self._factor * lattice_sens)
 
     def probabilities(self, scores: Any) -> np.ndarray:
-        """The selection probabilities (float64; for inspection and tests, not for sampling)."""
+        """The selection probabilities (float64; for inspection and tests, not for sampling).
+
+        Parameters
+        ----------
+        scores : array_like
+            One finite real score per candidate.
+
+        Returns
+        -------
+        numpy.ndarray
+            The probability of choosing each candidate (on the quantised scores), summing to 1.
+
+        Raises
+        ------
+        TypeError
+            ``scores`` does not hold real numbers.
+        ParameterError
+            No scores, a NaN or infinite score, or a score too large for the lattice.
+        """
         _, arr = _scores("Exponential", list(range(np.size(scores))), scores)
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         w = np.exp(-float(self._x(s)) * gaps.astype(np.float64))
@@ -173,7 +236,36 @@ class Exponential(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
-        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity))."""
+        """Return one candidate, chosen with probability ~ exp(epsilon u / (2 sensitivity)).
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -183,6 +275,25 @@ class Exponential(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         return self._draw(candidates, scores, check_size("Exponential.sample", size), rng, None)[1]
 
@@ -193,7 +304,7 @@ class Exponential(_Selection):
         gaps, s = _lattice("Exponential", self.sensitivity, arr)
         x = self._x(s)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Exponential")
+        spend(accountant, self.privacy, "Exponential", self.relation)
         n = gaps.size
         out = np.empty(size, dtype=np.int64)
         filled = 0
@@ -216,9 +327,31 @@ class PermuteAndFlip(_Selection):
     (``epsilon / sensitivity`` when ``monotonic``). Never worse in expected utility than the
     exponential mechanism at the same epsilon.
 
+    Parameters
+    ----------
+    epsilon : float > 0
+        Privacy parameter.
+    sensitivity : float > 0
+        Sensitivity of the utility: the largest change of any one candidate's score between
+        neighbouring datasets (default 1, a count).
+    monotonic : bool
+        ``True`` when every score moves in the same direction between neighbours (counts
+        under add/remove): the factor 2 in the exponent is then not needed.
+    relation : {"unbounded", "bounded"}
+        The neighbour relation ``sensitivity`` was computed for (default ``"unbounded"``,
+        add or remove one record; ``"bounded"``: replace one). Passed to the accountant.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``relation``.
+
     Privacy
     -------
-    Pure ``epsilon``-DP (McKenna and Sheldon 2020, Theorem 1), on the quantised scores of
+    Pure ``epsilon``-DP under ``relation`` (McKenna and Sheldon 2020, Theorem 1), on the
+    quantised scores of
     :mod:`dpkit.mechanisms.selection`. Because the coins are independent of the order, dpkit
     flips every coin at once (exact Bernoulli draws) and returns a uniformly random candidate
     among the heads: the first head in a uniformly random order is exactly that.
@@ -232,6 +365,7 @@ class PermuteAndFlip(_Selection):
     epsilon: float
     sensitivity: float = 1.0
     monotonic: bool = False
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
@@ -239,7 +373,28 @@ class PermuteAndFlip(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound ``scale * ln(n / alpha)`` with probability >= 1 - alpha: a
         candidate ``g`` below the best is returned only if its coin, of probability
-        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates)."""
+        ``exp(-g / scale)``, comes up heads (union bound over the ``n`` candidates).
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         return _selection_accuracy("PermuteAndFlip", self.scale, alpha, n, 1.0)
 
     def select(
@@ -250,6 +405,36 @@ class PermuteAndFlip(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return one candidate: the first head of the coins, in a random order.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -259,6 +444,25 @@ class PermuteAndFlip(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         size = check_size("PermuteAndFlip.sample", size)
         return self._draw(candidates, scores, size, rng, None)[1]
@@ -270,7 +474,7 @@ class PermuteAndFlip(_Selection):
         gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
         x = Fraction(self.epsilon) / (self._factor * s)
         source = as_source(rng)
-        spend(accountant, self.privacy, "PermuteAndFlip")
+        spend(accountant, self.privacy, "PermuteAndFlip", self.relation)
         n = gaps.size
         heads = bernoulli_exp_int(x, np.tile(gaps, size), source).reshape(size, n)
         count = heads.sum(axis=1)  # never 0: some gap is 0
@@ -285,7 +489,7 @@ class ReportNoisyMax(_Selection):
 
     Parameters
     ----------
-    epsilon, sensitivity, monotonic
+    epsilon, sensitivity, monotonic, relation
         As for :class:`Exponential`.
     noise : {"laplace", "gumbel"}
         ``"laplace"``: discrete Laplace noise of scale ``2 s / epsilon`` (``s / epsilon`` when
@@ -295,11 +499,20 @@ class ReportNoisyMax(_Selection):
 
     Privacy
     -------
-    Pure ``epsilon``-DP (Dwork and Roth 2014, Claim 3.9). The proof carries over to
+    Pure ``epsilon``-DP under ``relation`` (Dwork and Roth 2014, Claim 3.9). The proof
+    carries over to
     discrete Laplace noise with a fixed tie-break: if ``r*`` is the smallest noise value with
     which candidate ``i`` wins on ``x``, it still wins on a neighbour with noise
     ``>= r* + 2s`` (``+ s`` when monotonic), and the discrete Laplace survival function
     satisfies ``S(r + k) >= exp(-k / scale) S(r)`` for every integer ``r`` (log-concavity).
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or ``sensitivity`` is not a real number; ``monotonic`` is not a bool.
+    ParameterError
+        ``epsilon`` or ``sensitivity`` not a finite number > 0; an unknown ``noise`` or
+        ``relation``.
 
     Examples
     --------
@@ -311,6 +524,7 @@ class ReportNoisyMax(_Selection):
     sensitivity: float = 1.0
     monotonic: bool = False
     noise: str = "laplace"
+    relation: str = "unbounded"
 
     def __post_init__(self) -> None:
         self._check()
@@ -322,7 +536,28 @@ class ReportNoisyMax(_Selection):
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
         Laplace noise (each of ``n`` noises exceeds ``scale ln(n / alpha)`` in magnitude with
-        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel."""
+        probability at most ``alpha / n``); the exponential mechanism's bound for Gumbel.
+
+        Parameters
+        ----------
+        alpha : float
+            Failure probability, ``0 < alpha < 1`` (default 0.05).
+        n : int
+            Number of candidates, >= 1 (default 2).
+
+        Returns
+        -------
+        float
+            The bound on ``max score - chosen score`` that holds with probability
+            ``>= 1 - alpha``.
+
+        Raises
+        ------
+        TypeError
+            ``alpha`` is not a real number.
+        ParameterError
+            ``alpha`` outside ``(0, 1)`` or ``n < 1``.
+        """
         factor = 2.0 if self.noise == "laplace" else 1.0
         return _selection_accuracy("ReportNoisyMax", self.scale, alpha, n, factor)
 
@@ -334,6 +569,36 @@ class ReportNoisyMax(_Selection):
         rng: Any = None,
         accountant: Any = None,
     ) -> Any:
+        """Return the candidate with the largest noisy score.
+
+        Parameters
+        ----------
+        candidates : sequence or numpy.ndarray
+            The candidates; ``scores[i]`` is the score of the ``i``-th one.
+        scores : array_like
+            One finite real score per candidate, higher is better.
+        rng : None, int, SeedSequence or BitSource, optional
+            ``None`` (default) draws from a secure source; an ``int`` seed gives
+            reproducible, NOT private choices.
+        accountant : Accountant, optional
+            Charged :attr:`privacy` before anything is drawn.
+
+        Returns
+        -------
+        object
+            One element of ``candidates``, never its score.
+
+        Raises
+        ------
+        TypeError
+            ``candidates`` is not a sequence; ``scores`` does not hold real numbers; a bad
+            ``rng``; ``accountant`` is not an accountant.
+        ParameterError
+            No candidates; not one score per candidate; a NaN or infinite score; a score too
+            large for the lattice of this sensitivity.
+        BudgetExceededError
+            ``accountant`` cannot afford :attr:`privacy`; nothing was spent or drawn.
+        """
         cands, idx = self._draw(candidates, scores, 1, rng, accountant)
         return _pick(cands, int(idx[0]))
 
@@ -343,6 +608,25 @@ class ReportNoisyMax(_Selection):
         """``size`` independent selections (positions into ``candidates``, int64).
 
         The code of :meth:`select`; for audits and studies, charging no accountant.
+
+        Parameters
+        ----------
+        candidates, scores, rng
+            As for :meth:`select`.
+        size : int
+            Number of independent selections, >= 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 positions into ``candidates`` (not the candidates themselves).
+
+        Raises
+        ------
+        TypeError
+            ``size`` is not an int; otherwise as for :meth:`select`.
+        ParameterError
+            ``size < 1``; otherwise as for :meth:`select`.
         """
         size = check_size("ReportNoisyMax.sample", size)
         return self._draw(candidates, scores, size, rng, None)[1]
@@ -351,12 +635,14 @@ class ReportNoisyMax(_Selection):
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
         if self.noise == "gumbel":
-            exp = Exponential(self.epsilon, self.sensitivity, monotonic=self.monotonic)
+            exp = Exponential(
+                self.epsilon, self.sensitivity, monotonic=self.monotonic, relation=self.relation
+            )
             return exp._draw(candidates, scores, size, rng, accountant)
         cands, arr = _scores("ReportNoisyMax", candidates, scores)
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
         t = Fraction(self._factor * s) / Fraction(self.epsilon)
         source = as_source(rng)
-        spend(accountant, self.privacy, "ReportNoisyMax")
+        spend(accountant, self.privacy, "ReportNoisyMax", self.relation)
         noisy = _discrete_laplace(t, size * gaps.size, source).reshape(size, gaps.size) - gaps
         return cands, np.argmax(noisy, axis=1).astype(np.int64)

@@ -24,8 +24,9 @@ def plot_comparison(comparison: Any, *, ax: Any = None, bins: int = 40) -> Any:
     Returns
     -------
     matplotlib.axes.Axes
-        The axes; the title names the statistic, the privacy budget and the trials, the legend
-        each method with its median absolute error and refusal rate.
+        The axes; the title names the statistic, epsilon and the trials, the legend each
+        method with its median absolute error and refusal rate, and the delta of the
+        (epsilon, delta) methods only (pure-DP methods have none).
 
     Notes
     -----
@@ -59,7 +60,9 @@ def plot_comparison(comparison: Any, *, ax: Any = None, bins: int = 40) -> Any:
     for r in comparison.results:
         e = np.maximum(errs[r.method], edges[0])
         row = summary[r.method]
-        label = f"{r.label}: median |err| {row['median_abs_error']:.3g}"
+        delta = getattr(r.privacy, "delta", 0.0)  # only (epsilon, delta) methods name one
+        name = f"{r.label} (delta {delta:.2g})" if delta else r.label
+        label = f"{name}: median |err| {row['median_abs_error']:.3g}"
         if row["refused"] > 0:
             label += f", refused {row['refused']:.0%}"
         ax.hist(e, bins=edges, histtype="step", linewidth=1.6, label=label)
@@ -68,8 +71,7 @@ def plot_comparison(comparison: Any, *, ax: Any = None, bins: int = 40) -> Any:
     ax.set_ylabel("trials")
     ax.set_title(
         f"{comparison.statistic.capitalize()} of {comparison.column}: "
-        f"epsilon {comparison.epsilon:g}, delta {comparison.delta:.2g}, "
-        f"{comparison.trials:,} trials per method"
+        f"epsilon {comparison.epsilon:g} per method, {comparison.trials:,} trials per method"
     )
     ax.legend(fontsize="small")
     return ax

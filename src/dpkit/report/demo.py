@@ -20,6 +20,7 @@ SECTIONS: tuple[str, ...] = (
     "dpkit.report.demo_sensitivity",
     "dpkit.report.demo_frameworks",
     "dpkit.report.demo_budget",
+    "dpkit.report.demo_analyst",
 )
 
 
@@ -77,7 +78,36 @@ def run_demo(
     only: Sequence[str] | None = None,
     echo: Callable[[str], None] = print,
 ) -> DemoContext:
+    """Run the tour: print every section (or those in ``only``) and write its figures.
+
+    Parameters
+    ----------
+    out : Path
+        Folder for the figures and the demo's own ledger (created if missing).
+    seed : int, optional
+        Reproducible (NOT private) noise; ``None`` means secure randomness.
+    only : sequence of str, optional
+        Section names to run (see :func:`select_sections`); default all.
+    echo : callable
+        Where each printed line goes (default ``print``).
+
+    Returns
+    -------
+    DemoContext
+        The context the sections ran with.
+
+    Raises
+    ------
+    MissingDependencyError
+        matplotlib is not installed (checked before anything is printed); the message names
+        ``pip install 'dpkit[plot]'``.
+    ParameterError
+        An unknown section name.
+    """
+    from dpkit.plot import require_matplotlib
+
     chosen = select_sections(only)
+    require_matplotlib("the demo")  # said before the first section, not after it
     out.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(out=out, seed=seed, echo=echo)
     mode = "secure randomness" if seed is None else f"seed {seed} (reproducible, NOT private)"

@@ -53,13 +53,14 @@ def run(ctx: Any) -> None:
     )
     left.append(acct.remaining)
     echo(f"  {'release (epsilon 0.25 each)':<28} {'true':>12} {'noisy':>12}   remaining after")
+    echo(f"  {'':<28} {'(non-private)':>12} {'(released)':>12}")
     rows = [
         ("count of adults", float(len(ages)), count),
         ("mean age (sum / count)", float(clipped.sum() / len(ages)), total / count),
         ("people in their 40s", float(decades[3]), float(hist[3])),
     ]
     for (name, true, noisy), rest in zip(rows, left, strict=True):
-        echo(f"  {name:<28} {true:>12,.2f} {noisy:>12,.2f}   {rest}")
+        echo(f"  {name:<28} {true:>14,.2f} {noisy:>12,.2f}   {rest}")
 
     # 2. a query that would overspend is refused before any noise is drawn
     echo("")
@@ -75,7 +76,8 @@ def run(ctx: Any) -> None:
     smaller = Laplace(epsilon=0.25, sensitivity=1.0).release(
         int((ages >= 40).sum()), rng=ctx.rng(505), accountant=acct.labelled("count aged 40+")
     )
-    echo(f"The same count at epsilon 0.25 fits: {smaller:,.1f} (true {int((ages >= 40).sum()):,})")
+    true_40 = int((ages >= 40).sum())
+    echo(f"The same count at epsilon 0.25 fits: {smaller:,.1f} (true, non-private: {true_40:,})")
 
     # 3. the ledger, as `dpkit budget show` prints it
     echo("")

@@ -22,7 +22,7 @@ def run(ctx: Any) -> None:
     assert rel.interval is not None  # a scalar release always carries its interval
     _, hi = rel.interval
     echo("People aged 40 or more (Laplace, sensitivity 1, epsilon 0.1):")
-    echo(f"  true count   {true_count:>12,d}")
+    echo(f"  true count   {true_count:>12,d}   (non-private, shown to compare)")
     echo(f"  noisy count  {rel.value:>12,.2f}   95% of releases within +/-{hi - rel.value:.1f}")
     echo(f"  noise scale  {rel.scale:.4f} (nominal b = {lap.scale:g}); privacy {lap.privacy}")
 
@@ -51,8 +51,9 @@ def run(ctx: Any) -> None:
     choice = exp.select(names, scores, rng=ctx.rng(4))
     echo("")
     echo("Most common marital status (exponential mechanism, utility = count, epsilon 1):")
+    echo(f"  {'marital status':<24} {'true count':>10}   (non-private: the mechanism's input)")
     for name, score in zip(names, scores, strict=True):
-        echo(f"  {name:<24} {int(score):>7,d}")
+        echo(f"  {name:<24} {int(score):>10,d}")
     echo(f"  selected: {choice}")
 
 

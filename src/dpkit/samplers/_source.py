@@ -61,11 +61,45 @@ class BitSource:
     secure: bool = False
 
     def words(self, n: int) -> np.ndarray:  # pragma: no cover - abstract
-        """Return ``n`` independent uniform ``uint64`` words."""
+        """Return ``n`` independent uniform 64-bit words.
+
+        Parameters
+        ----------
+        n : int
+            How many words, >= 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``n`` words of dtype ``uint64``, each uniform on ``[0, 2**64)``.
+
+        Raises
+        ------
+        NotImplementedError
+            On the base class: subclasses implement it.
+        """
         raise NotImplementedError
 
     def bits(self, n: int, k: int) -> np.ndarray:
-        """``n`` independent uniform integers in ``[0, 2**k)`` for ``0 < k <= 64``."""
+        """``n`` independent uniform integers in ``[0, 2**k)``: the top ``k`` bits of words.
+
+        Parameters
+        ----------
+        n : int
+            How many, >= 0.
+        k : int
+            Bits per integer, ``0 < k <= 64``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``n`` values of dtype ``uint64``.
+
+        Raises
+        ------
+        ValueError
+            ``k`` outside ``1..64``.
+        """
         if not 0 < k <= 64:
             raise ValueError(f"bits: k must be in 1..64; got {k}")
         w = self.words(n)
@@ -95,6 +129,16 @@ class SeededSource(BitSource):
     The key is SHA-256 of the seed's entropy; each request uses the next 96-bit nonce, so the
     stream of words is a deterministic function of the seed and the sequence of requests.
     Thread-safe (the request counter is taken under a lock).
+
+    Parameters
+    ----------
+    seed : int or numpy.random.SeedSequence
+        The seed (an ``int >= 0``); :func:`as_source` builds one from ``rng=<int>``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        From :class:`numpy.random.SeedSequence` for a seed that is not a non-negative int.
     """
 
     secure = False

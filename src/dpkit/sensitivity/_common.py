@@ -7,21 +7,16 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_bounds, check_finite_array, check_positive
+from dpkit._validate import check_relation as _check_relation
 from dpkit.errors import ParameterError
 from dpkit.queries import Query, resolve
 
-RELATIONS = ("bounded", "unbounded")
 NORMS = ("l1", "l2")
 
 
 def check_relation(owner: str, relation: Any) -> str:
     """``"bounded"`` or ``"unbounded"`` (no default: the choice changes the answer)."""
-    if relation not in RELATIONS:
-        raise ParameterError(
-            f"{owner}: `relation` must be 'bounded' (same size, replace records) or "
-            f"'unbounded' (add or remove records); got {relation!r}"
-        )
-    return str(relation)
+    return _check_relation(owner, relation)
 
 
 def check_distance(owner: str, distance: Any, *, name: str = "distance", minimum: int = 1) -> int:

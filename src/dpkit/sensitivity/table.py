@@ -38,7 +38,13 @@ class SweepRow:
     sensitivity: float
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a plain dict (for JSON)."""
+        """The row as a plain dict (for JSON).
+
+        Returns
+        -------
+        dict
+            Keys ``query``, ``relation``, ``distance``, ``scope`` and ``sensitivity``.
+        """
         return {
             "query": self.query,
             "relation": self.relation,

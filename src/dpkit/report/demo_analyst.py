@@ -1,0 +1,31 @@
+"""Demo section: the analyst's task on the bundled Adult data with the Session.
+
+"A private count per Education level, the mean Age per Sex and the median hours worked, under
+a total epsilon of 1, one row per person" (issue 11), with every figure of each plan printed.
+The README shows the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TITLE = "The analyst: DataFrame queries with dp.Session"
+
+
+def run(ctx: Any) -> None:
+
+    import dpkit as dp
+
+    echo = ctx.echo
+    # --- the code shown in the README ---------------------------------------------------
+    s = dp.Session(dp.datasets.load_adult(), budget=dp.ApproxDP(1.0, 1e-6), rng=ctx.rng(1101))
+    counts = s.query().group_by("Education").agg(dp.count())  # keys chosen privately
+    means = s.query().group_by("Sex", keys=["Female", "Male"]).agg(dp.mean("Age", bounds=(0, 100)))
+    hours = s.query().agg(dp.median("Hours per week", bounds=(0, 100)))
+    plan = [(counts, 0.5, 1e-6), (means, 0.25, 0.0), (hours, 0.25, 0.0)]
+    for query, eps, delta in plan:
+        echo(str(query.explain(epsilon=eps, delta=delta)))
+        echo(str(query.release(epsilon=eps, delta=delta)))
+    # -------------------------------------------------------------------------------------
+    echo("")
+    echo(s.accountant.summary())

@@ -1,0 +1,211 @@
+"""Running a planned query: bounding and aggregation in the engine, noise in Python.
+
+Only aggregated frames (one row per group, or per group and bucket/bin) leave the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+import polars as pl
+
+from dpkit.errors import ParameterError
+from dpkit.session._specs import Summed, aggregation
+from dpkit.session.aggregates import Aggregate, Histogram, Quantile
+from dpkit.session.engines import Engine
+
+__all__ = [
+    "Context",
+    "aggregate_table",
+    "bounded_rows",
+    "clean_columns",
+    "grid_counts",
+    "histogram_counts",
+    "keys_only",
+]
+
+_ROW_RANK = "__dpkit_row_rank"
+_GROUP_RANK = "__dpkit_group_rank"
+SELECT = "__dpkit_select"
+BUCKET = "__dpkit_bucket"
+
+
+@dataclass(frozen=True)
+class Context:
+    """The validated inputs of one query run (all public)."""
+
+    engine: Engine
+    frame: nw.LazyFrame[Any]  # filtered, on the user's engine
+    schema: Any
+    unit: str | None
+    max_rows: int
+    max_groups: int
+    by: tuple[str, ...]
+    keys: pl.DataFrame | None  # public keys, or None for private selection
+    aggregates: tuple[Aggregate, ...]
+
+    def used_columns(self) -> list[str]:
+        cols: list[str] = []
+        for c in [self.unit, *self.by, *(a.column for a in self.aggregates)]:
+            if c is not None and c not in cols:
+                cols.append(c)
+        return cols
+
+
+_ONE = "__dpkit_one"
+
+
+def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any]:
+    """The rows that enter the aggregates, after per-unit contribution bounding.
+
+    With a privacy unit: first each unit keeps at most ``max_groups`` of its groups (dense rank
+    of a salted hash of (unit, group key), ties broken by the key, so distinct groups never
+    share a rank), then at most ``max_rows`` of its remaining rows (ordinal rank of a salted
+    hash of the row's used columns, ties broken by those columns, so only identical rows tie).
+    Each unit's kept rows depend on its own rows and the salt only, so removing a unit changes
+    nothing else: the sensitivities hold for any selection rule, and the fresh secret salt only
+    makes the choice uniformly random instead of systematically biased.
+    """
+    cols = ctx.used_columns()
+    if cols:
+        lf = ctx.frame.select(*cols)
+    else:
+        # no column is read (a bare count): a literal must be attached to every row, because
+        # select(lit) alone is one row on some engines
+        lf = ctx.frame.with_columns(nw.lit(1).alias(_ONE)).select(_ONE)
+    if ctx.unit is None:
+        return lf
+    assert salt is not None
+    unit = ctx.unit
+    if ctx.by and ctx.max_groups < ctx.max_rows:
+        lf = ctx.engine.with_rank(
+            lf,
+            partition=unit,
+            hash_columns=[unit, *ctx.by],
+            tie_columns=list(ctx.by),
+            salt=salt[:2],
+            method="dense",
+            name=_GROUP_RANK,
+        )
+        lf = lf.filter(nw.col(_GROUP_RANK) <= ctx.max_groups).drop(_GROUP_RANK)
+    lf = ctx.engine.with_rank(
+        lf,
+        partition=unit,
+        hash_columns=cols,
+        tie_columns=[c for c in cols if c != unit],
+        salt=salt[2:],
+        method="ordinal",
+        name=_ROW_RANK,
+    )
+    return lf.filter(nw.col(_ROW_RANK) <= ctx.max_rows).drop(_ROW_RANK)
+
+
+def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:
+    if by:
+        return lf.group_by(*by).agg(*exprs)
+    return lf.select(*exprs)
+
+
+def _plain_keys(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
+    """Categorical/enum keys as strings, so that every engine sorts them the same way."""
+    casts = [
+        pl.col(c).cast(pl.String)
+        for c in by
+        if isinstance(frame.schema[c], pl.Categorical | pl.Enum)
+    ]
+    return frame.with_columns(casts) if casts else frame
+
+
+def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFrame:
+    """Restrict to the public keys (empty groups as zeros), or keep the data's groups; sorted."""
+    by = list(ctx.by)
+    agg = _plain_keys(agg, ctx.by)
+    if ctx.keys is not None:
+        keys = _plain_keys(ctx.keys, ctx.by)
+        try:
+            keys = keys.with_columns([pl.col(c).cast(agg.schema[c]) for c in by])
+        except pl.exceptions.PolarsError as err:
+            raise ParameterError(
+                f"group_by: the public `keys` do not match the data's key types "
+                f"({dict(agg.select(by).schema)}): {err}"
+            ) from None
+        agg = keys.join(agg, on=by, how="left", nulls_equal=True)
+        agg = agg.with_columns([pl.col(c).fill_null(0) for c in stats])
+    return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
+
+
+def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
+    group, sorted by key; public keys restrict and complete the groups.
+
+    The row-level columns are computed first and only plain sums and counts are aggregated,
+    so every engine (pandas included) runs a native group-by.
+    """
+    row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
+    lf = rows.with_columns(*row_exprs) if row_exprs else rows
+    aggs = [aggregation(k, spec) for k, spec in columns.items()]
+    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    # integer-valued float sums below 2**53 and counts: exact as Int64
+    agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    return _with_keys(agg, ctx, list(columns))
+
+
+def clean_columns(ctx: Context, rows: nw.LazyFrame[Any]) -> frozenset[str]:
+    """The summed numeric columns with no null and no NaN in ``rows`` (one cheap pass).
+
+    Only a shortcut: masking a column that has none changes nothing, so the released values
+    are the same either way.
+    """
+    from dpkit.session.aggregates import Count, Histogram
+
+    cols = sorted(
+        {a.column for a in ctx.aggregates if a.column and not isinstance(a, Count | Histogram)}
+    )
+    if not cols:
+        return frozenset()
+    exprs = []
+    for i, c in enumerate(cols):
+        bad = nw.col(c).null_count()
+        if ctx.schema[c].is_float():
+            bad = bad + nw.col(c).is_nan().sum()
+        exprs.append(bad.alias(f"b{i}"))
+    got = ctx.engine.collect(rows.select(*exprs)).row(0)
+    return frozenset(c for c, b in zip(cols, got, strict=True) if not b)
+
+
+def keys_only(ctx: Context) -> pl.DataFrame:
+    """The groups when no statistic needs the main table: the public keys, or one total."""
+    if ctx.keys is not None:
+        return _plain_keys(ctx.keys, ctx.by).sort(list(ctx.by), nulls_last=True)
+    return pl.DataFrame({"__dpkit_total": [0]})
+
+
+def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.DataFrame:
+    """Counts of the column's grid points per group: (keys..., bucket units, count)."""
+    assert agg.column is not None
+    grid = agg.grid()
+    valid = grid.valid(agg.column, ctx.schema[agg.column])
+    off = grid.offsets(agg.column, valid, agg.fill)
+    lf = rows if agg.fill is not None else rows.filter(valid)
+    lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
+    by = [*ctx.by, BUCKET]
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
+    out = _plain_keys(out, ctx.by).with_columns(pl.col(BUCKET).cast(pl.Int64))
+    return out.sort(by, nulls_last=True)
+
+
+def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> pl.DataFrame:
+    """Counts per (group, bin): (keys..., bin, count) for the bins that occur."""
+    inside, index = agg.bin_expr(ctx.schema)
+    lf = rows.filter(inside).with_columns(index.alias(BUCKET))
+    by = [*ctx.by, BUCKET]
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
+    return _plain_keys(out, ctx.by)
+
+
+def column_arrays(frame: pl.DataFrame, names: list[str]) -> dict[str, np.ndarray]:
+    """Int64 statistic columns as NumPy arrays (exact)."""
+    return {k: frame[k].to_numpy().astype(np.int64) for k in names}

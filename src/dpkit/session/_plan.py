@@ -1,0 +1,329 @@
+"""The privacy plan of one release: budget split, mechanisms, scales, threshold (no data).
+
+Everything here follows from the query and the public parameters only; ``explain()`` prints
+it and ``release()`` executes it. See :class:`dpkit.session.Query` for the guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from dpkit._validate import check_delta, check_positive
+from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, zcdp_to_approx
+from dpkit.errors import ParameterError
+from dpkit.session._noise import Noise, threshold
+from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
+
+__all__ = ["Budget", "PartPlan", "Plan", "QuantilePlan", "SelectionPlan", "make_budget"]
+
+_NOISES = ("laplace", "gaussian")
+
+
+def _rho_for(epsilon: float, delta: float) -> float:
+    """The largest rho (relative precision 1e-9) with ``zcdp_to_approx(rho, delta).epsilon <=
+    epsilon``, by bisection on ``log rho``; the returned value satisfies the condition."""
+    lo, hi = 1e-12, 1.0
+    while zcdp_to_approx(hi, delta).epsilon <= epsilon:
+        lo, hi = hi, hi * 4
+    if zcdp_to_approx(lo, delta).epsilon > epsilon:
+        raise ParameterError(f"Session: epsilon {epsilon!r} is too small for delta {delta!r}")
+    while hi / lo > 1 + 1e-9:
+        mid = math.sqrt(lo * hi)
+        if zcdp_to_approx(mid, delta).epsilon <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How one release spends: the noise family, the totals, and the cost charged.
+
+    ``epsilon`` (Laplace) or ``rho`` (Gaussian, zCDP) is split across the noisy parts;
+    ``delta_select`` pays for private key selection (0 with public keys).
+    """
+
+    noise: str
+    cost: PrivacyLoss
+    epsilon: Fraction | None
+    rho: Fraction | None
+    delta_select: float
+
+
+def make_budget(
+    epsilon: Any, delta: Any, rho: Any, noise: Any, private_keys: bool, owner: str = "release"
+) -> Budget:
+    """Validate the release's privacy parameters and choose the noise family.
+
+    Pure DP (``delta = 0``) uses Laplace-type noise and needs public keys. ``delta > 0``
+    uses Gaussian-type noise under zCDP (converted with :func:`zcdp_to_approx` at ``delta``
+    minus what key selection takes, half of ``delta`` with private keys), unless
+    ``noise="laplace"``, in which case ``delta`` pays only for key selection. ``rho``
+    (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
+    """
+    if noise is not None and noise not in _NOISES:
+        raise ParameterError(f"{owner}: `noise` must be 'laplace' or 'gaussian'; got {noise!r}")
+    if rho is not None:
+        if epsilon is not None:
+            raise ParameterError(f"{owner}: give `epsilon` (and `delta`) or `rho`, not both")
+        r = check_positive(owner, "rho", rho)
+        if delta not in (0, 0.0, None):
+            raise ParameterError(f"{owner}: `delta` does not apply with `rho` (zCDP)")
+        if noise == "laplace":
+            raise ParameterError(f"{owner}: noise='laplace' needs `epsilon`, not `rho`")
+        if private_keys:
+            raise ParameterError(
+                f"{owner}: choosing group keys privately needs a delta > 0, which a zCDP "
+                "budget (`rho`) cannot record; give public keys with group_by(..., keys=...), "
+                "or release under epsilon and delta (an ApproxDP budget)"
+            )
+        return Budget("gaussian", ZCDP(r), None, Fraction(r), 0.0)
+    if epsilon is None:
+        raise ParameterError(
+            f"{owner}: `epsilon` is required (dpkit never picks a privacy loss for you); "
+            "pass epsilon=... (and delta=... for Gaussian noise or private keys), or rho=..."
+        )
+    eps = check_positive(owner, "epsilon", epsilon)
+    d = check_delta(owner, 0.0 if delta is None else delta)
+    kind = noise or ("laplace" if d == 0 else "gaussian")
+    if d == 0 and kind == "gaussian":
+        raise ParameterError(f"{owner}: noise='gaussian' needs delta > 0 (or rho=...)")
+    if d == 0 and private_keys:
+        raise ParameterError(
+            f"{owner}: with delta = 0 (pure DP) the group keys cannot be chosen privately; "
+            "either give public keys with group_by(..., keys=[...]) or release with delta > 0 "
+            "(for example delta=1e-6) so that keys pass a noisy threshold"
+        )
+    if kind == "laplace":
+        cost: PrivacyLoss = ApproxDP(eps, d) if private_keys else PureDP(eps)
+        return Budget("laplace", cost, Fraction(eps), None, d if private_keys else 0.0)
+    d_sel = d / 2 if private_keys else 0.0
+    rho_total = _rho_for(eps, d - d_sel)
+    return Budget("gaussian", ApproxDP(eps, d), None, Fraction(rho_total), d_sel)
+
+
+@dataclass(frozen=True, slots=True)
+class PartPlan:
+    """One noisy integer statistic: its aggregate, share of the budget, sensitivity, noise."""
+
+    aggregate: str
+    part: Part
+    share: Fraction
+    sensitivity: int
+    noise: Noise
+    alpha: float
+
+    @property
+    def half_width(self) -> int:
+        return self.noise.half_width(self.alpha)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantilePlan:
+    """The exponential mechanism of one quantile aggregate: epsilon per group."""
+
+    aggregate: str
+    share: Fraction
+    epsilon: float
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionPlan:
+    """Private key selection: a noisy count of distinct units per group against ``threshold``.
+
+    ``reuse`` names the count aggregate whose noisy value is thresholded (no extra share),
+    or is ``None`` when the selection has its own count and share.
+    """
+
+    kind: str
+    share: Fraction
+    noise: Noise
+    delta: float
+    keys_per_unit: int
+    threshold: int
+    reuse: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a release will do, computed from public parameters only."""
+
+    engine: str
+    privacy_unit: str | None
+    max_rows: int
+    max_groups: int
+    by: tuple[str, ...]
+    public_keys: bool
+    budget: Budget | None
+    alpha: float
+    aggregates: tuple[Aggregate, ...]
+    parts: tuple[PartPlan, ...] = ()
+    quantiles: tuple[QuantilePlan, ...] = ()
+    selection: SelectionPlan | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __str__(self) -> str:
+        return explain_text(self)
+
+
+def split(
+    aggregates: tuple[Aggregate, ...],
+    budget: Budget,
+    *,
+    k: int,
+    groups: int,
+    alpha: float,
+    selection_weight: float,
+    reuse: str | None,
+) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None]:
+    """Split the budget by weight and build each part's noise (see :func:`make_budget`)."""
+    weights = [Fraction(a.weight) for a in aggregates]
+    private = budget.delta_select > 0
+    sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
+    total = sum(weights, Fraction(0)) + sel_w
+    parts: list[PartPlan] = []
+    quants: list[QuantilePlan] = []
+    for agg, w in zip(aggregates, weights, strict=True):
+        share = w / total
+        if isinstance(agg, Quantile):
+            quants.append(QuantilePlan(agg.name, share, _quantile_epsilon(budget, share, k)))
+            continue
+        cells = k if isinstance(agg, Histogram) else groups
+        a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
+        for part in agg.parts(budget.noise, ""):
+            sens = k * part.per_row
+            noise = _noise(budget, share * part.share, sens, cells)
+            parts.append(PartPlan(agg.name, part, share * part.share, sens, noise, a_alpha))
+    selection = None
+    if private:
+        keys = min(groups, k)
+        if reuse is not None:
+            source = next(p for p in parts if p.aggregate == reuse)
+            noise, share = source.noise, source.share
+        else:
+            share = sel_w / total
+            # one unit adds 1 to the distinct-unit count of each of its (at most) `keys` groups
+            noise = _noise(budget, share, keys, keys, l2_sq=Fraction(keys))
+        if noise.step != 1:
+            raise ParameterError(
+                "release: the budget share for key selection is too small (its noise would "
+                "need a coarser lattice); raise epsilon or the selection weight"
+            )
+        delta_single = budget.delta_select / keys  # union bound over the unit's own keys
+        tau = threshold(noise.kind, noise.scale, delta_single, top=1)
+        selection = SelectionPlan(noise.kind, share, noise, budget.delta_select, keys, tau, reuse)
+    return parts, quants, selection
+
+
+def _noise(
+    budget: Budget, share: Fraction, l1: int, groups: int, l2_sq: Fraction | None = None
+) -> Noise:
+    if budget.noise == "laplace":
+        assert budget.epsilon is not None
+        return Noise.laplace(budget.epsilon * share, l1, groups)
+    assert budget.rho is not None
+    return Noise.gaussian(budget.rho * share, Fraction(l1) ** 2 if l2_sq is None else l2_sq, groups)
+
+
+def _quantile_epsilon(budget: Budget, share: Fraction, k: int) -> float:
+    """Per-group epsilon of the exponential mechanism, rounded down to a float.
+
+    Laplace budgets give it ``epsilon * share``; zCDP budgets ``sqrt(8 rho share)`` (the
+    exponential mechanism is epsilon-bounded-range, hence epsilon**2/8-zCDP: Cesar and Rogers
+    2021). A unit's ``k`` rows may sit in one group, so each group's mechanism gets ``1/k`` of
+    it (group privacy).
+    """
+    if budget.noise == "laplace":
+        assert budget.epsilon is not None
+        exact = budget.epsilon * share / k
+    else:
+        assert budget.rho is not None
+        exact = Fraction(math.sqrt(float(8 * budget.rho * share))) / k
+        while exact * exact * k * k > 8 * budget.rho * share:
+            exact = Fraction(math.nextafter(float(exact), 0))
+    out = float(exact)
+    if Fraction(out) > exact:
+        out = math.nextafter(out, 0)
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def explain_text(plan: Plan) -> str:
+    """The plan as text (what ``Query.explain()`` prints)."""
+    lines = ["dpkit Session query plan", ""]
+    unit = "one row" if plan.privacy_unit is None else f"one unit ({plan.privacy_unit!r})"
+    lines.append(f"engine           {plan.engine}")
+    lines.append(f"neighbours       add/remove {unit}  (relation 'unbounded')")
+    if plan.privacy_unit is None:
+        lines.append("bounding         1 row per unit by construction")
+    else:
+        lines.append(
+            f"bounding         at most {plan.max_rows} row(s) per unit in total and at most "
+            f"{plan.max_groups} group(s) per unit, chosen at random per unit for each release "
+            "(salted hash, fresh salt)"
+        )
+    if plan.by:
+        keys = "public (given; empty groups released)" if plan.public_keys else "private"
+        lines.append(f"group by         {', '.join(plan.by)}  keys: {keys}")
+    for note in plan.notes:
+        lines.append(f"note             {note}")
+    b = plan.budget
+    if b is None:
+        lines.append("")
+        lines.append("(give epsilon=... or rho=... to see noise scales and the budget split)")
+        return "\n".join(lines)
+    lines.append(f"privacy cost     {b.cost!r}  (one accountant entry)")
+    lines.append(
+        f"noise            {b.noise} "
+        + ("(discrete Laplace, pure DP)" if b.noise == "laplace" else "(discrete Gaussian, zCDP")
+        + ("" if b.noise == "laplace" else f", rho = {_fmt(float(b.rho or 0))})")
+    )
+    lines.append(f"intervals        {1 - plan.alpha:.3g} level, from public parameters only")
+    lines.append("")
+    w = max(
+        [18, *(len(p.aggregate) + 2 for p in plan.parts)]
+        + [len(q.aggregate) + 2 for q in plan.quantiles]
+    )
+    head = f"{'aggregate':<{w}}{'statistic':<16}{'share':>8}{'sensitivity':>14}"
+    head += f"{'noise std':>12}{'+- interval':>14}"
+    lines.append(head)
+    for p in plan.parts:
+        u = p.part.unit
+        lines.append(
+            f"{p.aggregate:<{w}}{p.part.label:<16}{float(p.share):>8.3f}"
+            f"{_fmt(p.sensitivity * u):>14}{_fmt(p.noise.std * u):>12}"
+            f"{_fmt(p.half_width * u):>14}"
+        )
+    for q in plan.quantiles:
+        lines.append(
+            f"{q.aggregate:<{w}}{'exp. mechanism':<16}{float(q.share):>8.3f}"
+            f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
+        )
+    s = plan.selection
+    if s is not None:
+        src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"
+        lines.append("")
+        lines.append(
+            f"key selection    {s.kind} thresholding on a noisy count of distinct units ({src}); "
+            f"a group is released if its noisy count >= {s.threshold}"
+        )
+        lines.append(
+            f"                 P[a group held by one unit appears] <= {_fmt(s.delta)} in total "
+            f"over its <= {s.keys_per_unit} group(s)  (delta for selection)"
+        )
+    lines.append("")
+    lines.append(
+        "Intervals cover the noise only: clipping to the bounds, per-unit bounding and "
+        "key selection can bias a value beyond its interval. Counts and sums: from the exact "
+        "noise law (Laplace) or a rigorous tail bound (Gaussian); means, variances, "
+        "deviations: conservative (union bound over their parts); quantiles: simultaneous "
+        "value intervals from the statistics layer (conservative)."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""What the engine computes per group for an aggregate: four kinds of per-group figures.
+
+Each is an exact integer: a sum of integer-valued floats below ``2**53`` (exact in any order),
+a count of rows or of non-null values, or a count of distinct privacy units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import narwhals as nw
+
+__all__ = ["CountOf", "DistinctUnits", "Rows", "Summed", "aggregation"]
+
+
+@dataclass(frozen=True)
+class Summed:
+    """The per-group sum of a row-level expression (integer-valued; nulls skipped)."""
+
+    expr: nw.Expr
+
+
+@dataclass(frozen=True)
+class CountOf:
+    """The per-group number of non-null values of another :class:`Summed` column."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The per-group number of rows."""
+
+
+@dataclass(frozen=True)
+class DistinctUnits:
+    """The per-group number of distinct values of ``column`` (key selection)."""
+
+    column: str
+
+
+def aggregation(key: str, spec: Any) -> nw.Expr:
+    """The simple narwhals aggregation for ``spec`` (row columns are computed beforehand)."""
+    if isinstance(spec, Rows):
+        return nw.len().alias(key)
+    if isinstance(spec, DistinctUnits):
+        return nw.col(spec.column).n_unique().alias(key)
+    if isinstance(spec, CountOf):
+        return nw.col(spec.key).count().alias(key)
+    return nw.col(key).sum().alias(key)

@@ -1,0 +1,725 @@
+"""Session aggregates: values describing one statistic (``dp.count()``, ``dp.mean(...)``, ...).
+
+An aggregate is a small frozen value. It knows which integer statistics the engine must
+compute for it (counts and sums of lattice units, :mod:`dpkit.session._lattice`), the
+per-row contribution of each (from which the Session derives every sensitivity), how its
+budget share is split between them, and how to turn their noisy values into the released
+estimate and its interval. It never sees the data.
+
+Sensitivities, for a privacy unit contributing at most ``k`` rows after bounding (add/remove
+one unit; ``k = 1`` for row-level privacy), with ``w`` the largest ``|units|`` and ``h`` the
+largest ``|units - centre|`` of the aggregate's lattice:
+
+=========  ================================  =====================================
+aggregate  noisy integer statistics          L1 (and L2) sensitivity, per statistic
+=========  ================================  =====================================
+count      rows (or non-null values)         k
+sum        sum of units                      k w
+mean       count, centred sum                k, k h
+var / std  count, centred sum, sum squares   k, k h, k h**2
+quantile   exponential mechanism per group   epsilon / k per group (group privacy)
+histogram  count per (group, bin)            k
+=========  ================================  =====================================
+
+The L1 bound covers all groups at once (a unit's ``k`` rows are spread over its groups), so
+disjoint groups compose in parallel without any extra charge.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+
+from dpkit._validate import check_bounds, check_number, check_positive
+from dpkit.errors import ParameterError
+from dpkit.session._lattice import Lattice
+from dpkit.session._specs import CountOf, Rows, Summed
+
+__all__ = [
+    "Aggregate",
+    "Count",
+    "Histogram",
+    "Mean",
+    "Part",
+    "Quantile",
+    "Sum",
+    "Var",
+    "count",
+    "histogram",
+    "mean",
+    "median",
+    "quantile",
+    "std",
+    "sum",
+    "var",
+]
+
+#: lattice resolution (in bits over the bounds' width) for sums and means, and for moments
+_SUM_BITS = 20
+_VAR_BITS = 10
+#: resolution of the quantile grid: the bucket width is a power of two <= width / 2**12
+QUANTILE_BITS = 12
+
+#: the mean's share for its sum: minimises the expected squared error when the true mean is
+#: uniform over the bounds (Laplace: 1 / (1 + 3**(-1/3)); Gaussian/zCDP: 1 / (1 + 3**(-1/2)))
+_MEAN_SUM_SHARE = {"laplace": Fraction(59, 100), "gaussian": Fraction(634, 1000)}
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One noisy integer statistic of an aggregate.
+
+    ``per_row`` is the largest change one row can make to it (in statistic units), so the
+    L1 sensitivity for ``k`` rows per unit is ``k * per_row``; ``share`` is its fraction of
+    the aggregate's budget; ``unit`` is the value of one statistic unit.
+    """
+
+    key: str
+    label: str
+    per_row: int
+    share: Fraction
+    unit: float
+
+
+def _check_weight(owner: str, weight: Any) -> float:
+    return check_positive(owner, "weight", weight)
+
+
+def _check_name(owner: str, name: Any) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{owner}: `name` must be a non-empty str; got {name!r}")
+    return name
+
+
+def _check_column(owner: str, column: Any) -> str:
+    if not isinstance(column, str) or not column:
+        raise TypeError(f"{owner}: `column` must be a column name (str); got {column!r}")
+    return column
+
+
+def _check_fill(owner: str, fill: Any) -> float | None:
+    return None if fill is None else check_number(owner, "fill", fill)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """Base of every aggregate: the column, the output name and the budget weight."""
+
+    column: str | None
+    name: str
+    weight: float
+
+    #: the noisy integer statistics; empty for aggregates released by another mechanism
+    def parts(self, noise: str, prefix: str) -> list[Part]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def outputs(self) -> list[str]:
+        """The released value columns (each also gets ``_low`` and ``_high``)."""
+        return [self.name]
+
+    def check_schema(self, schema: Any) -> None:
+        """Refuse unknown or non-numeric columns (TypeError / ParameterError)."""
+        if self.column is None:
+            return
+        owner = type(self).__name__.lower()
+        if self.column not in schema:
+            raise ParameterError(
+                f"dp.{owner}: unknown column {self.column!r}; the data has "
+                f"{', '.join(map(repr, schema))}"
+            )
+
+
+def _numeric(owner: str, column: str, schema: Any) -> None:
+    if column not in schema:
+        raise ParameterError(
+            f"dp.{owner}: unknown column {column!r}; the data has {', '.join(map(repr, schema))}"
+        )
+    dtype = schema[column]
+    if not dtype.is_numeric():
+        raise TypeError(
+            f"dp.{owner}: column {column!r} must be numeric (integer, float or decimal); "
+            f"got {dtype}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Count(Aggregate):
+    """``dp.count()``: the number of rows (or of non-null values of ``column``)."""
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
+
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """What the engine aggregates per group (see :mod:`dpkit.session._specs`); columns in
+        ``clean`` are known to hold no null and no NaN."""
+        if self.column is None:
+            return {f"{prefix}n": Rows()}
+        ok = _valid(self.column, schema[self.column])
+        return {f"{prefix}n": Summed(nw.when(ok).then(nw.lit(1.0)).otherwise(nw.lit(0.0)))}
+
+    def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
+        return [table[f"{prefix}n"]]
+
+    def finish(self, noisy: list[np.ndarray], half: list[int], alpha: float) -> dict[str, Any]:
+        v = noisy[0].astype(np.int64)
+        return {self.name: v, f"{self.name}_low": v - half[0], f"{self.name}_high": v + half[0]}
+
+
+def _valid(column: str, dtype: Any) -> nw.Expr:
+    ok = ~nw.col(column).is_null()
+    if dtype.is_float():
+        ok = ok & ~nw.col(column).is_nan()
+    return ok
+
+
+@dataclass(frozen=True, slots=True)
+class _Bounded(Aggregate):
+    bounds: tuple[float, float] = (0.0, 1.0)
+    fill: float | None = None
+    lattice: Lattice = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def check_schema(self, schema: Any) -> None:
+        _numeric(type(self).__name__.lower(), self.column or "", schema)
+
+    def _base_columns(
+        self, schema: Any, prefix: str, clean: frozenset[str], squares: bool = False
+    ) -> dict[str, Any]:
+        assert self.column is not None
+        lat = self.lattice
+        valid = None if self.column in clean else lat.valid(self.column, schema[self.column])
+        off = lat.offsets(self.column, valid, self.fill)
+        out: dict[str, Any] = {
+            f"{prefix}s": Summed(off),
+            f"{prefix}n": CountOf(f"{prefix}s"),  # the non-null offsets: the valid values
+        }
+        if squares:
+            out[f"{prefix}q"] = Summed(off * off)
+        return out
+
+
+def _exact(n: np.ndarray, per_row: int, owner: str) -> None:
+    """Float64 sums of integers of magnitude <= per_row are exact while ``n * per_row <=
+    2**53`` (every partial sum is then an integer float64 represents exactly)."""
+    if n.size and int(n.max()) * per_row > 2**53:
+        raise ParameterError(
+            f"{owner}: a group has more than {2**53 // per_row} values, too many for exact "
+            "sums on this lattice"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Sum(_Bounded):
+    """``dp.sum(column, bounds=)``: the sum of the clipped values."""
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        lat = self.lattice
+        return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
+
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean)
+
+    def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
+        n, s = table[f"{prefix}n"], table[f"{prefix}s"]
+        _exact(n, self.lattice.half_range, f"dp.sum({self.column!r})")
+        c = self.lattice.centre
+        total = n.astype(object) * c + s.astype(object)  # exact Python integers
+        return [_compact(total)]
+
+    def finish(self, noisy: list[np.ndarray], half: list[int], alpha: float) -> dict[str, Any]:
+        u = self.lattice.unit
+        v = noisy[0]
+        return {
+            self.name: _scaled(v, u),
+            f"{self.name}_low": _scaled(v - half[0], u),
+            f"{self.name}_high": _scaled(v + half[0], u),
+        }
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """int64 when every value fits comfortably, else an object array of Python ints."""
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    big = max(abs(int(values.max())), abs(int(values.min())))
+    return values.astype(np.int64) if big < 2**60 else values
+
+
+def _scaled(v: np.ndarray, unit: float) -> np.ndarray:
+    """Integers times a power-of-two unit, as float64 (rounded only past 2**53)."""
+    return (
+        np.array([float(x) for x in v], dtype=np.float64) * unit
+        if v.dtype == object
+        else (v.astype(np.float64) * unit)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Mean(_Bounded):
+    """``dp.mean(column, bounds=)``: centred noisy sum over noisy count, clamped to the bounds.
+
+    Estimator: ``clamp(unit * (centre + S / max(N, 1)), lower, upper)`` with ``S`` the noisy
+    sum of ``units - centre`` and ``N`` the noisy count. The sum takes 59% (Laplace) or 63.4%
+    (Gaussian) of the mean's budget: the split minimising the expected squared error when the
+    true mean is uniform over the bounds. The interval combines the sum's and the count's
+    ``1 - alpha/2`` intervals (a union bound, so it is conservative) and is ``bounds`` when the
+    count's interval reaches 0.
+    """
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        lat = self.lattice
+        share = _MEAN_SUM_SHARE[noise]
+        return [
+            Part(f"{prefix}n", "count", 1, 1 - share, 1.0),
+            Part(f"{prefix}s", "centred sum", lat.half_range, share, lat.unit),
+        ]
+
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean)
+
+    def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
+        n, s = table[f"{prefix}n"], table[f"{prefix}s"]
+        _exact(n, self.lattice.half_range, f"dp.mean({self.column!r})")
+        return [n, s]
+
+    def interval_alpha(self, alpha: float) -> float:
+        return alpha / 2
+
+    def finish(self, noisy: list[np.ndarray], half: list[int], alpha: float) -> dict[str, Any]:
+        lat = self.lattice
+        n = noisy[0].astype(np.float64)
+        s = noisy[1].astype(np.float64)
+        value = _clamp((lat.centre + s / np.maximum(n, 1.0)) * lat.unit, lat)
+        n_lo, n_hi = n - half[0], n + half[0]
+        s_lo, s_hi = s - half[1], s + half[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            corners = np.stack([s_lo / n_lo, s_lo / n_hi, s_hi / n_lo, s_hi / n_hi])
+        ok = n_lo > 0
+        lo = np.where(ok, (lat.centre + corners.min(axis=0)) * lat.unit, lat.lower)
+        hi = np.where(ok, (lat.centre + corners.max(axis=0)) * lat.unit, lat.upper)
+        return {
+            self.name: value,
+            f"{self.name}_low": _clamp(lo, lat),
+            f"{self.name}_high": _clamp(hi, lat),
+        }
+
+
+def _clamp(x: np.ndarray, lat: Lattice) -> np.ndarray:
+    return np.clip(x, lat.lower, lat.upper)
+
+
+@dataclass(frozen=True, slots=True)
+class Var(_Bounded):
+    """``dp.var`` / ``dp.std``: population variance (ddof = 0) from three noisy moments.
+
+    Estimator: ``N``, ``S1 = sum(v)`` and ``S2 = sum(v**2)`` with ``v = units - centre`` get a
+    third of the budget each; ``var = unit**2 (S2 / N - (S1 / N)**2)`` clamped to
+    ``[0, ((upper - lower) / 2)**2]``; ``std = sqrt(var)``. The interval combines the three
+    ``1 - alpha/3`` intervals by interval arithmetic (conservative).
+    """
+
+    root: bool = False
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        lat = self.lattice
+        third = Fraction(1, 3)
+        return [
+            Part(f"{prefix}n", "count", 1, third, 1.0),
+            Part(f"{prefix}s", "centred sum", lat.half_range, third, lat.unit),
+            Part(f"{prefix}q", "sum of squares", lat.half_range**2, third, lat.unit**2),
+        ]
+
+    def columns(
+        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        return self._base_columns(schema, prefix, clean, squares=True)
+
+    def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
+        n = table[f"{prefix}n"]
+        _exact(n, self.lattice.half_range**2, f"dp.var({self.column!r})")
+        return [n, table[f"{prefix}s"], table[f"{prefix}q"]]
+
+    def interval_alpha(self, alpha: float) -> float:
+        return alpha / 3
+
+    def finish(self, noisy: list[np.ndarray], half: list[int], alpha: float) -> dict[str, Any]:
+        lat = self.lattice
+        n, s1, s2 = (x.astype(np.float64) for x in noisy)
+        top = ((lat.high - lat.low) / 2) ** 2  # largest variance on the lattice, in units**2
+        nn = np.maximum(n, 1.0)
+        value = np.clip(s2 / nn - (s1 / nn) ** 2, 0.0, top)
+        n_lo, n_hi = n - half[0], n + half[0]
+        s1_lo, s1_hi = s1 - half[1], s1 + half[1]
+        q_lo, q_hi = np.maximum(s2 - half[2], 0.0), s2 + half[2]
+        ok = n_lo > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = np.stack([s1_lo / n_lo, s1_lo / n_hi, s1_hi / n_lo, s1_hi / n_hi])
+            m_lo, m_hi = m.min(axis=0), m.max(axis=0)
+            sq_hi = np.maximum(m_lo**2, m_hi**2)
+            sq_lo = np.where((m_lo <= 0) & (m_hi >= 0), 0.0, np.minimum(m_lo**2, m_hi**2))
+            lo = np.where(ok, q_lo / n_hi - sq_hi, 0.0)
+            hi = np.where(ok, q_hi / n_lo - sq_lo, top)
+        lo, hi = np.clip(lo, 0.0, top), np.clip(hi, 0.0, top)
+        u2 = lat.unit**2
+        value, lo, hi = value * u2, lo * u2, hi * u2
+        if self.root:
+            value, lo, hi = np.sqrt(value), np.sqrt(lo), np.sqrt(hi)
+        return {self.name: value, f"{self.name}_low": lo, f"{self.name}_high": hi}
+
+
+@dataclass(frozen=True, slots=True)
+class Quantile(_Bounded):
+    """``dp.quantile`` / ``dp.median``: the exponential mechanism per group.
+
+    Released by :func:`dpkit.statistics.quantiles_from_counts` on the group's counts over a
+    power-of-two grid of the bounds (computed in the engine); several levels are one
+    mechanism. Columns are ``<name>_<q>`` (``q`` written ``f"{q:g}"``), or ``name`` alone for
+    :func:`median`.
+    """
+
+    levels: tuple[float, ...] = (0.5,)
+    single: bool = False
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        return []
+
+    def outputs(self) -> list[str]:
+        if self.single:
+            return [self.name]
+        return [f"{self.name}_{q:g}" for q in self.levels]
+
+    def grid(self) -> Lattice:
+        lower, upper = self.bounds
+        return Lattice.for_bounds("dp.quantile", lower, upper, QUANTILE_BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram(Aggregate):
+    """``dp.histogram(column, bins=)``: a noisy count per (group, bin), empty bins included.
+
+    ``bins`` is either a sorted sequence of numeric edges ``e0 < e1 < ... < eB`` (bins
+    ``[e_i, e_{i+1})``, the last one closed; values outside ``[e0, eB]`` and nulls are not
+    counted) or a sequence of category values (values outside it are not counted).
+    """
+
+    edges: tuple[float, ...] | None = None
+    categories: tuple[Any, ...] | None = None
+
+    def parts(self, noise: str, prefix: str) -> list[Part]:
+        return [Part(f"{prefix}n", "count per bin", 1, Fraction(1), 1.0)]
+
+    def check_schema(self, schema: Any) -> None:
+        if self.edges is not None:
+            _numeric("histogram", self.column or "", schema)
+        else:
+            Aggregate.check_schema(self, schema)
+
+    def bin_expr(self, schema: Any) -> tuple[nw.Expr, nw.Expr]:
+        """(in range, bin index) expressions; the index counts the edges at or below x."""
+        assert self.column is not None
+        col = nw.col(self.column)
+        if self.edges is None:
+            cats = list(self.categories or ())
+            return col.is_in(cats), col
+        e = self.edges
+        x = col.cast(nw.Float64)
+        inside = ~col.is_null() & (x >= e[0]) & (x <= e[-1])
+        if schema[self.column].is_float():
+            inside = inside & ~x.is_nan()
+        index = nw.lit(0, nw.Int64)
+        for edge in e[1:-1]:
+            index = index + (x >= edge).cast(nw.Int64)
+        return inside, index
+
+    def labels(self) -> tuple[list[Any], list[Any]] | list[Any]:
+        if self.edges is None:
+            return list(self.categories or ())
+        return list(self.edges[:-1]), list(self.edges[1:])
+
+
+# ----------------------------------------------------------------------------- constructors
+
+
+def count(column: str | None = None, *, name: str | None = None, weight: float = 1.0) -> Count:
+    """A private count of rows, or of the non-null values of ``column``.
+
+    Parameters
+    ----------
+    column : str, optional
+        Count only rows where this column is not null (nor NaN).
+    name : str, optional
+        Output column (default ``"count"``, or ``"<column>_count"``).
+    weight : float > 0, default 1.0
+        Share of the release's budget, relative to the other aggregates.
+
+    Returns
+    -------
+    Count
+
+    Privacy
+    -------
+    Sensitivity ``k`` (the rows a privacy unit may keep), over all groups at once; the noise
+    is discrete (geometric / discrete Gaussian), so the released count is an integer.
+
+    Examples
+    --------
+    >>> count()
+    Count(column=None, name='count', weight=1.0)
+    """
+    owner = "dp.count"
+    if column is not None:
+        column = _check_column(owner, column)
+    default = "count" if column is None else f"{column}_count"
+    return Count(column, _check_name(owner, name) or default, _check_weight(owner, weight))
+
+
+def _bounded(owner: str, column: Any, bounds: Any, fill: Any, name: Any, weight: Any) -> dict:
+    column = _check_column(owner, column)
+    if bounds is None:
+        raise ParameterError(
+            f"{owner}({column!r}): `bounds` is required: pass bounds=(lower, upper) chosen "
+            "without looking at the data (for example (0, 100) for an age); bounds read from "
+            "the data are not private"
+        )
+    lo, hi = check_bounds(f"{owner}({column!r})", bounds)
+    return {
+        "column": column,
+        "bounds": (lo, hi),
+        "fill": _check_fill(owner, fill),
+        "weight": _check_weight(owner, weight),
+        "name": _check_name(owner, name),
+    }
+
+
+def _with_lattice(agg: Any, bits: int) -> Any:
+    lower, upper = agg.bounds
+    lat = Lattice.for_bounds(f"dp.{type(agg).__name__.lower()}", lower, upper, bits)
+    object.__setattr__(agg, "lattice", lat)
+    return agg
+
+
+def sum(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Sum:
+    """A private sum of ``column``, each value clipped to ``bounds``.
+
+    Parameters
+    ----------
+    column : str
+    bounds : (lower, upper)
+        Required; public, chosen without looking at the data.
+    name : str, optional
+        Output column (default ``"<column>_sum"``).
+    weight : float > 0, default 1.0
+    fill : float, optional
+        Value used for nulls and NaN (then clipped); by default they are left out.
+
+    Privacy
+    -------
+    Add/remove sensitivity ``k * max(|lower|, |upper|)`` (on the value lattice, exactly). The
+    sum is computed exactly as an integer number of lattice units, never as a float sum.
+
+    Examples
+    --------
+    >>> sum("Age", bounds=(0, 100)).name
+    'Age_sum'
+    """
+    kw = _bounded("dp.sum", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or f"{kw['column']}_sum"
+    return _with_lattice(Sum(**kw), _SUM_BITS)
+
+
+def mean(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Mean:
+    """A private mean of ``column`` clipped to ``bounds`` (see :class:`Mean` for the estimator).
+
+    Examples
+    --------
+    >>> mean("Age", bounds=(0, 100)).name
+    'Age_mean'
+    """
+    kw = _bounded("dp.mean", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or f"{kw['column']}_mean"
+    return _with_lattice(Mean(**kw), _SUM_BITS)
+
+
+def var(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Var:
+    """A private population variance (ddof = 0) of ``column`` clipped to ``bounds``.
+
+    Examples
+    --------
+    >>> var("Age", bounds=(0, 100)).name
+    'Age_var'
+    """
+    kw = _bounded("dp.var", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or f"{kw['column']}_var"
+    return _with_lattice(Var(**kw), _VAR_BITS)
+
+
+def std(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Var:
+    """A private population standard deviation: the square root of :func:`var`'s estimate.
+
+    Examples
+    --------
+    >>> std("Age", bounds=(0, 100)).name
+    'Age_std'
+    """
+    kw = _bounded("dp.std", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or f"{kw['column']}_std"
+    return _with_lattice(Var(**kw, root=True), _VAR_BITS)
+
+
+def _levels(owner: str, q: Any) -> tuple[tuple[float, ...], bool]:
+    single = not isinstance(q, Sequence) or isinstance(q, str)
+    raw = [q] if single else list(q)
+    if not raw:
+        raise ParameterError(f"{owner}: `q` must hold at least one level in (0, 1)")
+    levels = tuple(check_number(owner, "q", v) for v in raw)
+    for v in levels:
+        if not 0 < v < 1:
+            raise ParameterError(f"{owner}: every level `q` must be in (0, 1); got {v!r}")
+    if any(b <= a for a, b in itertools.pairwise(levels)):
+        raise ParameterError(f"{owner}: levels `q` must be sorted and distinct; got {raw!r}")
+    return levels, single
+
+
+def quantile(
+    column: str,
+    q: float | Sequence[float],
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Quantile:
+    """Private quantiles of ``column`` at level(s) ``q``, all in one mechanism.
+
+    Columns are ``<name>_<q>`` with ``q`` written ``f"{q:g}"`` (``name`` defaults to
+    ``column``), each with ``_low`` / ``_high``.
+
+    Examples
+    --------
+    >>> quantile("Age", [0.1, 0.9], bounds=(0, 100)).outputs()
+    ['Age_0.1', 'Age_0.9']
+    """
+    kw = _bounded("dp.quantile", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or kw["column"]
+    levels, _single = _levels("dp.quantile", q)
+    return Quantile(**kw, levels=levels)
+
+
+def median(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+    fill: float | None = None,
+) -> Quantile:
+    """A private median of ``column``: :func:`quantile` at 0.5, one column ``<column>_median``.
+
+    Examples
+    --------
+    >>> median("Age", bounds=(0, 100)).outputs()
+    ['Age_median']
+    """
+    kw = _bounded("dp.median", column, bounds, fill, name, weight)
+    kw["name"] = kw["name"] or f"{kw['column']}_median"
+    return Quantile(**kw, levels=(0.5,), single=True)
+
+
+def histogram(
+    column: str,
+    *,
+    bins: Sequence[Any] | None = None,
+    name: str | None = None,
+    weight: float = 1.0,
+) -> Histogram:
+    """A private histogram of ``column``: one noisy count per (group, bin).
+
+    Parameters
+    ----------
+    column : str
+    bins : sequence
+        Public bins, required: numeric edges (sorted, finite, at least two) or category
+        values (at least one, distinct). Never derived from the data.
+    name : str, optional
+        Output column for the counts (default ``"<column>_count"``).
+    weight : float > 0, default 1.0
+
+    Returns
+    -------
+    Histogram
+        Released in long form: the group keys, the bin (``<column>`` for categories, or
+        ``<column>_from`` / ``<column>_to`` for edges), then the count and its interval.
+
+    Examples
+    --------
+    >>> histogram("Age", bins=[0, 30, 60, 100]).edges
+    (0.0, 30.0, 60.0, 100.0)
+    """
+    owner = "dp.histogram"
+    column = _check_column(owner, column)
+    if bins is None or isinstance(bins, str) or not isinstance(bins, Sequence) or not bins:
+        raise ParameterError(
+            f"{owner}({column!r}): `bins` is required: a list of numeric edges or of "
+            f"categories, chosen without looking at the data; got {bins!r}"
+        )
+    out_name = _check_name(owner, name) or f"{column}_count"
+    w = _check_weight(owner, weight)
+    numeric = all(
+        isinstance(b, int | float | np.integer | np.floating) and not isinstance(b, bool)
+        for b in bins
+    )
+    if numeric:
+        edges = tuple(check_number(owner, "bins", b) for b in bins)
+        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ParameterError(
+                f"{owner}({column!r}): numeric `bins` are edges: at least two, strictly "
+                f"increasing; got {list(bins)!r}"
+            )
+        if not all(math.isfinite(e) for e in edges):  # pragma: no cover - check_number
+            raise ParameterError(f"{owner}: `bins` must be finite")
+        return Histogram(column, out_name, w, edges=edges)
+    cats = tuple(bins)
+    if len(set(cats)) != len(cats):
+        raise ParameterError(f"{owner}({column!r}): categories in `bins` must be distinct")
+    return Histogram(column, out_name, w, categories=cats)

@@ -1,0 +1,39 @@
+"""Engine adapters: the few things the Session needs that narwhals does not provide.
+
+Everything row-level in a Session query goes through narwhals on the user's own engine. An
+adapter adds only what narwhals lacks, per engine:
+
+* :meth:`Engine.to_lazy` - the user's data as a lazy narwhals frame, on its own engine;
+* :meth:`Engine.with_rank` - a salted hash of some columns, ranked within a partition (the
+  random per-person order of contribution bounding; narwhals has no hash expression);
+* :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
+* :meth:`Engine.output` - the released Polars frame in the caller's family.
+
+Adding an engine (PySpark, issue 12) means writing one more :class:`Engine` subclass and
+registering it with :func:`register`; nothing else in :mod:`dpkit.session` changes.
+"""
+
+from __future__ import annotations
+
+from dpkit.session.engines._base import Engine, engine_for, register, supported
+from dpkit.session.engines.duckdb import DuckDBEngine
+from dpkit.session.engines.pandas import PandasEngine
+from dpkit.session.engines.polars import FileEngine, PolarsEngine, PyArrowEngine
+
+__all__ = [
+    "DuckDBEngine",
+    "Engine",
+    "FileEngine",
+    "PandasEngine",
+    "PolarsEngine",
+    "PyArrowEngine",
+    "engine_for",
+    "register",
+    "supported",
+]
+
+register(PolarsEngine())
+register(PandasEngine())
+register(PyArrowEngine())
+register(DuckDBEngine())
+register(FileEngine())

@@ -1,0 +1,87 @@
+"""The engine adapter interface and the registry that picks one for a data object."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import narwhals as nw
+import polars as pl
+
+__all__ = ["Engine", "RankMethod", "engine_for", "register", "supported"]
+
+RankMethod = Literal["ordinal", "dense"]
+
+
+class Engine:
+    """One engine's adapter. Subclasses override what differs; see the package docstring.
+
+    Attributes
+    ----------
+    name : str
+        Short name shown in ``explain()`` ("polars", "duckdb", ...).
+    accepts : str
+        What data this adapter takes, for the "unsupported data type" error.
+    """
+
+    name = "engine"
+    accepts = ""
+
+    def matches(self, data: Any) -> bool:  # pragma: no cover - abstract
+        """Whether ``data`` belongs to this engine."""
+        raise NotImplementedError
+
+    def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:  # pragma: no cover - abstract
+        """The data as a lazy narwhals frame on its own engine (no rows copied)."""
+        raise NotImplementedError
+
+    def with_rank(
+        self,
+        frame: nw.LazyFrame[Any],
+        *,
+        partition: str,
+        hash_columns: list[str],
+        tie_columns: list[str],
+        salt: tuple[int, ...],
+        method: RankMethod,
+        name: str,
+    ) -> nw.LazyFrame[Any]:  # pragma: no cover - abstract
+        """Add column ``name``: the rank (from 1) within ``partition`` of the row's position in
+        the order by (salted hash of ``hash_columns``, then ``tie_columns``).
+
+        ``method="ordinal"`` gives distinct ranks (ties, which only identical rows can have
+        when ``tie_columns`` holds every column used, are broken arbitrarily);
+        ``method="dense"`` gives equal rows equal ranks and consecutive ranks otherwise.
+        """
+        raise NotImplementedError
+
+    def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
+        """Run an aggregated lazy frame and return it as a Polars DataFrame."""
+        return frame.collect(backend="polars").to_native()
+
+    def output(self, frame: pl.DataFrame) -> Any:
+        """The released frame in the caller's family (Polars unless overridden)."""
+        return frame
+
+
+_REGISTRY: list[Engine] = []
+
+
+def register(engine: Engine) -> None:
+    """Add an adapter; adapters registered later are tried first."""
+    _REGISTRY.insert(0, engine)
+
+
+def supported() -> str:
+    """The accepted data types, for error messages."""
+    return ", ".join(e.accepts for e in reversed(_REGISTRY))
+
+
+def engine_for(data: Any) -> Engine:
+    """The adapter for ``data``; a TypeError naming what is accepted otherwise."""
+    for engine in _REGISTRY:
+        if engine.matches(data):
+            return engine
+    raise TypeError(
+        f"Session: `data` must be one of: {supported()}; got {type(data).__module__}."
+        f"{type(data).__name__}"
+    )

@@ -1,0 +1,526 @@
+"""The immutable query builder: ``s.query().filter(...).group_by(...).agg(...)``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import narwhals as nw
+import numpy as np
+import polars as pl
+
+from dpkit._validate import check_positive
+from dpkit.errors import ParameterError
+from dpkit.samplers import as_source, uniform_int
+from dpkit.session import _execute as ex
+from dpkit.session._plan import Plan, make_budget, split
+from dpkit.session._run import execute, statistics_layer
+from dpkit.session.aggregates import Aggregate, Count, Histogram
+from dpkit.session.result import QueryRelease
+
+if TYPE_CHECKING:
+    from dpkit.session.session import Session
+
+__all__ = ["Query"]
+
+
+def _check_bound(owner: str, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{owner}: `{name}` must be an int >= 1; got {value!r}")
+    if int(value) < 1:
+        raise ParameterError(f"{owner}: `{name}` must be an int >= 1; got {value!r}")
+    return int(value)
+
+
+def _check_filter(expr: Any) -> nw.Expr:
+    if not isinstance(expr, nw.Expr):
+        hint = ""
+        if type(expr).__module__.startswith("polars"):
+            hint = (
+                "; Polars expressions are not accepted (they cannot run on the other engines): "
+                'write the same filter with narwhals, e.g. nw.col("Age") >= 18'
+            )
+        raise TypeError(
+            f"Query.filter: expected a narwhals expression (import narwhals as nw); got "
+            f"{type(expr).__module__}.{type(expr).__name__}{hint}"
+        )
+    nodes = getattr(expr, "_nodes", None)
+    if nodes is None or not all(node.is_elementwise() for node in nodes):
+        raise ParameterError(
+            "Query.filter: only row-by-row conditions are allowed (no aggregations, windows "
+            "or over(); a filter that looks at other rows would let one person change which "
+            f"rows of others are kept); got {expr!r}"
+        )
+    return expr
+
+
+def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
+    if (
+        isinstance(keys, pl.DataFrame | pl.LazyFrame)
+        or hasattr(keys, "__dataframe__")
+        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb"))
+    ):
+        frame = nw.from_native(keys)
+        if isinstance(frame, nw.LazyFrame):
+            frame = frame.collect()
+        out = frame.to_polars()
+        missing = [c for c in by if c not in out.columns]
+        if missing:
+            raise ParameterError(f"group_by: the `keys` frame lacks column(s) {missing}")
+        out = out.select(list(by))
+    elif isinstance(keys, Sequence) and not isinstance(keys, str):
+        rows = list(keys)
+        if len(by) == 1:
+            rows = [r[0] if isinstance(r, tuple) and len(r) == 1 else r for r in rows]
+            out = pl.DataFrame({by[0]: rows}, strict=False)
+        else:
+            if not all(isinstance(r, tuple | list) and len(r) == len(by) for r in rows):
+                raise ParameterError(
+                    f"group_by: with {len(by)} key columns, `keys` must be a list of "
+                    f"{len(by)}-tuples or a frame; got {keys!r}"
+                )
+            out = pl.DataFrame(rows, schema=list(by), orient="row", strict=False)
+    else:
+        raise TypeError(
+            "group_by: `keys` must be None (chosen privately), a list of keys or a frame of "
+            f"key columns; got {type(keys).__name__}"
+        )
+    if out.is_duplicated().any():
+        raise ParameterError("group_by: public `keys` must be distinct")
+    return out
+
+
+class Query:
+    """A differentially private query on a :class:`~dpkit.session.Session`: immutable.
+
+    Build with :meth:`filter`, :meth:`group_by` and :meth:`agg` (each returns a new query),
+    inspect with :meth:`explain` (spends nothing), run with :meth:`release` or :meth:`measure`.
+
+    Parameters
+    ----------
+    session : Session
+        Made by :meth:`Session.query`, which also passes the bounding.
+    max_rows_per_unit, max_groups_per_unit : int >= 1, optional
+        Override the Session's bounding (privacy unit set only).
+
+    Raises
+    ------
+    ParameterError
+        A bound without a privacy unit, or a privacy unit without ``max_rows_per_unit``.
+    TypeError
+        A bound that is not an int.
+
+    Notes
+    -----
+    Intervals: counts and sums use the exact noise law (Laplace: coverage at least
+    ``1 - alpha``, exactly up to discreteness) or a rigorous tail bound (Gaussian);
+    means, variances and deviations combine their parts' intervals by a union bound
+    (conservative); quantiles get the statistics layer's simultaneous value intervals
+    (conservative). None includes clipping or bounding bias; ``explain()`` says so.
+    Nulls and NaN in an aggregated column are left out of that aggregate (after bounding,
+    so they still use up a unit's rows) unless the aggregate has ``fill=``; a count of
+    rows counts every row.
+
+    Privacy
+    -------
+    One release is ``epsilon``-DP (Laplace noise, public keys), ``(epsilon, delta)``-DP
+    (Gaussian noise under zCDP converted with Canonne, Kamath and Steinke 2020, or private keys)
+    or ``rho``-zCDP, under add/remove of one privacy unit (one row, or all rows of one person)
+    — relation ``"unbounded"``. Proof sketch: filtering is row-by-row and bounding keeps each
+    unit's rows as a function of that unit's rows and a secret salt, so removing a unit
+    changes each group statistic only through its at most ``max_rows_per_unit`` kept rows, in
+    at most ``max_groups_per_unit`` groups; each noisy statistic's noise is calibrated to that
+    L1 (Laplace) or L2 (Gaussian) change over all groups at once (parallel composition), the
+    parts compose sequentially within the budget split, and the noise is exact discrete
+    noise on exact integer statistics (see :mod:`dpkit.session._noise`).
+
+    Private keys (``keys=None``): a group is released only if a noisy count of its distinct
+    units reaches a threshold ``tau``, the smallest integer with
+    ``P[1 + Z >= tau] <= delta_select / m`` for the count's discrete Laplace or discrete
+    Gaussian noise ``Z`` (``m`` groups per unit; exact tail for the Laplace, a rigorous bound
+    for the Gaussian). A group held by one unit alone then appears with probability at most
+    ``delta_select`` over all its groups, the rest of the output is ``epsilon``-close, so the
+    selection adds ``delta_select`` (Korolova, Kenthapadi, Mishra and Ntoulas 2009, Laplace
+    thresholding; Wilson et al. 2020 and Google's partition selection, Gaussian thresholding;
+    Desfontaines, Voss, Gipson and Mandayam 2022 for the analysis).
+    """
+
+    __slots__ = ("_aggs", "_by", "_filters", "_keys", "_max_groups", "_max_rows", "_s", "_sel_w")
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+    ) -> None:
+        self._s = session
+        self._filters: tuple[nw.Expr, ...] = ()
+        self._by: tuple[str, ...] = ()
+        self._keys: Any = None
+        self._aggs: tuple[Aggregate, ...] = ()
+        self._sel_w = 1.0
+        k = session.max_rows_per_unit if max_rows_per_unit is None else max_rows_per_unit
+        m = session.max_groups_per_unit if max_groups_per_unit is None else max_groups_per_unit
+        if session.privacy_unit is None:
+            if max_rows_per_unit not in (None, 1) or max_groups_per_unit not in (None, 1):
+                raise ParameterError(
+                    "query: `max_rows_per_unit` and `max_groups_per_unit` apply only with a "
+                    "privacy_unit column; with privacy_unit=None each row is its own unit"
+                )
+            k, m = 1, 1
+        else:
+            if k is None:
+                raise ParameterError(
+                    f"query: privacy_unit={session.privacy_unit!r} needs `max_rows_per_unit` "
+                    "(the most rows one unit may contribute; its rows beyond that are dropped "
+                    "at random), given to dp.Session(...) or to s.query(...)"
+                )
+            k = _check_bound("query", "max_rows_per_unit", k)
+            m = k if m is None else _check_bound("query", "max_groups_per_unit", m)
+        self._max_rows, self._max_groups = k, min(m, k)
+
+    def _copy(self, **changes: Any) -> Query:
+        new = object.__new__(Query)
+        for name in Query.__slots__:
+            object.__setattr__(new, name, changes.get(name, getattr(self, name)))
+        return new
+
+    # -- building ------------------------------------------------------------------------
+
+    def filter(self, *predicates: nw.Expr) -> Query:
+        """Keep rows where every predicate holds.
+
+        Parameters
+        ----------
+        *predicates : narwhals.Expr
+            Row-by-row conditions (``nw.col("Age") >= 18``). Polars expressions are refused:
+            they would not run on the other engines. Aggregations, windows and ``over()``
+            are refused: a filter looking at other rows is not stable under adding or
+            removing a person.
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        TypeError
+            Not a narwhals expression.
+        ParameterError
+            Not row-by-row.
+        """
+        return self._copy(_filters=self._filters + tuple(_check_filter(p) for p in predicates))
+
+    def group_by(self, *columns: str, keys: Any = None, selection_weight: float = 1.0) -> Query:
+        """Group by ``columns``.
+
+        Parameters
+        ----------
+        *columns : str
+            Key columns.
+        keys : list, frame or None
+            Public keys: a list of values (one column) or of tuples, or a frame holding the
+            key columns; exactly those groups are released, empty ones included with their
+            own noise. ``None``: groups are chosen privately (needs ``delta > 0``).
+        selection_weight : float > 0, default 1.0
+            Budget weight of private key selection relative to the aggregates' weights (not
+            used with public keys, or when a ``dp.count()`` of one row per unit doubles as
+            the selection count).
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        ParameterError
+            No columns, duplicate keys, keys of the wrong width or missing key columns.
+        TypeError
+            Non-str columns or keys of an unsupported type.
+        """
+        if not columns:
+            raise ParameterError("group_by: give at least one column")
+        for c in columns:
+            if not isinstance(c, str):
+                raise TypeError(f"group_by: columns must be str; got {c!r}")
+        w = check_positive("group_by", "selection_weight", selection_weight)
+        kf = None if keys is None else _public_keys(tuple(columns), keys)
+        return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w)
+
+    def agg(self, *aggregates: Aggregate) -> Query:
+        """Add aggregates.
+
+        Parameters
+        ----------
+        *aggregates : Aggregate
+            ``dp.count()``, ``dp.mean("Age", bounds=(0, 100))``, ...; a histogram must be
+            alone in its query (it gives one row per group and bin).
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        TypeError
+            Something that is not a dpkit aggregate.
+        ParameterError
+            A histogram beside other aggregates.
+        """
+        for a in aggregates:
+            if not isinstance(a, Aggregate):
+                raise TypeError(
+                    f"agg: expected dpkit aggregates such as dp.count() or "
+                    f"dp.mean('Age', bounds=(0, 100)); got {type(a).__name__}"
+                )
+        aggs = self._aggs + tuple(aggregates)
+        if any(isinstance(a, Histogram) for a in aggs) and len(aggs) > 1:
+            raise ParameterError(
+                "agg: a histogram gives one row per (group, bin); release it in a query of its own"
+            )
+        return self._copy(_aggs=aggs)
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _context(self) -> ex.Context:
+        s = self._s
+        if not self._aggs:
+            raise ParameterError("query: nothing to release; add aggregates with .agg(...)")
+        lf = s._frame
+        schema = s._schema
+        for c in [*self._by, *([s.privacy_unit] if s.privacy_unit else [])]:
+            if c not in schema:
+                raise ParameterError(
+                    f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
+                )
+        names: list[str] = list(self._by)
+        for a in self._aggs:
+            a.check_schema(schema)
+            for out in a.outputs():
+                for col in (out, f"{out}_low", f"{out}_high"):
+                    if col in names:
+                        raise ParameterError(
+                            f"agg: output column {col!r} appears twice; give the aggregates "
+                            "distinct name=..."
+                        )
+                    names.append(col)
+        if self._filters:
+            try:
+                lf = lf.filter(*self._filters)
+                lf.collect_schema()
+            except Exception as err:  # the engine's own error type
+                raise ParameterError(f"Query.filter: the filter cannot run: {err}") from None
+        return ex.Context(
+            s._engine,
+            lf,
+            schema,
+            s.privacy_unit,
+            self._max_rows,
+            self._max_groups,
+            self._by,
+            self._keys,
+            self._aggs,
+        )
+
+    def _plan(
+        self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any, required: bool = False
+    ) -> Plan:
+        a = check_positive("release", "alpha", alpha)
+        if not a < 1:
+            raise ParameterError(f"release: `alpha` must be in (0, 1); got {alpha!r}")
+        private = bool(self._by) and self._keys is None
+        need = required or epsilon is not None or rho is not None
+        budget = make_budget(epsilon, delta, rho, noise, private) if need else None
+        base = Plan(
+            self._s._engine.name,
+            self._s.privacy_unit,
+            self._max_rows,
+            self._max_groups,
+            self._by,
+            self._keys is not None,
+            budget,
+            a,
+            self._aggs,
+            notes=self._notes(),
+        )
+        if budget is None:
+            return base
+        groups = self._max_groups if self._by else 1
+        parts, quants, sel = split(
+            self._aggs,
+            budget,
+            k=self._max_rows,
+            groups=groups,
+            alpha=a,
+            selection_weight=self._sel_w,
+            reuse=self._reuse(),
+        )
+        return dataclasses.replace(base, parts=tuple(parts), quantiles=tuple(quants), selection=sel)
+
+    def _reuse(self) -> str | None:
+        """A ``dp.count()`` that can double as the selection count (one row per unit)."""
+        if self._max_rows != 1:
+            return None
+        for a in self._aggs:
+            if isinstance(a, Count) and a.column is None:
+                return a.name
+        return None
+
+    def _notes(self) -> tuple[str, ...]:
+        notes = []
+        for a in self._aggs:
+            if a.column is None or isinstance(a, Histogram):
+                continue
+            fill = getattr(a, "fill", None)
+            rule = "left out" if fill is None else f"replaced by {fill!r}"
+            notes.append(
+                f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
+                f"are clipped to {getattr(a, 'bounds', None)}"
+            )
+            lat = getattr(a, "lattice", None)
+            if lat is not None:
+                notes.append(
+                    f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
+                    f"(rounding <= {lat.unit / 2!r} per value)"
+                )
+        return tuple(notes)
+
+    def explain(
+        self,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        alpha: float = 0.05,
+        *,
+        rho: float | None = None,
+        noise: str | None = None,
+    ) -> Plan:
+        """The plan: bounding, sensitivities, mechanisms, noise, split, threshold, accuracy.
+
+        Parameters
+        ----------
+        epsilon, delta, alpha, rho, noise
+            As for :meth:`measure`; without ``epsilon`` or ``rho`` the plan shows the
+            bounding and sensitivities only.
+
+        Returns
+        -------
+        Plan
+            ``print()`` it; its fields hold every figure.
+
+        Raises
+        ------
+        ParameterError, TypeError
+            As :meth:`measure`, for what can be checked without the data.
+
+        Notes
+        -----
+        Looks only at the schema and the public parameters; spends nothing.
+        """
+        self._context()
+        return self._plan(epsilon, delta, rho, noise, alpha)
+
+    # -- releasing -----------------------------------------------------------------------
+
+    def release(
+        self,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        alpha: float = 0.05,
+        *,
+        rho: float | None = None,
+        noise: str | None = None,
+        rng: Any = None,
+        label: str | None = None,
+    ) -> Any:
+        """Release the query: the frame of :meth:`measure`.
+
+        Parameters
+        ----------
+        epsilon, delta, alpha, rho, noise, rng, label
+            As for :meth:`measure`.
+
+        Returns
+        -------
+        DataFrame
+            Key columns (sorted), then ``<name>``, ``<name>_low``, ``<name>_high`` per value:
+            pandas for pandas data, Polars otherwise.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As for :meth:`measure`.
+        """
+        return self.measure(epsilon, delta, alpha, rho=rho, noise=noise, rng=rng, label=label).frame
+
+    def measure(
+        self,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        alpha: float = 0.05,
+        *,
+        rho: float | None = None,
+        noise: str | None = None,
+        rng: Any = None,
+        label: str | None = None,
+    ) -> QueryRelease:
+        """Release the query and return the frame with its metadata (:class:`QueryRelease`).
+
+        Parameters
+        ----------
+        epsilon : float > 0
+            Required unless ``rho`` is given.
+        delta : float in [0, 1), default 0
+            ``0``: pure DP, Laplace-type noise, public keys only. ``> 0``: Gaussian-type noise
+            (or ``noise="laplace"``) and private keys allowed.
+        alpha : float in (0, 1), default 0.05
+            Intervals are at level ``1 - alpha``.
+        rho : float > 0, optional
+            A zCDP release (Gaussian noise) instead of ``epsilon``.
+        noise : {"laplace", "gaussian"}, optional
+            Override the noise family chosen from ``delta``.
+        rng : None, int or BitSource
+            ``None`` (default) uses the Session's source (secure unless seeded).
+        label : str, optional
+            The accountant entry's label.
+
+        Returns
+        -------
+        QueryRelease
+            The frame, the cost, the relation, the unit, the threshold and a ``Release`` per
+            noisy statistic.
+
+        Raises
+        ------
+        ParameterError, TypeError
+            Bad parameters or data (nothing spent).
+        BudgetExceededError
+            The release would overspend: nothing is spent, nothing is drawn.
+        """
+        ctx = self._context()
+        plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
+        assert plan.budget is not None
+        if plan.quantiles:
+            statistics_layer()  # fails before spending if the statistics layer is missing
+        self._s._check_data()
+        label = label or self._label()
+        self._s._spend(plan.budget.cost, label)
+        source = self._s._source if rng is None else as_source(rng)
+        salt = None
+        if ctx.unit is not None:
+            salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
+        rows = ex.bounded_rows(ctx, salt)
+        return execute(ctx, plan, rows, source, label, self._s._engine)
+
+    def _label(self) -> str:
+        names = ", ".join(a.name for a in self._aggs)
+        by = f" by {', '.join(self._by)}" if self._by else ""
+        return f"Session query: {names}{by}"
+
+    def __repr__(self) -> str:
+        aggs = ", ".join(a.name for a in self._aggs)
+        return f"Query(by={list(self._by)}, aggregates=[{aggs}], filters={len(self._filters)})"

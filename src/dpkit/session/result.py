@@ -1,0 +1,49 @@
+"""The record a Session release returns: the frame and what produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpkit.accounting import PrivacyLoss
+from dpkit.mechanisms import Release
+from dpkit.session._plan import Plan
+
+__all__ = ["QueryRelease"]
+
+
+@dataclass(frozen=True)
+class QueryRelease:
+    """A released frame and what produced it (all of it safe to publish).
+
+    Attributes
+    ----------
+    frame
+        The released table: key columns, then ``<name>``, ``<name>_low``, ``<name>_high`` per
+        aggregate value (pandas for pandas input, Polars otherwise).
+    privacy
+        The cost charged to the accountant (one entry).
+    relation
+        ``"unbounded"``: neighbours add or remove one privacy unit.
+    privacy_unit
+        ``None`` (each row) or the column naming the unit.
+    label
+        The accountant entry's label.
+    plan
+        The :class:`~dpkit.session._plan.Plan` that was executed (what ``explain()`` shows).
+    releases
+        Per noisy statistic, a :class:`~dpkit.mechanisms.Release` holding its per-group noisy
+        values (in statistic units), mechanism, share of the cost and noise scale, keyed
+        ``"<aggregate>: <statistic>"``.
+    threshold
+        The key-selection threshold, or ``None`` with public keys.
+    """
+
+    frame: Any
+    privacy: PrivacyLoss
+    relation: str
+    privacy_unit: str | None
+    label: str
+    plan: Plan
+    releases: dict[str, Release] = field(default_factory=dict)
+    threshold: int | None = None

@@ -1,0 +1,454 @@
+"""The :class:`Session`: differentially private queries on a DataFrame, on its own engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import narwhals as nw
+
+from dpkit.accounting import ZCDP, Accountant, ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting.accountant import LabelledAccountant
+from dpkit.errors import ParameterError
+from dpkit.samplers import as_source
+from dpkit.session import aggregates as agg
+from dpkit.session.engines import engine_for
+from dpkit.session.query import Query
+
+__all__ = ["Session"]
+
+
+class Session:
+    """Differentially private queries on one table, with one privacy budget.
+
+    Parameters
+    ----------
+    data
+        A Polars DataFrame or LazyFrame, a pandas DataFrame, a PyArrow Table, a DuckDB
+        relation, or a path to a CSV or Parquet file (scanned lazily). All row-level work runs
+        on that engine through narwhals; only aggregates come back to Python.
+    privacy_unit : str, optional
+        ``None`` (default) protects each row (add or remove one row). A column name protects
+        each person: all rows with the same value are added or removed together.
+    budget : PureDP, ApproxDP or ZCDP, optional
+        Makes a fresh :class:`~dpkit.Accountant` with this total.
+    accountant : Accountant, optional
+        An existing accountant (with its ledger) instead of ``budget``.
+    rng : None, int or BitSource
+        ``None`` (default): secure randomness. An int seed makes releases reproducible
+        (``secure=False``; tests and demos only).
+    max_rows_per_unit : int >= 1, optional
+        With a privacy unit, the default number of rows one unit keeps (at random, freshly for
+        each release); required there, by the Session or by each query.
+    max_groups_per_unit : int >= 1, optional
+        With a privacy unit, the default number of groups one unit appears in (default: no
+        more than ``max_rows_per_unit``).
+
+    Raises
+    ------
+    TypeError
+        ``data`` of an unsupported type (the message lists the accepted ones), or a wrong
+        ``budget`` / ``accountant`` type.
+    ParameterError
+        Neither or both of ``budget`` and ``accountant``; an unknown ``privacy_unit`` column.
+
+    Privacy
+    -------
+    Every release spends its cost through the accountant before any noise is drawn (one
+    labelled entry, relation "unbounded": add/remove one row or one unit); a release that
+    would overspend raises :class:`~dpkit.BudgetExceededError` and draws nothing. See
+    :class:`~dpkit.session.Query` for the guarantee of one release.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import dpkit as dp
+    >>> df = pl.DataFrame({"Sex": ["F", "M", "F", "M"] * 50, "Age": [30, 40, 50, 60] * 50})
+    >>> s = dp.Session(df, budget=dp.PureDP(1.0), rng=7)
+    >>> s.query().group_by("Sex", keys=["F", "M"]).agg(dp.count()).release(epsilon=0.5)
+    shape: (2, 4)
+    ┌─────┬───────┬───────────┬────────────┐
+    │ Sex ┆ count ┆ count_low ┆ count_high │
+    │ --- ┆ ---   ┆ ---       ┆ ---        │
+    │ str ┆ i64   ┆ i64       ┆ i64        │
+    ╞═════╪═══════╪═══════════╪════════════╡
+    │ F   ┆ 98    ┆ 92        ┆ 104        │
+    │ M   ┆ 94    ┆ 88        ┆ 100        │
+    └─────┴───────┴───────────┴────────────┘
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        privacy_unit: str | None = None,
+        budget: PrivacyLoss | None = None,
+        accountant: Accountant | LabelledAccountant | None = None,
+        rng: Any = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+    ) -> None:
+        self._engine = engine_for(data)
+        if (budget is None) == (accountant is None):
+            raise ParameterError(
+                "Session: give exactly one of `budget` (for example budget=dp.PureDP(1.0), a "
+                "fresh accountant) or `accountant=` (an existing dp.Accountant); got "
+                + ("neither" if budget is None else "both")
+            )
+        if budget is not None:
+            if not isinstance(budget, PureDP | ApproxDP | ZCDP):
+                raise TypeError(
+                    "Session: `budget` must be a PureDP, ApproxDP or ZCDP value, for example "
+                    f"dp.PureDP(1.0); got {type(budget).__name__}"
+                )
+            accountant = Accountant(budget)
+        elif not isinstance(accountant, Accountant | LabelledAccountant):
+            raise TypeError(
+                f"Session: `accountant` must be a dpkit Accountant; got {type(accountant).__name__}"
+            )
+        self.accountant = accountant
+        self._source = as_source(rng)
+        self._frame = self._engine.to_lazy(data)
+        self._schema = self._frame.collect_schema()
+        if privacy_unit is not None:
+            if not isinstance(privacy_unit, str):
+                raise TypeError(
+                    f"Session: `privacy_unit` must be a column name; got {privacy_unit!r}"
+                )
+            if privacy_unit not in self._schema:
+                raise ParameterError(
+                    f"Session: unknown `privacy_unit` column {privacy_unit!r}; the data has "
+                    f"{', '.join(map(repr, self._schema))}"
+                )
+        elif max_rows_per_unit is not None or max_groups_per_unit is not None:
+            raise ParameterError(
+                "Session: `max_rows_per_unit` and `max_groups_per_unit` need a privacy_unit "
+                "column; with privacy_unit=None each row is its own unit"
+            )
+        self.privacy_unit = privacy_unit
+        self.max_rows_per_unit = max_rows_per_unit
+        self.max_groups_per_unit = max_groups_per_unit
+
+    @property
+    def engine(self) -> str:
+        """The engine the queries run on."""
+        return self._engine.name
+
+    @property
+    def columns(self) -> list[str]:
+        """The table's column names (the schema is public)."""
+        return list(self._schema)
+
+    def query(
+        self,
+        *,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+    ) -> Query:
+        """A new, empty query on this table.
+
+        Parameters
+        ----------
+        max_rows_per_unit, max_groups_per_unit : int >= 1, optional
+            Override the Session's bounding for this query (privacy unit set only).
+
+        Returns
+        -------
+        Query
+            Build it with ``filter``, ``group_by`` and ``agg``; nothing runs until ``release``.
+
+        Raises
+        ------
+        ParameterError
+            A bound without a privacy unit, or a privacy unit without ``max_rows_per_unit``.
+        TypeError
+            A bound that is not an int.
+        """
+        return Query(
+            self, max_rows_per_unit=max_rows_per_unit, max_groups_per_unit=max_groups_per_unit
+        )
+
+    def _check_data(self) -> None:
+        """Refuse an empty table or a privacy unit with nulls (before anything is spent)."""
+        # one row is enough to know the table is not empty (LIMIT 1 on every engine)
+        if self._engine.collect(self._frame.head(1).select(nw.len().alias("n")))["n"][0] == 0:
+            raise ParameterError("Session: the table is empty; there is nothing to release")
+        if self.privacy_unit is not None:
+            check = self._frame.select(nw.col(self.privacy_unit).null_count().alias("nulls"))
+            nulls = int(self._engine.collect(check)["nulls"][0])
+            if nulls:
+                raise ParameterError(
+                    f"Session: the privacy_unit column {self.privacy_unit!r} has {nulls} null "
+                    "value(s); every row must name its unit (drop or attribute them first)"
+                )
+
+    def _spend(self, cost: PrivacyLoss, label: str) -> None:
+        # add/remove one row or one unit: the relation every Session guarantee holds under
+        self.accountant.spend(cost, label=label, relation="unbounded")
+
+    # -- one-statistic shortcuts -----------------------------------------------------------
+
+    def _one(
+        self,
+        aggregate: agg.Aggregate,
+        by: Sequence[str] | str | None,
+        keys: Any,
+        kw: dict[str, Any],
+    ) -> Any:
+        q = self.query()
+        if by is not None:
+            cols = (by,) if isinstance(by, str) else tuple(by)
+            q = q.group_by(*cols, keys=keys)
+        return q.agg(aggregate).release(**kw)
+
+    def count(
+        self, *, by: Sequence[str] | str | None = None, keys: Any = None, **release: Any
+    ) -> Any:
+        """Release one count (per group of ``by``): ``query().group_by(by, keys=keys)
+        .agg(dp.count()).release(**release)``.
+
+        Parameters
+        ----------
+        by : str or sequence of str, optional
+            Key column(s); ``keys`` public keys or ``None`` (chosen privately, needs delta).
+        keys : list or frame, optional
+        **release
+            ``epsilon``, ``delta``, ``alpha``, ``rho``, ``noise``, ``rng``, ``label``, as for
+            :meth:`Query.release`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame (pandas for pandas data, Polars otherwise).
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
+        return self._one(agg.count(), by, keys, release)
+
+    def sum(
+        self,
+        column: str,
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release one ``dp.sum(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
+        return self._one(agg.sum(column, bounds=bounds), by, keys, release)
+
+    def mean(
+        self,
+        column: str,
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release one ``dp.mean(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
+        return self._one(agg.mean(column, bounds=bounds), by, keys, release)
+
+    def var(
+        self,
+        column: str,
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release one ``dp.var(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
+        return self._one(agg.var(column, bounds=bounds), by, keys, release)
+
+    def std(
+        self,
+        column: str,
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release one ``dp.std(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
+        return self._one(agg.std(column, bounds=bounds), by, keys, release)
+
+    def median(
+        self,
+        column: str,
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release one ``dp.median(column, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        bounds : (lower, upper)
+            Required, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            The released frame.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`; a missing bound is a ParameterError.
+        """
+        return self._one(agg.median(column, bounds=bounds), by, keys, release)
+
+    def quantile(
+        self,
+        column: str,
+        q: float | Sequence[float],
+        *,
+        bounds: tuple[float, float] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release ``dp.quantile(column, q, bounds=)`` (per group of ``by``).
+
+        Parameters
+        ----------
+        column : str
+        q : float or sequence of float
+            Levels in (0, 1), sorted and distinct; all released by one mechanism.
+        bounds : (lower, upper)
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``<column>_<q>`` with their intervals.
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
+        return self._one(agg.quantile(column, q, bounds=bounds), by, keys, release)
+
+    def histogram(
+        self,
+        column: str,
+        *,
+        bins: Sequence[Any] | None = None,
+        by: Sequence[str] | str | None = None,
+        keys: Any = None,
+        **release: Any,
+    ) -> Any:
+        """Release ``dp.histogram(column, bins=)`` (per group of ``by``), in long form.
+
+        Parameters
+        ----------
+        column : str
+        bins : sequence
+            Numeric edges or categories, public.
+        by, keys, **release
+            As for :meth:`count`.
+
+        Returns
+        -------
+        DataFrame
+            One row per (group, bin).
+
+        Raises
+        ------
+        ParameterError, TypeError, BudgetExceededError
+            As :meth:`Query.release`.
+        """
+        return self._one(agg.histogram(column, bins=bins), by, keys, release)
+
+    def __repr__(self) -> str:
+        unit = "rows" if self.privacy_unit is None else repr(self.privacy_unit)
+        return (
+            f"Session(engine={self.engine!r}, privacy_unit={unit}, accountant={self.accountant!r})"
+        )

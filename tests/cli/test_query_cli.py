@@ -1,0 +1,157 @@
+"""``dpkit query``: the released table from the command line, and --explain."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dpkit import Accountant, PureDP
+from dpkit.cli.main import main
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    df = pl.DataFrame(
+        {
+            "pid": [i // 3 for i in range(300)],
+            "Sex": ["Female", "Male"] * 150,
+            "Age": [20 + (i * 7) % 60 for i in range(300)],
+        }
+    )
+    path = tmp_path / "people.parquet"
+    df.write_parquet(path)
+    return path
+
+
+def test_query_prints_the_table_with_intervals(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys.csv"
+    keys.write_text("Sex\nFemale\nMale\nOther\n")
+    argv = [
+        "query",
+        str(data),
+        "--epsilon",
+        "1",
+        "--group-by",
+        "Sex",
+        "--keys",
+        str(keys),
+        "--count",
+        "--mean",
+        "Age:0:100",
+        "--seed",
+        "3",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for needle in ("Female", "Other", "count_low", "Age_mean_high", "PureDP(epsilon=1.0)"):
+        assert needle in out
+
+
+def test_query_json_and_ledger(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "b.sqlite"
+    Accountant.create(ledger, PureDP(1.0)).close()
+    argv = [
+        "query",
+        str(data),
+        "--epsilon",
+        "0.5",
+        "--unit",
+        "pid",
+        "--max-rows",
+        "2",
+        "--count",
+        "--sum",
+        "Age:0:100",
+        "--ledger",
+        str(ledger),
+        "--json",
+        "--seed",
+        "1",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["columns"] == [
+        "count",
+        "count_low",
+        "count_high",
+        "Age_sum",
+        "Age_sum_low",
+        "Age_sum_high",
+    ]
+    assert out["privacy_unit"] == "pid" and out["privacy"] == "PureDP(epsilon=0.5)"
+    with Accountant.open(ledger) as acct:
+        assert [s.label for s in acct.history] == ["Session query: count, Age_sum"]
+    assert main([*argv[:-2]]) == 0  # the second half of the budget
+    capsys.readouterr()
+    assert main(argv) == 2  # a third release would overspend
+    assert "would exceed the budget" in capsys.readouterr().err
+
+
+def test_explain_spends_nothing(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "b.sqlite"
+    Accountant.create(ledger, PureDP(1.0)).close()
+    argv = [
+        "query",
+        str(data),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--group-by",
+        "Sex",
+        "--count",
+        "--std",
+        "Age:0:100",
+        "--explain",
+        "--ledger",
+        str(ledger),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "key selection" in out and "sensitivity" in out and "ApproxDP" in out
+    with Accountant.open(ledger) as acct:
+        assert acct.history == ()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "at least one aggregate"),
+        (["--mean", "Age:0"], "COLUMN:LOWER:UPPER"),
+        (["--mean", "Age:zero:100"], "must be a number"),
+        (["--count", "--keys", "k.csv"], "--keys needs --group-by"),
+        (["--count", "--group-by", "Sex"], "delta = 0"),
+        (["--mean", "Nope:0:1"], "unknown column 'Nope'"),
+    ],
+)
+def test_bad_arguments(
+    data: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["query", str(data), "--epsilon", "1", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_file_and_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["query", str(tmp_path / "none.csv"), "--epsilon", "1", "--count"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert (
+        main(
+            ["query", "adult", "--epsilon", "1", "--count", "--ledger", str(tmp_path / "x.sqlite")]
+        )
+        == 2
+    )
+    assert "dpkit budget init" in capsys.readouterr().err
+
+
+def test_bundled_adult(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["query", "adult", "--epsilon", "1", "--count", "--seed", "2"]) == 0
+    assert "count_high" in capsys.readouterr().out

@@ -1,0 +1,177 @@
+"""Bad input gets a clear error naming the thing, before anything is spent."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import narwhals as nw
+import polars as pl
+import pytest
+
+import dpkit as dp
+
+
+def _df() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "pid": [1, 1, 2, 3],
+            "Sex": ["F", "M", "F", "M"],
+            "Age": [30.0, 40.0, None, 60.0],
+            "flag": [True, False, True, True],
+        }
+    )
+
+
+def _session(data: Any = None, **kw: Any) -> dp.Session:
+    return dp.Session(_df() if data is None else data, budget=dp.ApproxDP(1.0, 1e-6), **kw)
+
+
+def test_errors_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
+    s = _session(engine(_df()))
+    with pytest.raises(dp.ParameterError, match="unknown column 'Agee'"):
+        s.query().agg(dp.mean("Agee", bounds=(0, 100))).release(epsilon=1.0)
+    with pytest.raises(TypeError, match="column 'Sex' must be numeric"):
+        s.query().agg(dp.sum("Sex", bounds=(0, 1))).release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match="unknown column 'Edu'"):
+        s.query().group_by("Edu", keys=["x"]).agg(dp.count()).release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match=r"delta = 0.*public keys.*delta > 0"):
+        s.query().group_by("Sex").agg(dp.count()).release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has 1 null"):
+        dp.Session(
+            engine(_df()), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)
+        ).count(epsilon=0.1)
+    empty = _df().clear()
+    with pytest.raises(dp.ParameterError, match="table is empty"):
+        _session(engine(empty)).count(epsilon=0.5)
+    assert s.accountant.history == ()
+
+
+def test_unit_nulls_message_names_the_column() -> None:
+    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has 1 null"):
+        dp.Session(_df(), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)).count(
+            epsilon=0.1
+        )
+
+
+@pytest.mark.parametrize(
+    ("bounds", "error", "match"),
+    [
+        (None, dp.ParameterError, "`bounds` is required"),
+        ((100, 0), dp.ParameterError, "lower < upper"),
+        ((0, math.nan), dp.ParameterError, "finite"),
+        ((0, math.inf), dp.ParameterError, "finite"),
+        # the shared check names 10**400 as a ParameterError once h10-robust's lands
+        ((0, 10**400), (OverflowError, dp.ParameterError), ""),
+        ((True, 5), TypeError, "real number"),
+        ("0,100", TypeError, "pair"),
+        ((-1e308, 1e308), dp.ParameterError, "too far apart"),
+    ],
+)
+def test_bad_bounds(bounds: Any, error: Any, match: str) -> None:
+    with pytest.raises(error, match=match or None):
+        dp.mean("Age", bounds=bounds)
+
+
+def test_unsupported_data_names_what_is_accepted() -> None:
+    with pytest.raises(TypeError, match=r"polars\.DataFrame.*pandas\.DataFrame.*duckdb"):
+        dp.Session([[1, 2]], budget=dp.PureDP(1.0))
+    with pytest.raises(TypeError, match=r"\.csv or \.parquet"):
+        dp.Session("data.xlsx", budget=dp.PureDP(1.0))
+
+
+def test_session_arguments() -> None:
+    with pytest.raises(dp.ParameterError, match="exactly one of `budget`"):
+        dp.Session(_df())
+    with pytest.raises(TypeError, match="`budget` must be a PureDP"):
+        dp.Session(_df(), budget=1.0)
+    with pytest.raises(TypeError, match="`accountant` must be"):
+        dp.Session(_df(), accountant="acct")
+    with pytest.raises(dp.ParameterError, match="unknown `privacy_unit`"):
+        dp.Session(_df(), privacy_unit="person", budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="need a privacy_unit"):
+        dp.Session(_df(), max_rows_per_unit=2, budget=dp.PureDP(1.0))
+    s = dp.Session(_df(), privacy_unit="pid", budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="needs `max_rows_per_unit`"):
+        s.query()
+    with pytest.raises(TypeError, match="int >= 1"):
+        s.query(max_rows_per_unit=True)
+    with pytest.raises(dp.ParameterError, match="int >= 1"):
+        s.query(max_rows_per_unit=0)
+
+
+def test_filters() -> None:
+    s = _session()
+    with pytest.raises(TypeError, match="Polars expressions are not accepted"):
+        s.query().filter(pl.col("Age") > 3)
+    with pytest.raises(dp.ParameterError, match="row-by-row"):
+        s.query().filter(nw.col("Age") > nw.col("Age").mean())
+    with pytest.raises(dp.ParameterError, match="row-by-row"):
+        s.query().filter(nw.col("Age").rank().over("Sex") < 3)
+    with pytest.raises(dp.ParameterError, match="filter cannot run"):
+        s.query().filter(nw.col("Nope") > 3).agg(dp.count()).release(epsilon=1.0)
+    assert s.accountant.history == ()
+
+
+def test_release_parameters() -> None:
+    s = _session()
+    q = s.query().agg(dp.count())
+    with pytest.raises(dp.ParameterError, match="`epsilon` is required"):
+        q.release()
+    with pytest.raises(dp.ParameterError, match="epsilon"):
+        q.release(epsilon=-1.0)
+    with pytest.raises(TypeError, match="epsilon"):
+        q.release(epsilon=True)
+    with pytest.raises(dp.ParameterError, match="delta"):
+        q.release(epsilon=1.0, delta=1.5)
+    with pytest.raises(dp.ParameterError, match="alpha"):
+        q.release(epsilon=1.0, alpha=1.0)
+    with pytest.raises(dp.ParameterError, match="not both"):
+        q.release(epsilon=1.0, rho=0.1)
+    with pytest.raises(dp.ParameterError, match="noise"):
+        q.release(epsilon=1.0, noise="cauchy")
+    with pytest.raises(dp.ParameterError, match="nothing to release"):
+        s.query().release(epsilon=1.0)
+    assert s.accountant.history == ()
+
+
+def test_aggregate_arguments() -> None:
+    with pytest.raises(dp.ParameterError, match="weight"):
+        dp.count(weight=0)
+    with pytest.raises(TypeError, match="column"):
+        dp.sum(3, bounds=(0, 1))
+    with pytest.raises(dp.ParameterError, match=r"in \(0, 1\)"):
+        dp.quantile("Age", [0.5, 1.0], bounds=(0, 100))
+    with pytest.raises(dp.ParameterError, match="sorted and distinct"):
+        dp.quantile("Age", [0.5, 0.5], bounds=(0, 100))
+    with pytest.raises(dp.ParameterError, match="`bins` is required"):
+        dp.histogram("Age")
+    with pytest.raises(dp.ParameterError, match="strictly"):
+        dp.histogram("Age", bins=[0, 10, 5])
+    with pytest.raises(dp.ParameterError, match="distinct"):
+        dp.histogram("Sex", bins=["F", "F"])
+    q = _session().query()
+    with pytest.raises(TypeError, match="dpkit aggregates"):
+        q.agg("count")
+    with pytest.raises(dp.ParameterError, match="own"):
+        q.agg(dp.count(), dp.histogram("Age", bins=[0, 50, 100]))
+    with pytest.raises(dp.ParameterError, match="appears twice"):
+        q.agg(dp.count(), dp.count()).release(epsilon=1.0)
+    with pytest.raises(TypeError, match="must be numeric"):
+        q.agg(dp.mean("flag", bounds=(0, 1))).release(epsilon=1.0)
+
+
+def test_keys() -> None:
+    s = _session()
+    with pytest.raises(dp.ParameterError, match="distinct"):
+        s.query().group_by("Sex", keys=["F", "F"])
+    with pytest.raises(dp.ParameterError, match="2-tuples"):
+        s.query().group_by("Sex", "pid", keys=["F"])
+    with pytest.raises(TypeError, match="`keys` must be None"):
+        s.query().group_by("Sex", keys=3)
+    with pytest.raises(dp.ParameterError, match="lacks column"):
+        s.query().group_by("Sex", keys=pl.DataFrame({"sex": ["F"]}))
+    both = s.query().group_by("Sex", "pid", keys=[("F", 1), ("M", 9)]).agg(dp.count())
+    out = both.release(epsilon=1.0)
+    assert out.select("Sex", "pid").rows() == [("F", 1), ("M", 9)]
