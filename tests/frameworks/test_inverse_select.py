@@ -154,7 +154,7 @@ def test_support_releases_tied_integers_exactly() -> None:
         (dict(support="integers"), "`support`"),
         (dict(support=0.3), "power of two"),
         (dict(support="auto", grid=[1.0, 2.0]), "not both"),
-        (dict(query="mean", support="auto"), "median and percentiles"),
+        (dict(query="mean", support="auto", relation="bounded"), "median and percentiles"),
     ],
 )
 def test_support_errors(kwargs, match) -> None:
