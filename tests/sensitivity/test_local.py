@@ -110,7 +110,7 @@ def test_linearithmic_on_a_million(query: str) -> None:
         ({"distance": 0}, ParameterError, "`distance` must be an int >= 1; got 0"),
         ({"query": "mode"}, ParameterError, "unknown query 'mode'"),
         ({"query": lambda v: v.max()}, ParameterError, "empirical_local"),
-        ({"relation": None}, ParameterError, "'bounded'"),
+        ({"relation": None}, TypeError, "'bounded'"),
         ({"data": [1.0, 99.0]}, ParameterError, "1 value(s) of `data` lie outside"),
         ({"bounds": None}, ParameterError, "`bounds` is required for 'median'"),
     ],

@@ -309,6 +309,14 @@ def _plan(
     check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data), lower, upper)
     q = _query(query)
+    if q.kind in ("var", "std"):
+        raise ParameterError(
+            f"{_OWNER}: propose-test-release needs the exact distance to high sensitivity, "
+            f"which dpkit computes exactly for count, sum, mean, median and percentiles only; "
+            f"for {q.name!r}, A(f, x, k) is a certified upper bound (not exact), whose "
+            "comparisons with the proposed bound could break the distance's sensitivity of "
+            "one: use smooth_sensitivity_release"
+        )
     # the released statistic is q(R(x)), R the per-record lattice map of the bounds, computed
     # exactly; its sensitivity analysis runs on R(x), which lies in the bounds (see on_data_lattice)
     lat = on_data_lattice(arr, lower, upper)

@@ -27,6 +27,16 @@ of the rounded ``f`` (``S(x) + g <= e^beta S(x') + g <= e^beta (S(x') + g)``), a
 is the continuous noise rounded to the grid, sampled exactly by inversion
 (:mod:`dpkit.samplers.heavy_tailed`): the release is ``g * round((f~(x) + X) / g)``, a
 post-processing of the continuous mechanism, so it keeps its guarantee.
+
+Exactness of ``S`` (issue 10, item 3): for the mean and the percentiles ``A(f, x, k)`` is
+computed exactly and rounded up to a float, a monotone map, so ``A(x, k) <= A(x', k + 1)``
+holds for the values used; the smooth maximum's own float rounding (a relative few ``2**-53``)
+is absorbed by the ``+ g`` above, since ``(e^beta - 1) g`` exceeds ``2**-40`` times the largest
+possible ``S`` for every admissible beta. For the variance and the deviation ``A`` is a
+certified upper bound exceeding the exact value by at most a public ``R(k)``; then ``S(x) <=
+e^beta S(x') + G`` with ``G = max_k e^(-beta k) R(k)``
+(:func:`dpkit.sensitivity.at_distance.certified_gap`), and adding ``G / (e^beta - 1)`` makes
+the bound beta-smooth again.
 """
 
 from __future__ import annotations
@@ -129,6 +139,13 @@ def _prepare(
     stat_units = statistic_on_grid(q, lat.units, lat.unit, spacing)
     g = Fraction(spacing)
     s_star = Fraction(s_val) + g  # beta-smooth bound for the rounded statistic
+    if q.kind in ("var", "std"):
+        # certified (not exact) A for the moments: restore exact beta-smoothness with the
+        # public correction G / (e^beta - 1) (at_distance.certified_gap; module docstring)
+        from dpkit.sensitivity.at_distance import certified_gap
+
+        gap = Fraction(certified_gap(q.kind, lower, upper, beta))
+        s_star += gap / (Fraction(math.expm1(beta)) * (1 - Fraction(1, 2**50)))
     # noise scale in grid units; the float multiplier is taken exactly and rounded *up* by
     # 2**-40 relative so that float error can only add noise
     ratio = s_star * Fraction(mult) * (1 + Fraction(1, 2**40)) / g
@@ -200,7 +217,7 @@ def smooth_upper_bound(
         val = math.exp(-beta * k) * a
         if val > best:
             best, best_k = val, k
-        if k + 1 > kmax or tail[k + 1] <= best:
+        if k + 1 > kmax or tail[k + 1] * (1 + 2.0**-40) <= best:
             return float(best), best_k, True
         if k >= exact_k:
             # past K0 use the envelope: max over k' > K0 of e^-bk' B(k')

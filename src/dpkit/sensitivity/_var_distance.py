@@ -59,20 +59,26 @@ Work is in coordinates centred on the middle of the bounds (variance is shift-in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
+
+from dpkit.sensitivity._lattice_data import LatticeData
 
 #: ``f(rows, idx)``: a value or prefix sum of row ``rows[i]`` at position ``idx[i]``
 Indexer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 #: ``f(S, Q)``: the objective from the sum and the sum of squares
 Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-__all__ = ["VarData", "var_diagonal", "var_envelope"]
+__all__ = ["VarData", "certified_error", "var_diagonal", "var_envelope"]
 
 
 class VarData:
     """Centred sorted data with prefix sums."""
+
+    factor: float = 1.0
 
     def __init__(self, x: np.ndarray, lower: float, upper: float) -> None:
         c = (lower + upper) / 2
@@ -82,6 +88,60 @@ class VarData:
         self.n = x.size
         self.p1 = np.concatenate(([0.0], np.cumsum(self.w)))
         self.p2 = np.concatenate(([0.0], np.cumsum(self.w * self.w)))
+
+    @classmethod
+    def from_lattice(cls, ld: LatticeData) -> VarData:
+        """The centred lattice units of ``ld`` with prefix sums computed exactly, then rounded
+        once to float64 (relative error ``u`` for ``p1``, ``2 u`` for ``p2``): the error model
+        behind :func:`certified_error`."""
+        d = cls.__new__(cls)
+        # scaled by a power of two (exact) so that the bounds are at most 1 in magnitude: the
+        # algorithms' relative tolerances (root finding, degree detection) assume values of
+        # order one; ``unit / factor`` is the unit of the results
+        top = max(abs(ld.lo), abs(ld.hi), 1)
+        d.factor = math.ldexp(1.0, -math.ceil(math.log2(top)))
+        w, lo, hi = ld.floats()
+        d.w, d.lo, d.hi = w * d.factor, lo * d.factor, hi * d.factor
+        d.n = ld.n
+        d.p1 = ld.p1.astype(np.float64) * d.factor
+        sq = ld.w * ld.w  # below 2**62: exact in int64
+        high = np.concatenate(([0], np.cumsum(sq >> 30)))  # each cumsum below 2**63
+        low = np.concatenate(([0], np.cumsum(sq & ((1 << 30) - 1))))
+        d.p2 = (high.astype(np.float64) * 2.0**30 + low.astype(np.float64)) * d.factor**2
+        return d
+
+
+def certified_error(kind: str, k: int, d: VarData) -> Fraction:
+    """A proven bound, in the units of ``d`` (squared for the variance), on how far the float
+    value :func:`var_diagonal` / ``std_diagonal`` reports at distance ``k`` can fall below the
+    exact ``A`` of the lattice data (or below any dataset shape they prune against a cut).
+
+    With ``W' = max(|lo|, |hi|)`` and ``u = 2**-53``: window sums taken from prefix sums
+    rounded once are off by at most ``3 u (n + k) W'`` (sums) and ``5 u (n + k) W'**2`` (sums
+    of squares); every variance divides them by a dataset size ``m >= max(n - k - 1, 1)``,
+    so ``(n + k) / m <= 3 (k + 1)``; each value is at most twenty further float operations on
+    magnitudes at most ``4 W'**2``; the block bisection can stop at most ``r <= k`` steps from
+    the best block, each costing at most ``W'`` times the error of its test, ``6 u (n + k) W'
+    / m**2``; the vertex of a quadratic in the added value is off by a relative few ``u``
+    (second order in the value). Together less than ``2**8 u W'**2 (k + 1)**2`` for the
+    variance; ``2**10`` is used. The deviation's terms are differences of square roots of such
+    variances, and ``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``: twice the square root of the
+    variance bound, plus ``2**8 u W' (k + 1)`` for the remaining float operations.
+
+    One step of the deviation is not covered by this argument: where records are added at a
+    free value ``t``, the maximising ``t`` is a root of a quartic found by an eigenvalue
+    solver. The deviation is 1-Lipschitz in ``t``, so a root located within ``2**-21 W'``
+    (every simple or double root: a double root moves by about ``sqrt(u)``) costs less than
+    the slack above; a root of multiplicity three or more can be located only to about
+    ``u**(1/3)`` and is not certified. A branch-and-bound over ``t`` would close the gap.
+    """
+    u = Fraction(1, 2**53)
+    wp = Fraction(max(abs(d.lo), abs(d.hi)))
+    e_var = 2**10 * u * wp * wp * (k + 1) ** 2
+    if kind == "var":
+        return e_var
+    root = Fraction(math.sqrt(float(e_var)) * (1 + 2.0**-40))  # >= sqrt(e_var)
+    return 2 * root + 2**8 * u * wp * (k + 1)
 
 
 def _var(m: np.ndarray | float, s: np.ndarray, q: np.ndarray) -> np.ndarray:

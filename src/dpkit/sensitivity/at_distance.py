@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpkit.errors import InternalError, ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity import _order, _std_distance, _var_distance
+from dpkit.sensitivity import _exact_diagonal, _order, _std_distance, _var_distance
 from dpkit.sensitivity._common import (
     check_distance,
     check_relation,
@@ -24,6 +25,7 @@ from dpkit.sensitivity._common import (
     query_of,
     sorted_data,
 )
+from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
 
 __all__ = ["local_at_distance"]
 
@@ -57,7 +59,13 @@ def local_at_distance(
     Returns
     -------
     float
-        ``A(f, x, k) = max { LS_1(f, y) : dist(x, y) <= k }``; non-decreasing in ``k``.
+        ``A(f, x, k) = max { LS_1(f, y) : dist(x, y) <= k }``; non-decreasing in ``k``. For
+        count, sum, mean, median and percentiles the exact value rounded up to a float when
+        the data and the bounds lie on the lattice of the bounds (``dpkit._lattice``; integer
+        data with integer bounds always do), else a certified upper bound at most four lattice
+        units (``2**-29 (upper - lower)``) above it. For the variance and the deviation a
+        certified upper bound (:func:`dpkit.sensitivity._var_distance.certified_error`).
+        Values that scale noise must never be below ``A``: these never are.
 
     Raises
     ------
@@ -70,7 +78,8 @@ def local_at_distance(
 
     Notes
     -----
-    Closed forms, all exact (checked against :func:`empirical_at_distance`):
+    Closed forms and algorithms (checked against :func:`empirical_at_distance`; the numbers
+    are computed on the integer lattice, see :mod:`dpkit.sensitivity._lattice_data`):
 
     - ``count``: 1 unbounded, 0 bounded.
     - ``sum``: ``max(|lower|, |upper|)`` unbounded (one record added at the bound of largest
@@ -175,37 +184,91 @@ def sequence(
     if kind == "count":
         while True:
             yield 0.0 if relation == "bounded" else 1.0
-    if kind == "sum":
+    lo_f, hi_f = Fraction(lower), Fraction(upper)
+    if kind == "sum":  # closed forms, evaluated exactly and rounded up
         if relation == "unbounded":
             while True:
                 yield max(abs(lower), abs(upper))
-        yield max(upper - x[0], x[-1] - lower)
+        yield ceil_float(max(hi_f - Fraction(x[0]), Fraction(x[-1]) - lo_f))
         while True:
-            yield upper - lower
+            yield ceil_float(hi_f - lo_f)
     if kind == "mean" and relation == "bounded":
-        yield max(upper - x[0], x[-1] - lower) / n
+        yield ceil_float(max(hi_f - Fraction(x[0]), Fraction(x[-1]) - lo_f) / n)
         while True:
-            yield (upper - lower) / n
+            yield ceil_float((hi_f - lo_f) / n)
     if kind in ("var", "std"):
-        data = _var_distance.VarData(x, lower, upper)
+        # certified: the float algorithm on the lattice data, plus a proven bound on its error
+        # (_var_distance.certified_error) and the lattice slack, rounded up
+        ld = LatticeData(x, lower, upper)
+        data = _var_distance.VarData.from_lattice(ld)
         moment = _var_distance.var_diagonal if kind == "var" else _std_distance.std_diagonal
+        scale = (Fraction(ld.unit) / Fraction(data.factor)) ** (2 if kind == "var" else 1)
+        lip = (
+            2 * (Fraction(upper) - Fraction(lower)) + Fraction(ld.unit)
+            if kind == "var"
+            else Fraction(1)
+        )
+        slack = ld.slack(lip)
         best, k = 0.0, 0
         while True:
-            cut = best if floor is None else max(floor(k), best)
+            err = _var_distance.certified_error(kind, k, data)
+            lowest = (
+                best if floor is None else max(float((Fraction(floor(k)) - slack) / scale), best)
+            )
+            cut = max(lowest - float(err), 0.0) * (1 - 2.0**-40)  # never prune a term that matters
             best = max(best, moment(data, relation, k, cut))
-            yield best
+            yield ceil_float((Fraction(best) + err) * scale + slack)
             k += 1
-    diag = _mean_diagonal if kind == "mean" else _percentile_diagonal
     if kind not in ("mean", "percentile"):
         raise InternalError(f"no A(f, x, k) algorithm for kind {kind!r}")
-    best = 0.0
+    # exact: the lattice data, a rational A per distance, rounded up (see _exact_diagonal)
+    ld = LatticeData(x, lower, upper)
+    unit = Fraction(ld.unit)
+    slack = ld.slack(1)
+    exact = Fraction(0)
     k = 0
     while True:
-        # shapes that cannot beat A(k - 1) (or the caller's floor) cannot change the result
-        cut = best if floor is None else max(floor(k), best)
-        best = max(best, diag(q, x, relation, lower, upper, k, cut))
-        yield best
+        if kind == "mean":
+            exact = max(exact, _exact_diagonal.mean_diagonal(ld, k))
+        else:
+            assert q.q is not None
+            # shapes that cannot beat A(k - 1) (or the caller's floor) cannot change the result;
+            # the threshold in lattice units, lowered by 2**-40 so float error never prunes more
+            cut_real = (
+                (exact * unit + slack)
+                if floor is None
+                else max(Fraction(floor(k)), exact * unit + slack)
+            )
+            cut = float((cut_real - slack) / unit) * (1 - 2.0**-40)
+            groups, direct = _percentile_groups(ld, q.q, relation, k, cut)
+            if direct is None:
+                direct = _exact_diagonal.percentile_diagonal(ld, q.q, relation, k, groups)
+            exact = max(exact, direct)
+        yield ceil_float(exact * unit + slack)
         k += 1
+
+
+def certified_gap(kind: str, lower: float, upper: float, beta: float) -> float:
+    """A public bound ``G`` on ``max_k exp(-beta k) (R(k) - A(f, x, k))`` over every dataset,
+    where ``R(k)`` is the value :func:`sequence` reports for the variance or the deviation.
+
+    ``R(k) - A(k)`` is at most twice the certified error of the float algorithm at ``k``
+    (:func:`dpkit.sensitivity._var_distance.certified_error`: ``a (k + 1)**2`` for the
+    variance, ``b (k + 1)`` for the deviation, in real units) plus twice the lattice slack, and
+    ``max_{y >= 1} y**p exp(-beta (y - 1)) <= exp(beta) max(1, (p / beta)**p exp(-p))``. Smooth
+    sensitivity adds ``G / (exp(beta) - 1)`` to restore exact beta-smoothness: reported values
+    satisfy ``R(x, k) <= R(x', k + 1) + (R - A)(x, k)``, so their smooth maximum ``S`` satisfies
+    ``S(x) <= e^beta S(x') + G``, and ``S + G / (e^beta - 1)`` is beta-smooth.
+    """
+    ld = LatticeData(np.asarray([float(lower)]), lower, upper)
+    data = _var_distance.VarData.from_lattice(ld)
+    unit = Fraction(ld.unit) / Fraction(data.factor)
+    p = 2 if kind == "var" else 1
+    per = _var_distance.certified_error(kind, 0, data) * unit**p  # the k = 0 error, real units
+    lip = 2 * (upper - lower) + ld.unit if kind == "var" else 1.0
+    growth = math.exp(beta) * max(1.0, (p / beta) ** p * math.exp(-p))
+    slack = 4 * lip * ld.unit  # twice the slack 2 L u
+    return (2 * float(per) * growth + slack * math.exp(beta)) * (1 + 2.0**-30)
 
 
 def _diagonal_pairs(n: int, k: int, relation: str) -> tuple[np.ndarray, np.ndarray]:
@@ -218,47 +281,6 @@ def _diagonal_pairs(n: int, k: int, relation: str) -> tuple[np.ndarray, np.ndarr
     a = k - r
     keep = (r <= n) & (n - r + a >= 1)
     return r[keep], a[keep]
-
-
-def _mean_diagonal(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int, cut: float
-) -> float:
-    """Largest ``LS_1`` (unbounded mean) over datasets with exactly ``r`` removals, ``a`` adds."""
-    n = x.size
-    r, a = _diagonal_pairs(n, k, relation)
-    if r.size == 0:
-        return 0.0
-    pre = np.concatenate(([0.0], np.cumsum(x)))
-    total = pre[n]
-    low = pre[r]
-    high = total - pre[n - r]
-    m = (n - r + a).astype(np.float64)
-    cands = []
-    # adding `upper` to the dataset of smallest mean, adding `lower` to the largest
-    cands.append((upper - (total - high + a * lower) / m) / (m + 1))
-    cands.append(((total - low + a * upper) / m - lower) / (m + 1))
-    two = m >= 2
-    mm1 = np.where(two, m - 1, 1.0)
-    has_add = a >= 1
-    # removing the largest record: max y - mean(y) over the ball
-    s_i = upper + (a - 1) * lower + total - high
-    cands.append(np.where(two & has_add, (upper - s_i / m) / mm1, 0.0))
-    kept_top = _order.padded(x, lower, lower, n - 1 - r)  # all removed: only `lower`s remain
-    s_ii = total - high + a * lower
-    cands.append(np.where(two, (kept_top - s_ii / m) / mm1, 0.0))
-    ok3 = two & (r <= n - 1)
-    r3 = np.minimum(r + 1, n)
-    s_iii = total - (total - pre[n - r3] - x[-1]) + a * lower
-    cands.append(np.where(ok3, (x[-1] - s_iii / m) / mm1, 0.0))
-    # removing the smallest record: mean(y) - min y
-    s_i = lower + (a - 1) * upper + total - low
-    cands.append(np.where(two & has_add, (s_i / m - lower) / mm1, 0.0))
-    kept_bot = _order.padded(x, upper, upper, r)
-    s_ii = total - low + a * upper
-    cands.append(np.where(two, (s_ii / m - kept_bot) / mm1, 0.0))
-    s_iii = total - (pre[r3] - x[0]) + a * upper
-    cands.append(np.where(ok3, (s_iii / m - x[0]) / mm1, 0.0))
-    return float(max(0.0, *(float(np.max(c)) for c in cands)))
 
 
 def _move_intervals(
@@ -285,42 +307,99 @@ def _move_intervals(
     ]
 
 
-def _percentile_diagonal(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, k: int, cut: float
-) -> float:
+def _exact_moves(q: float, m: np.ndarray, relation: str) -> list[tuple[np.ndarray, ...]]:
+    """:func:`_move_intervals` in exact arithmetic: per move ``(t, W0, W1, allowed)``.
+
+    With ``q = Qn / D`` (``D`` a power of two, ``q`` a float), every interval end is an
+    integer over ``D``; ``t = floor(start)`` and the weights ``w0 = W0 / D`` (the part of the
+    interval in ``[t, t + 1]``) and ``w1 = W1 / D`` (the part in ``[t + 1, t + 2]``) are exact
+    (``W0``, ``W1`` Python ints in object arrays).
+    """
+    qf = Fraction(q)
+    qn, den = qf.numerator, qf.denominator
+    mo = m.astype(object)
+    hn = qn * (mo - 1)
+    every = np.ones(m.shape, dtype=bool)
+    if relation == "bounded":
+        ends = [(hn, hn + den, every), (hn - den, hn, every)]
+    else:
+        qm = qn * mo
+        h2 = qn * np.maximum(mo - 2, 0)
+        big = m >= 2
+        ends = [(hn, qm, every), (qm - den, hn, every), (hn, h2 + den, big), (h2, hn, big)]
+    out: list[tuple[np.ndarray, ...]] = []
+    for n_start, n_end, allowed in ends:
+        t = n_start // den
+        t1 = (t + 1) * den
+        w0 = np.minimum(n_end, t1) - n_start
+        w1 = np.maximum(n_end - t1, 0)
+        out.append((t.astype(np.int64), w0, w1, allowed))
+    return out
+
+
+def _percentile_groups(
+    ld: LatticeData, q: float, relation: str, k: int, cut: float
+) -> tuple[list[tuple[float, int, int, int]], Fraction | None]:
+    """The float pass over the percentile's candidate shapes at distance ``k`` (lattice units).
+
+    Returns ``(largest float value, move, r, a)`` for every group (one move from one dataset
+    shape) that can exceed ``cut``; :func:`._exact_diagonal.percentile_diagonal` recomputes
+    the ones near the maximum exactly. The positions ``t`` and the weights come from
+    :func:`_exact_moves`, so a float value ``w0 g0 + w1 g1`` (integer gaps, weights rounded
+    once) is within a relative ``4 u`` of the exact one, and a group is skipped only when
+    its upper bound ``(w0 + w1) (y[t + r + 2] - y[t - a])``, raised by ``2**-40``, is at most
+    ``cut`` or below the best value found (less its error).
+
+    When ``q``'s denominator ``D`` is at most ``2**60`` (every float percentile level above
+    ``2**-8``, and 0), every value ``(W0 g0 + W1 g1) / D`` is also computed exactly in int64
+    limbs (``W = Wh 2**30 + Wl``, products below ``2**62``) and the exact maximum is returned
+    as the second element (``None`` otherwise: the caller then recomputes the groups near the
+    float maximum exactly).
+    """
+    x, lower, upper = ld.floats()
     n = x.size
-    assert q.q is not None
     if cut >= 0:
-        env = _percentile_envelope(x, lower, upper, q.q, relation, np.asarray([k]))
+        env = _percentile_envelope(x, lower, upper, q, relation, np.asarray([k]))
         if env[0] <= cut:  # O(1) test: nothing at this distance can beat the threshold
-            return 0.0
+            return [], Fraction(0)
     r0, a0 = _diagonal_pairs(n, k, relation)
     if r0.size == 0:
-        return 0.0
+        return [], Fraction(0)
     m0 = n - r0 + a0
+    big_den = Fraction(q).denominator
+    den = float(big_den)  # a power of two: the divisions below are exact
+    limbs = big_den <= 2**60
+    mask = (1 << 30) - 1
+    top = (0, 0)  # the exact maximum found, as limbs (value * D = hi 2**30 + lo)
+    out: list[tuple[float, int, int, int]] = []
     best = 0.0
-    for start0, end0, allowed0 in _move_intervals(q.q, m0, relation):
-        t0 = np.floor(start0).astype(np.int64)
-        # Pruning: every value below is w0 g0 + w1 g1 <= (end - start) (y[t+2] - y[t]) and
-        # y[t] >= xt[t - a], y[t+2] <= xt[t + r + 2]; shapes that cannot beat `cut` are skipped.
-        ub = (end0 - start0) * (
+    for move, (t0, big_w0, big_w1, allowed0) in enumerate(_exact_moves(q, m0, relation)):
+        w0_all = big_w0.astype(np.float64) / den
+        w1_all = big_w1.astype(np.float64) / den
+        # Pruning: every value below is w0 g0 + w1 g1 <= (w0 + w1) (y[t+2] - y[t]) with
+        # y[t] >= xt[t - a] and y[t+2] <= xt[t + r + 2].
+        ub = (w0_all + w1_all) * (
             _order.padded(x, lower, upper, t0 + r0 + 2) - _order.padded(x, lower, upper, t0 - a0)
         )
-        keep = allowed0 & (ub > max(cut, best))
+        keep = allowed0 & (ub * (1 + 2.0**-40) > max(cut, best * (1 - 2.0**-40)))
         if not np.any(keep):
             continue
-        r, a, start, end, allowed = r0[keep], a0[keep], start0[keep], end0[keep], allowed0[keep]
-        t = t0[keep]
-        w0 = np.minimum(end, t + 1) - start
-        w1 = np.maximum(end - (t + 1), 0.0)
+        r, a, allowed, t = r0[keep], a0[keep], allowed0[keep], t0[keep]
+        w0, w1 = w0_all[keep], w1_all[keep]
+        if limbs:
+            kw0, kw1 = big_w0[keep], big_w1[keep]
+            w0h, w0l = (kw0 >> 30).astype(np.int64), (kw0 & mask).astype(np.int64)
+            w1h, w1l = (kw1 >> 30).astype(np.int64), (kw1 & mask).astype(np.int64)
         # expand over p = 0..a (records added at `lower`), i = t - p
         counts = a + 1
+        firsts = np.cumsum(counts) - counts
         rep = np.repeat(np.arange(r.size), counts)
-        p = np.arange(rep.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        p = np.arange(rep.size) - np.repeat(firsts, counts)
         ok = allowed[rep]
         i = t[rep] - p
         d = r[rep]
         ww0, ww1 = w0[rep], w1[rep]
+        group = np.zeros(r.size)
         for d1 in (np.zeros_like(d), np.minimum(d, 1), np.maximum(d - 1, 0), d):
             feas = ok.copy()
             b1 = d1 >= 1
@@ -333,8 +412,28 @@ def _percentile_diagonal(
             y1 = _order.padded(x, lower, upper, i + d1 + 1)
             y2 = _order.padded(x, lower, upper, i + d + 2)
             val = ww0 * (y1 - y0) + ww1 * (y2 - y1)
-            best = max(best, float(np.max(np.where(feas, val, 0.0))))
-    return best
+            if limbs:
+                g0 = _exact_diagonal.gaps(ld, i, i + d1 + 1)
+                g1 = _exact_diagonal.gaps(ld, i + d1 + 1, i + d + 2)
+                hi_p = w0h[rep] * g0 + w1h[rep] * g1
+                lo_p = w0l[rep] * g0 + w1l[rep] * g1
+                hi_p = np.where(feas, hi_p + (lo_p >> 30), 0)
+                lo_p = np.where(feas, lo_p & mask, 0)
+                cand = int(hi_p.max())
+                if cand >= top[0]:
+                    low = int(lo_p[hi_p == cand].max())
+                    top = max(top, (cand, low))
+            # `rep` is sorted: one segment per group, starting at `firsts`
+            seg = np.maximum.reduceat(np.where(feas, val, 0.0), firsts)
+            np.maximum(group, seg, out=group)
+        best = max(best, float(group.max()))
+        if not limbs:
+            out += [
+                (float(v), move, int(rr), int(aa)) for v, rr, aa in zip(group, r, a, strict=True)
+            ]
+    if limbs:
+        return [], Fraction(top[0] * 2**30 + top[1], big_den)
+    return out, None
 
 
 def _percentile_envelope(
@@ -343,9 +442,10 @@ def _percentile_envelope(
     h = q * (x.size - 1)
     c = 1.0 if relation == "bounded" else max(q, 1.0 - q)
     spread = np.ceil(c * ks).astype(np.int64)
-    hi = _order.padded(x, lower, upper, math.ceil(h) + spread + 3)
-    lo = _order.padded(x, lower, upper, math.floor(h) - spread - 3)
-    return np.asarray(hi - lo, dtype=np.float64)
+    # margin 4 rather than the proof's 3: the float h may be one position off
+    hi = _order.padded(x, lower, upper, math.ceil(h) + spread + 4)
+    lo = _order.padded(x, lower, upper, math.floor(h) - spread - 4)
+    return np.asarray(hi - lo, dtype=np.float64) * (1 + 2.0**-50)
 
 
 def upper_envelope(
@@ -365,17 +465,32 @@ def upper_envelope(
     """
     ks = np.arange(kmax + 1, dtype=np.int64)
     n = x.size
-    if q.kind == "percentile":
-        assert q.q is not None
-        return _percentile_envelope(x, lower, upper, q.q, relation, ks)
-    if q.kind == "mean":
+    if q.kind in ("percentile", "mean"):
+        # bound the values :func:`sequence` reports: for data off the lattice those exceed
+        # A(f, x, k) by up to 4 units (twice the slack it adds), so the envelope does too
+        slack = 2 * float(LatticeData(x, lower, upper).slack(1))
+        if q.kind == "percentile":
+            assert q.q is not None
+            return _percentile_envelope(x, lower, upper, q.q, relation, ks) + slack
         if relation == "bounded":
-            return np.full(ks.size, (upper - lower) / n)
-        return (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
-    if q.kind == "var":
-        return _var_distance.var_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
-    if q.kind == "std":
-        return _std_distance.std_envelope(_var_distance.VarData(x, lower, upper), relation, ks)
+            return np.full(ks.size, (upper - lower) / n * (1 + 2.0**-50))
+        wide = (upper - lower) / np.maximum(n - ks, 2).astype(np.float64)
+        return wide * (1 + 2.0**-50) + slack
+    if q.kind in ("var", "std"):
+        # an envelope of the values sequence() reports: the envelope of the lattice data plus
+        # the certified error and twice the lattice slack (those values exceed A by that much)
+        ld = LatticeData(x, lower, upper)
+        data = _var_distance.VarData.from_lattice(ld)
+        unit = ld.unit / data.factor
+        if q.kind == "var":
+            env = _var_distance.var_envelope(data, relation, ks)
+            scale = unit**2
+            slack = float(ld.slack(2 * (upper - lower) + ld.unit))
+        else:
+            env = _std_distance.std_envelope(data, relation, ks)
+            scale, slack = unit, float(ld.slack(1))
+        err = np.array([float(_var_distance.certified_error(q.kind, int(k), data)) for k in ks])
+        return ((env * (1 + 2.0**-30) + 2 * err) * scale + 2 * slack) * (1 + 2.0**-50)
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
         return np.full(ks.size, float(top))

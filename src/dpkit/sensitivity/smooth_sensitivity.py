@@ -120,7 +120,8 @@ def smooth(
 
     def floor(k: int) -> float:
         # A(k) only matters if exp(-beta k) A(k) can beat the best value so far
-        return best * math.exp(min(b * k, 700.0)) if best > 0 else 0.0
+        # lowered by 2**-40 so that float rounding never hides a term that matters
+        return best * math.exp(min(b * k, 700.0)) * (1 - 2.0**-40) if best > 0 else 0.0
 
     seq = at_distance.sequence(q, x, rel, lower, upper, floor)
     if q.kind in ("count", "sum") or (q.kind == "mean" and rel == "bounded"):
@@ -141,6 +142,6 @@ def smooth(
         if val > best:
             best, best_k = val, k
         rest = tail[k + 1] if k + 1 <= kmax else math.exp(-b * (k + 1)) * env[-1]
-        if rest <= best:
+        if rest * (1 + 2.0**-40) <= best:
             break
     return SmoothSensitivity(float(best), best_k, b)
