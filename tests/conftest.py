@@ -69,3 +69,54 @@ def scripted_source() -> type:
     from dpkit.samplers import BitSource
 
     return type("Scripted", (ScriptedSource, BitSource), {})
+
+
+# --------------------------------------------------------------------------------- Spark
+#: the driver may receive at most this much from one Spark action in the test run: far more
+#: than any aggregate the tests collect, far less than the raw rows of the larger tables, so a
+#: query that collected raw rows fails loudly instead of passing slowly
+SPARK_MAX_RESULT = "8m"
+
+
+def spark_unavailable() -> str | None:
+    """Why Spark cannot run here (pyspark or Java missing), or None."""
+    from dpkit.errors import MissingDependencyError
+    from dpkit.session.engines.spark import find_java, require_pyspark
+
+    try:
+        require_pyspark("the Spark tests")
+        find_java()
+    except MissingDependencyError as err:
+        return str(err)
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The one local Spark of the test run (local[2], 127.0.0.1, no UI, quiet, quick start);
+    skips with the reason when pyspark or Java is missing."""
+    reason = spark_unavailable()
+    if reason is not None:
+        pytest.skip(f"Spark tests skipped: {reason}")
+    from dpkit.session.engines.spark import local_session
+
+    session = local_session(
+        cores=2,
+        shuffle_partitions=2,
+        app_name="dpkit-tests",
+        quick_start=True,
+        conf={"spark.driver.maxResultSize": SPARK_MAX_RESULT},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def to_spark(spark):  # type: ignore[no-untyped-def]
+    """``to_spark(df)``: a Polars DataFrame as a Spark DataFrame (through Arrow)."""
+    import polars as pl
+
+    def convert(df: pl.DataFrame):  # type: ignore[no-untyped-def]
+        return spark.createDataFrame(df.to_arrow(compat_level=pl.CompatLevel.oldest()))
+
+    return convert

@@ -12,7 +12,17 @@ neighbour relations, the randomness rule, the proofs) is ``docs/architecture.md`
 source repository; every mechanism's docstring states its guarantee (``help(dpkit.Laplace)``).
 """
 
-from dpkit import compare, datasets, errors, frameworks, mechanisms, queries, samplers, sensitivity
+from dpkit import (
+    compare,
+    datasets,
+    errors,
+    frameworks,
+    mechanisms,
+    queries,
+    samplers,
+    sensitivity,
+    statistics,
+)
 from dpkit.accounting import ZCDP, ApproxDP, PureDP
 from dpkit.accounting.accountant import Accountant
 from dpkit.accounting.composition import (
@@ -105,6 +115,7 @@ __all__ = [
     "sensitivity",
     "sequential_composition",
     "smooth_sensitivity_release",
+    "statistics",
     "std",
     "sum",
     "var",

@@ -86,7 +86,8 @@ def _real(owner: str, name: str, value: Any, requirement: str) -> float:
     """``value`` as a float, or a TypeError / ParameterError stating ``requirement``."""
     if not is_real(value):
         raise TypeError(
-            f"{owner}: `{name}` must be {requirement}; got {type(value).__name__} {describe(value)}"
+            f"{owner}: `{name}` must be a real number ({requirement}); got "
+            f"{type(value).__name__} {describe(value)}"
         )
     try:
         out = float(value)
@@ -233,8 +234,8 @@ def check_bounds(owner: str, bounds: Any, *, name: str = "bounds") -> tuple[floa
         )
     if not math.isfinite(upper - lower):
         raise ParameterError(
-            f"{owner}: the width of `{name}` ({lower!r}, {upper!r}) overflows a float; "
-            "narrow the bounds"
+            f"{owner}: `{name}` ({lower!r}, {upper!r}) are too far apart: their width "
+            "overflows a float; narrow the bounds"
         )
     return lower, upper
 

@@ -1,6 +1,6 @@
-"""The audit suite: every dpkit mechanism and framework passes its audit on worst-case
-neighbours (fixed seeds, 95% confidence: a correct mechanism is flagged with probability at
-most 5% per case, and the seeds are fixed so the run is reproducible)."""
+"""The audit suite: every dpkit mechanism, framework and Session query kind passes its audit
+on worst-case neighbours (fixed seeds, 95% confidence: a correct mechanism is flagged with
+probability at most 5% per case, and the seeds are fixed so the run is reproducible)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,15 @@ SUITE = [
     ("inverse_sensitivity", {}, 50_000),
     ("inverse_sensitivity", {"query": "percentile", "percentile": 25.0}, 50_000),
     ("inverse_sensitivity", {"query": "mean"}, 50_000),
+    # the Session's queries on worst-case tables (dpkit.audit.queries): one bounding salt, or
+    # a pool of 16 salts drawn uniformly per release; Polars, DuckDB and pandas
+    ("session_count", {}, 50_000),
+    ("session_count", {"salts": 16, "engine": "duckdb"}, 20_000),
+    ("session_sum", {}, 50_000),
+    ("session_mean", {}, 50_000),
+    ("session_quantile", {}, 20_000),
+    ("session_group_by", {"salts": 16}, 50_000),
+    ("session_group_by", {"noise": "gaussian", "engine": "pandas"}, 20_000),
 ]
 
 #: Issue 10 item 6: the rounded Cauchy sampler's inversion can raise InternalError in the far

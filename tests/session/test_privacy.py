@@ -52,13 +52,16 @@ def _outcomes(frame: pl.DataFrame) -> Counter:
     return Counter(blocks.select("a", "b").rows())
 
 
-def _release(with_p: bool, noise: str, engine: str, seed: int) -> Any:
+def _release(with_p: bool, noise: str, engine: Any, seed: int) -> Any:
+    """``engine``: "polars", "duckdb" or a function making the engine's data (Spark)."""
     df = _blocks(with_p)
     data = df
     if engine == "duckdb":
         import duckdb
 
         data = duckdb.connect().from_arrow(df.to_arrow())
+    elif callable(engine):
+        data = engine(df)
     s = dp.Session(
         data,
         privacy_unit="pid",
@@ -71,12 +74,25 @@ def _release(with_p: bool, noise: str, engine: str, seed: int) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("noise", "engine"), [("laplace", "polars"), ("gaussian", "polars"), ("laplace", "duckdb")]
+    ("noise", "engine"),
+    [
+        ("laplace", "polars"),
+        ("gaussian", "polars"),
+        ("laplace", "duckdb"),
+        pytest.param("laplace", "spark", marks=pytest.mark.spark),
+    ],
 )
-def test_neighbour_output_ratios_and_lone_key(noise: str, engine: str) -> None:
+def test_neighbour_output_ratios_and_lone_key(
+    noise: str, engine: Any, request: pytest.FixtureRequest
+) -> None:
+    if engine == "spark":  # the test run's shared local Spark; the frames come back as Polars
+        engine = request.getfixturevalue("to_spark")
+        back = request.getfixturevalue("to_polars")
+    else:
+        back = lambda frame: frame  # noqa: E731
     rel = _release(True, noise, engine, seed=1)
-    d = _outcomes(rel.frame)
-    d2 = _outcomes(_release(False, noise, engine, seed=2).frame)
+    d = _outcomes(back(rel.frame))
+    d2 = _outcomes(back(_release(False, noise, engine, seed=2).frame))
     # the lone key B_i appears with probability at most the threshold's promise: delta for
     # selection split over the person's (at most) 2 groups; 4 standard errors of slack
     sel = rel.plan.selection

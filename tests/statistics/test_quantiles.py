@@ -16,6 +16,7 @@ from dpkit.statistics import (
     quantile_samples,
     quantiles,
     quantiles_from_counts,
+    quantiles_samples,
 )
 
 # --------------------------------------------------------------------------- oracle
@@ -94,6 +95,26 @@ def test_single_level_law_matches_the_oracle(x, q, eps, support, chi2_pvalue) ->
     # 40,000 draws: a 10% error in the rate moves these probabilities by several percent, a
     # chi-square shift far beyond the 1e-3 level (checked by the mutation list)
     assert chi2_pvalue(cells, np.arange(len(labels)), pmf) > 1e-3, (labels, pmf)
+
+
+WINDOW_CASES = [
+    # windows far narrower than the data force the envelope, the outside acceptance and the
+    # full-law fallback of the windowed sampler the releases use
+    ([0.5, 1.0, 1.0, 2.0, 3.0, 3.5, 5.0, 6.0, 6.0, 7.0, 7.5], 0.5, 0.7, "auto", 1),
+    ([0.5, 1.0, 1.0, 2.0, 3.0, 3.5, 5.0, 6.0, 6.0, 7.0, 7.5], 0.2, 0.5, 1.0, 2),
+    ([float(k) for k in range(8)] * 3, 0.8, 0.4, "continuous", 3),
+]
+
+
+@pytest.mark.parametrize(("x", "q", "eps", "support", "window"), WINDOW_CASES)
+def test_windowed_sampler_has_the_same_law(x, q, eps, support, window, chi2_pvalue) -> None:
+    labels, pmf = _oracle_cells(x, q, eps, support)
+    draws = quantile_samples(
+        x, q, epsilon=eps, bounds=(0, 8), size=6000, support=support, rng=5, window=window
+    )
+    # 6,000 draws; the outside carries a large share of the mass here, so an envelope one
+    # unit too high or an outside cell accepted untested moves it by tens of percent
+    assert chi2_pvalue(_classify(draws, x), np.arange(len(labels)), pmf) > 1e-3
 
 
 def test_points_inside_a_gap_follow_the_base_measure() -> None:
@@ -333,3 +354,132 @@ def test_single_level_helpers() -> None:
         _ = quantiles(np.arange(5.0), [0.2, 0.5], epsilon=1.0, bounds=(0, 5), rng=0).value
     with pytest.raises(TypeError, match="`size`"):
         quantile_samples(np.arange(5.0), 0.5, epsilon=1.0, bounds=(0, 5), size=0)
+
+
+# --------------------------------------------------------------------------- AQ law
+
+
+def _em_law(vals, cnts, out_lo, out_hi, tau, delta, eps, support):
+    """Cells (label, probability) of one exponential-mechanism draw on a sub-problem given by
+    sorted lattice values with counts and an output range (a value with count 0 is a point
+    of its gap listed apart: the same law on a finer partition)."""
+    keep = list(zip(vals, cnts, strict=True))
+    labels, logw = [], []
+    below = 0
+    prev = out_lo - 1
+    for v, c in [*keep, (out_hi + 1, 0)]:
+        a, b = prev + 1, v - 1
+        m = _mass(a, b, support)
+        d = max(Fraction(0), below - tau, tau - below)
+        if m:
+            labels.append(("gap", prev))
+            logw.append(math.log(m) - float(eps * d / (2 * delta)))
+        if v <= out_hi:
+            d = max(Fraction(0), below - tau, tau - (below + c))
+            labels.append(("atom", v))
+            logw.append(math.log(_mass(v, v, support)) - float(eps * d / (2 * delta)))
+            below += c
+        prev = v
+    w = np.exp(np.array(logw) - max(logw))
+    return labels, w / w.sum()
+
+
+def _label_of(t: int, vals, out_lo) -> tuple[str, int]:
+    if t in vals:
+        return ("atom", t)
+    below = [v for v in vals if v < t]
+    return ("gap", below[-1] if below else out_lo - 1)
+
+
+def test_aq_two_levels_follow_the_recursive_law(chi2_pvalue) -> None:
+    """ApproximateQuantiles with two levels, checked against its definition: the higher
+    level on all records with epsilon / 2, then, when that draw is a tied value, the lower
+    level (rescaled to 1/2) on the records below it plus a Binomial(tie, 1/2) share of the
+    tied ones, with the rest of the budget; the second output's law given the first is the
+    mixture over the coin flips."""
+    x = [1, 2, 2, 3, 3, 3, 4, 5, 5, 6]
+    units = [v << G_EXP for v in x]
+    eps = 2.0
+    rows = quantiles_samples(
+        np.array(x),
+        [0.3, 0.6],
+        epsilon=eps,
+        bounds=(0, 8),
+        size=2000,
+        support=1.0,
+        rng=9,
+        method="aq",
+    )
+    pivot = 3 << G_EXP  # condition on the first (higher) output being the tied value 3
+    firsts = np.round(rows[:, 1] / 2.0**-G_EXP).astype(np.int64)
+    seconds = np.round(rows[:, 0] / 2.0**-G_EXP).astype(np.int64)
+    sel = seconds[firsts == pivot]
+    vals = sorted(set(units))
+    below_vals = [v for v in vals if v < pivot]
+    below_cnts = [units.count(v) for v in below_vals]
+    tie = units.count(pivot)
+    mix: dict[tuple[str, int], float] = {}
+    for g in range(tie + 1):
+        p_g = math.comb(tie, g) / 2**tie
+        sub_vals, sub_cnts = [*below_vals, pivot], [*below_cnts, g]
+        n_l = sum(sub_cnts)
+        labels, pmf = _em_law(
+            sub_vals,
+            sub_cnts,
+            0,
+            pivot,
+            Fraction(1, 2) * n_l,
+            Fraction(1, 2),
+            Fraction(eps) / 2,
+            1.0,
+        )
+        for lab, p in zip(labels, pmf, strict=True):
+            mix[lab] = mix.get(lab, 0.0) + p_g * p
+    keys = sorted(mix)
+    code = {k: i for i, k in enumerate(keys)}
+    obs = np.array([code[_label_of(int(t), [*below_vals, pivot], 0)] for t in sel])
+    assert sel.size > 400
+    assert chi2_pvalue(obs, np.arange(len(keys)), np.array([mix[k] for k in keys])) > 1e-3
+
+
+# --------------------------------------------------------------------------- cdf method
+
+
+def test_cdf_histogram_noise_is_the_stated_discrete_laplace(chi2_pvalue) -> None:
+    x = np.repeat(np.arange(20, 61), 7)  # integer column: resolution 1, grid 0 .. 100
+    true = np.bincount(x, minlength=101)
+    noise = np.concatenate(
+        [
+            np.array(
+                quantiles(x, [0.25, 0.75], epsilon=0.7, bounds=(0, 100), rng=s).details[
+                    "noisy_histogram"
+                ]
+            )
+            - true
+            for s in range(60)
+        ]
+    )
+    a = math.exp(-0.7)
+    support = np.arange(-15, 16)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(support)
+    # 6,060 draws: a 10% error in the scale moves P[0] from 0.336 to 0.309, far past 1e-3
+    assert chi2_pvalue(noise, support, pmf) > 1e-3
+
+
+def test_cdf_is_auto_for_integer_columns_exact_and_covered() -> None:
+    rng = np.random.default_rng(12)
+    x = rng.integers(18, 91, 3000)
+    truth = np.quantile(x, DECILE_LEVELS)
+    misses = 0
+    for s in range(60):
+        rel = quantiles(x, DECILE_LEVELS, epsilon=1.0, bounds=(0, 100), alpha=0.2, rng=s)
+        assert rel.method == "cdf" and np.all(np.diff(rel.values) >= 0)
+        iv = rel.value_intervals
+        misses += not np.all((iv[:, 0] <= truth) & (truth <= iv[:, 1]))
+    assert misses / 60 <= 0.2 + 3 * math.sqrt(0.2 * 0.8 / 60)
+    assert np.all(rel.values == np.round(rel.values))
+    with pytest.raises(dpkit.ParameterError, match="method='cdf' needs"):
+        quantiles(x.astype(float), [0.5], epsilon=1.0, bounds=(0, 100), method="cdf")
+
+
+DECILE_LEVELS = [k / 10 for k in range(1, 10)]

@@ -4,10 +4,19 @@
 event on half of the draws and measures it on the other half, and reports a high-confidence
 lower bound on epsilon with a verdict against the claimed guarantee, plus a floating-point
 lattice check. :mod:`dpkit.audit.neighbours` builds worst-case neighbouring inputs;
-:mod:`dpkit.audit.targets` audits every dpkit mechanism and framework by name (as
-``dpkit audit NAME`` does).
+:class:`SessionQuery` turns a Session query into a batched audit function
+(:mod:`dpkit.audit.queries`); :mod:`dpkit.audit.targets` audits every dpkit mechanism,
+framework and Session query kind by name (as ``dpkit audit NAME`` does).
 """
 
 from dpkit.audit.core import DEFAULT_MAX_SAMPLES, AuditResult, LatticeCheck, audit, format_table
+from dpkit.audit.queries import SessionQuery
 
-__all__ = ["DEFAULT_MAX_SAMPLES", "AuditResult", "LatticeCheck", "audit", "format_table"]
+__all__ = [
+    "DEFAULT_MAX_SAMPLES",
+    "AuditResult",
+    "LatticeCheck",
+    "SessionQuery",
+    "audit",
+    "format_table",
+]

@@ -8,7 +8,10 @@ frame output holds every draw's rows with an integer column ``draw`` (``0 .. siz
 
 Per draw the audit sees: which keys were released (one categorical feature: the set; and one
 ``present``/``absent`` feature per key), how many rows, and each value column per key
-(``NaN`` where the key is absent).
+(``NaN`` where the key is absent), and each value column summed over the keys the draw released
+(a joint feature: one person's rows in several groups move every group's sum the same way). A
+draw's features depend on its own rows only, never on the
+other draws of its batch (batches differ in size and in which keys some draw released).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dpkit.audit.features import Outputs
 
 __all__ = ["frame_outputs", "frames_outputs", "split_columns"]
 
-#: Keys beyond this many (the most frequent are kept) get no feature of their own.
+#: At most this many distinct keys in one batch (each gets features of its own).
 MAX_KEYS = 256
 
 
@@ -48,10 +51,17 @@ def frames_outputs(frames: list[Any]) -> Outputs:
 
 
 def frame_outputs(frame: Any, size: int | None) -> Outputs:
-    """A batch of draws held in one frame with a ``draw`` column (module docstring)."""
-    import narwhals as nw
+    """A batch of draws held in one frame with a ``draw`` column (module docstring).
 
-    df = nw.from_native(frame, eager_only=True)
+    Every feature of a draw depends on that draw's rows alone, not on the batch: a key gets
+    ``present`` / ``absent`` features in the batches where some draw released it, and
+    :class:`~dpkit.audit.features.Outputs` fills ``absent`` in the others; the set of keys a
+    draw released is labelled by its sorted key labels.
+    """
+    import narwhals as nw
+    import polars as pl
+
+    df = nw.from_native(frame, eager_only=True).to_polars()
     if "draw" not in df.columns:
         raise ValueError(
             "audit: a batched DataFrame output needs an integer column `draw` (0 .. size - 1) "
@@ -59,40 +69,52 @@ def frame_outputs(frame: Any, size: int | None) -> Outputs:
         )
     draw = df["draw"].to_numpy().astype(np.int64)
     n = int(size) if size is not None else (int(draw.max()) + 1 if draw.size else 0)
-    numeric = {c for c in df.columns if df.schema[c].is_numeric() and c != "draw"}
+    numeric = {c for c, t in df.schema.items() if t.is_numeric() and c != "draw"}
     keys, values = split_columns(list(df.columns), numeric)
-    if keys:
-        parts = [df[k].to_list() for k in keys]  # Python values: clean labels
-        label = np.empty(draw.size, dtype=object)
-        label[:] = [repr(t) if len(keys) > 1 else repr(t[0]) for t in zip(*parts, strict=True)]
-    else:
-        label = np.full(draw.size, "(total)", dtype=object)
-    uniq, code, counts = np.unique(label.astype(str), return_inverse=True, return_counts=True)
-    keep = np.sort(np.argsort(-counts, kind="stable")[:MAX_KEYS])
-    remap = np.full(uniq.size, -1, dtype=np.int64)
-    remap[keep] = np.arange(keep.size)
-    kcode = remap[code.reshape(-1)]
-    present = np.zeros((n, keep.size), dtype=bool)
-    ok = kcode >= 0
-    present[draw[ok], kcode[ok]] = True
+    code = np.zeros(df.height, dtype=np.int64)  # each row's key, indexing `names`
+    names = ["(total)"]
+    if keys and df.height:
+        groups = (
+            df.select(keys)
+            .with_row_index("__row")
+            .group_by(keys, maintain_order=True)
+            .agg(pl.col("__row"))
+            .with_row_index("__key")
+        )
+        rows = groups.select("__key", "__row").explode("__row")
+        code[rows["__row"].to_numpy().astype(np.int64)] = rows["__key"].to_numpy()
+        names = [repr(t) if len(keys) > 1 else repr(t[0]) for t in groups.select(keys).rows()]
+    if len(names) > MAX_KEYS:
+        raise ValueError(
+            f"audit: a batch of frames released {len(names)} distinct keys; the audit reads "
+            f"at most {MAX_KEYS} (audit a query with fewer groups)"
+        )
     out = Outputs(n)
     out.real["rows released"] = np.bincount(draw, minlength=n).astype(np.float64)
-    signature = np.empty(n, dtype=object)
-    names = uniq[keep].tolist()
-    signature[:] = (
-        ["{" + ", ".join(names[j] for j in np.flatnonzero(row)) + "}" for row in present]
-        if keep.size <= 16
-        else [bytes(np.packbits(row)) for row in present]
+    label = np.asarray(names, dtype=object)[code] if df.height else np.zeros(0, dtype=object)
+    sets = (
+        pl.DataFrame({"draw": draw, "key": label.astype(str)})
+        .group_by("draw")
+        .agg(pl.col("key").sort().str.join(", "))
     )
+    signature = np.full(n, "{}", dtype=object)
+    signature[sets["draw"].to_numpy()] = ["{" + k + "}" for k in sets["key"].to_list()]
     out.cat["keys released"] = signature
     for j, name in enumerate(names):
-        out.cat[f"key {name}"] = np.where(present[:, j], "present", "absent").astype(object)
-    for v in values:
-        col = df[v].to_numpy().astype(np.float64)
-        for j, name in enumerate(names):
+        sel = code == j
+        present = np.zeros(n, dtype=bool)
+        present[draw[sel]] = True
+        out.cat[f"key {name}"] = np.where(present, "present", "absent").astype(object)
+        out.fill[f"key {name}"] = "absent"
+        for v in values:
             vals = np.full(n, np.nan)
-            sel = kcode == j
-            vals[draw[sel]] = col[sel]
+            vals[draw[sel]] = df[v].to_numpy()[sel].astype(np.float64)
             out.real[f"{v}[{name}]"] = vals
-    out.floats = tuple(k for k in out.real if k != "rows released")
+    for v in values:  # summed over the draw's keys (a joint feature; in every batch, even
+        # one with a single key, so that it never depends on the batch)
+        col = df[v].to_numpy().astype(np.float64)
+        out.real[f"{v}[all keys]"] = np.bincount(draw, weights=col, minlength=n)
+    # the lattice test reads float columns only: an integer (a count) has one representation
+    floating = [v for v in values if df.schema[v].is_float()]
+    out.floats = tuple(k for k in out.real if any(k.startswith(f"{v}[") for v in floating))
     return out

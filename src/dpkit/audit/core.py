@@ -281,7 +281,7 @@ def _lattice_check(
 ) -> LatticeCheck:
     lows, codes, cells = [], [], []
     for out in (all0, all1):
-        vals = out.real[name]
+        vals = out.real.get(name, np.zeros(0))  # a frame's key may be absent from one input
         vals = vals[np.isfinite(vals) & (vals != 0)]
         b, g = lattice_cells(vals)
         lows.append(int(g.min()) if g.size else 0)
@@ -491,15 +491,15 @@ def audit(
 def format_table(results: Sequence[AuditResult]) -> str:
     """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time."""
     head = (
-        f"{'audit':<34} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
+        f"{'audit':<60} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
         f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
     )
-    lines = [head, "-" * (len(head) + 30)]
+    lines = [head, "-" * (len(head) + 40)]
     for r in results:
         lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
         lines.append(
-            f"{r.name[:34]:<34} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
+            f"{r.name[:60]:<60} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
             f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
-            f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:70]}{lattice}"
+            f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:60]}{lattice}"
         )
     return "\n".join(lines)

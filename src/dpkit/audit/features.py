@@ -54,13 +54,18 @@ class Outputs:
 
     ``real`` maps names to float64 arrays (NaN = none); ``cat`` maps names to arrays of
     hashable labels (object dtype); ``floats`` lists the real columns whose float
-    representation is meaningful (lattice features are computed for those).
+    representation is meaningful (lattice features are computed for those). ``fill`` gives,
+    for a categorical column, the label of a draw in a batch that lacks the column (a batch
+    with no refusal has no ``refused`` column: its draws were not refused; a key no draw of a
+    batch released was absent from all of them), so every draw's label is a function of that
+    draw alone, whatever batch it came in; other missing columns are ``NaN`` / ``None``.
     """
 
     n: int
     real: dict[str, np.ndarray] = field(default_factory=dict)
     cat: dict[str, np.ndarray] = field(default_factory=dict)
     floats: tuple[str, ...] = ()
+    fill: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def concat(parts: list[Outputs]) -> Outputs:
@@ -69,15 +74,21 @@ class Outputs:
         first = parts[0]
         real_names = sorted(set().union(*(p.real for p in parts)))
         cat_names = sorted(set().union(*(p.cat for p in parts)))
+        fill: dict[str, Any] = {}
+        for p in parts:
+            fill.update(p.fill)
         real = {
             k: np.concatenate([p.real.get(k, np.full(p.n, np.nan)) for p in parts])
             for k in real_names
         }
         cat = {
-            k: np.concatenate([p.cat.get(k, np.full(p.n, None, dtype=object)) for p in parts])
+            k: np.concatenate(
+                [p.cat.get(k, np.full(p.n, fill.get(k), dtype=object)) for p in parts]
+            )
             for k in cat_names
         }
-        return Outputs(sum(p.n for p in parts), real, cat, first.floats)
+        floats = tuple(dict.fromkeys(f for p in parts for f in p.floats))
+        return Outputs(sum(p.n for p in parts), real, cat, floats or first.floats, fill)
 
     def take(self, idx: slice) -> Outputs:
         return Outputs(
@@ -85,6 +96,7 @@ class Outputs:
             {k: v[idx] for k, v in self.real.items()},
             {k: v[idx] for k, v in self.cat.items()},
             self.floats,
+            self.fill,
         )
 
 
@@ -132,6 +144,7 @@ def to_outputs(batch: Any, size: int | None = None) -> Outputs:
             out = _array_outputs(vals.astype(np.int64) if not refused.any() else vals)
         if refused.any():
             out.cat["refused"] = refused.astype(object)
+        out.fill["refused"] = False
         return out
     if all(isinstance(v, np.ndarray) for v in items):
         return _array_outputs(np.stack(items))
@@ -161,7 +174,7 @@ def _array_outputs(arr: np.ndarray) -> Outputs:
     if arr.ndim == 1:
         vals = arr.astype(np.float64)
         floats: tuple[str, ...] = ("output",) if arr.dtype.kind == "f" else ()
-        out = Outputs(n, real={"output": vals}, floats=floats)
+        out = Outputs(n, real={"output": vals}, floats=floats, fill={"refused": False})
         if arr.dtype.kind == "f" and np.isnan(vals).any():
             out.cat["refused"] = np.isnan(vals).astype(object)
         return out
@@ -277,12 +290,14 @@ class Featurizer:
         self._bins: dict[str, np.ndarray] = {}
         self._grids: dict[str, float] = {}
         self._real: tuple[str, ...] = ()
+        self._fill: dict[str, Any] = {}
         self.floats: tuple[str, ...] = ()
 
     def fit(self, *halves: Outputs) -> Featurizer:
         """Fit vocabularies, bins, lattice cells and residue grids on the selection halves."""
         pooled = Outputs.concat(list(halves))
         self._real = tuple(sorted(pooled.real))
+        self._fill = dict(pooled.fill)
         self.floats = tuple(pooled.floats)
         for name, labels in sorted(pooled.cat.items()):
             self._cats[name] = _object_vocab(labels)
@@ -326,7 +341,8 @@ class Featurizer:
                     codes[np.isnan(vals)] = -1
                     feats.append(Feature(f"{name} bin", "cat", codes, _bin_labels(name, edges)))
             for name, voc in self._cats.items():
-                raw = out.cat.get(name, np.full(out.n, None, dtype=object))
+                # a batch (or input) without the column: its draws take the column's fill
+                raw = out.cat.get(name, np.full(out.n, self._fill.get(name), dtype=object))
                 feats.append(Feature(name, "cat", voc.encode(raw), voc.labels))
         for name in self.floats:
             vals = out.real.get(name, np.full(out.n, np.nan))

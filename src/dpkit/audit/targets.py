@@ -1,4 +1,5 @@
-"""Every dpkit mechanism and framework as an audit target, on its worst-case neighbours.
+"""Every dpkit mechanism, framework and Session query kind as an audit target, on its
+worst-case neighbours.
 
 A *target* is a name (``"laplace"``, ``"ptr"``, ...), its parameters with defaults, and a
 builder that turns them into :class:`AuditCase` values: one batched function (calling the
@@ -250,6 +251,18 @@ def _inverse(p: dict[str, Any]) -> list[AuditCase]:
     ]
 
 
+def _session(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
+    def build(p: dict[str, Any]) -> list[AuditCase]:
+        from dpkit.audit.queries import session_cases
+
+        return [
+            AuditCase(name, func, pair, func.claim(pair.x0))
+            for name, func, pair in session_cases(kind, p)
+        ]
+
+    return build
+
+
 _EPS = (float, 1.0, "claimed epsilon")
 _DELTA = (float, 1e-5, "claimed delta")
 _SENS = (float, 1.0, "sensitivity")
@@ -258,6 +271,23 @@ _DATA = {
     "lower": (float, 0.0, "lower bound of the data"),
     "upper": (float, 1.0, "upper bound of the data"),
     "n": (int, 8, "records in the worst-case dataset"),
+}
+
+_SESSION = {
+    "epsilon": _EPS,
+    "delta": (float, 1e-5, "delta (group_by's key selection; Gaussian noise)"),
+    "noise": (str, "laplace", "laplace or gaussian (gaussian needs delta > 0)"),
+    "max_rows": (int, 2, "max_rows_per_unit"),
+    "max_groups": (int, 2, "max_groups_per_unit"),
+    "salts": (int, 1, "bounding salts in the pool; 1 audits one salt (dpkit.audit.queries)"),
+    "engine": (str, "polars", "polars, pandas or duckdb"),
+}
+_SESSION_TARGETS = {
+    "count": "Session count of rows, one person's rows bounded (pure DP)",
+    "sum": "Session sum per city, public keys, bounded rows and groups (pure DP)",
+    "mean": "Session mean, noisy sum over noisy count (pure DP)",
+    "quantile": "Session median, exponential mechanism (pure DP)",
+    "group_by": "Session count per city with private keys ((epsilon, delta)-DP)",
 }
 
 TARGETS: dict[str, Target] = {
@@ -355,6 +385,10 @@ TARGETS: dict[str, Target] = {
                 **_DATA,
             },
             _inverse,
+        ),
+        *(
+            Target(f"session_{kind}", summary, _SESSION, _session(kind))
+            for kind, summary in _SESSION_TARGETS.items()
         ),
     )
 }

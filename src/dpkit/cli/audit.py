@@ -5,7 +5,8 @@ Examples::
     dpkit audit laplace --epsilon 1
     dpkit audit gaussian --epsilon 0.5 --delta 1e-6 --calibration classic --samples 1000000
     dpkit audit ptr --query mean --lower 0 --upper 100 --time-budget 30
-    dpkit audit all --samples 200000          # every mechanism and framework
+    dpkit audit session_group_by --delta 1e-6 --engine duckdb   # a Session query kind
+    dpkit audit all --samples 200000          # every mechanism, framework and query kind
     dpkit audit query my_query.py --json      # a query file (dpkit.audit.query_file)
 """
 
@@ -68,7 +69,9 @@ def register(sub: Any) -> None:
             )
         _common(tp)
         tp.set_defaults(func=run)
-    ap = targets.add_parser("all", help="every mechanism and framework with its defaults")
+    ap = targets.add_parser(
+        "all", help="every mechanism, framework and Session query kind with its defaults"
+    )
     _common(ap)
     ap.set_defaults(func=run)
     qp = targets.add_parser(

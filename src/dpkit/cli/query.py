@@ -6,11 +6,17 @@ Examples::
     dpkit query data.csv --epsilon 1 --delta 1e-6 --unit pid --max-rows 5 --max-groups 2 \\
         --group-by Sex --count --mean Age:0:100 --median "Hours per week":0:100
     dpkit query data.parquet --epsilon 1 --count --explain
+    dpkit query data.parquet --engine spark --epsilon 1 --group-by Sex --keys sex.csv --count
 
 ``DATA`` is a .csv or .parquet path, or ``adult`` for the bundled UCI Adult table. Aggregates
 are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``, ``--histogram
 COLUMN:E0,E1,...``); a column name may itself contain colons, since the fields are split
 from the right.
+
+``--engine spark`` reads the file with a local Spark (``local[2]``, 127.0.0.1, see
+:func:`dpkit.session.engines.spark.local_session`) and runs the query there; only the
+aggregates and the released table come back. On a cluster, use the Python API under
+``spark-submit`` (README, "The Session on Spark").
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dpkit.errors import ParameterError
 __all__ = ["register"]
 
 _BOUNDED = ("sum", "mean", "var", "std", "median")
+ENGINES = ("polars", "spark")
 
 
 def register(sub: Any) -> None:
@@ -38,6 +45,13 @@ def register(sub: Any) -> None:
         "--explain prints the plan and spends nothing.",
     )
     p.add_argument("data", metavar="DATA", help="a .csv or .parquet file, or 'adult'")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="polars",
+        help="where the query runs: polars (default, lazy scan) or spark (a local Spark; "
+        "needs pip install 'dpkit[spark]' and Java 17+)",
+    )
     p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
     p.add_argument("--delta", type=float, default=0.0, help="delta (default 0: pure DP)")
     p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
@@ -126,17 +140,53 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     return aggs
 
 
-def _data(text: str) -> Any:
+def _data(text: str, engine: str) -> Any:
     if text == "adult":
         from dpkit.datasets import load_adult
 
-        return load_adult()
+        frame = load_adult()
+        return _spark_frame(frame) if engine == "spark" else frame
     path = Path(text)
     if not path.is_file():
         raise ParameterError(
             f"query: no such file {text!r} (give a .csv or .parquet file, or 'adult')"
         )
+    if engine == "spark":
+        return _spark_read(path)
     return path
+
+
+def _spark_read(path: Path) -> Any:
+    """The file as a Spark DataFrame, read by a local Spark (nothing read by Python)."""
+    from dpkit.session.engines.spark import local_session
+
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise ParameterError(
+            f"query: --engine spark reads .csv or .parquet files; got {str(path)!r}"
+        )
+    spark = local_session(app_name="dpkit query")
+    if suffix == ".csv":
+        return spark.read.csv(str(path), header=True, inferSchema=True)
+    return spark.read.parquet(str(path))
+
+
+def _spark_frame(frame: Any) -> Any:
+    import polars as pl
+
+    from dpkit.session.engines.spark import local_session
+
+    spark = local_session(app_name="dpkit query")
+    return spark.createDataFrame(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))
+
+
+def _polars(frame: Any) -> Any:
+    """The released table as Polars for printing (a Spark release is collected: it is public)."""
+    import polars as pl
+
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    return pl.from_arrow(frame.toArrow())
 
 
 def _accountant(args: argparse.Namespace) -> Any:
@@ -182,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("query: --keys needs --group-by")
     acct = _accountant(args)
     session = dp.Session(
-        _data(args.data),
+        _data(args.data, args.engine),
         privacy_unit=args.unit,
         accountant=acct,
         rng=args.seed,
@@ -200,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"plan": str(plan)}) if args.json else plan)
         return 0
     rel = q.measure(**release)
-    frame = rel.frame
+    frame = _polars(rel.frame)
     if args.json:
         out = {
             "columns": frame.columns,

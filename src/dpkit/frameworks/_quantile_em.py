@@ -5,10 +5,11 @@ and :mod:`dpkit.statistics` (single quantiles, ApproximateQuantiles, interval he
 
 Lattice
 -------
-The bounds ``[lower, upper]`` fix a spacing ``g = 2**(floor(log2(upper - lower)) - 30)`` (public)
-and every record is mapped to the integer ``u(x) = clip(floor(clip(x, lower, upper) / g + 1/2),
-ceil(lower / g), floor(upper / g))`` (the per-record lattice map of the cross-stream contract):
-neighbours stay neighbours. Outputs are lattice points ``u * g``. A data set becomes sorted
+The bounds ``[lower, upper]`` fix a spacing ``g = 2**(floor(log2(upper - lower)) - 30)``
+(public; :func:`dpkit._lattice.unit_for`) and every record is mapped to the integer
+``u(x) = clip(floor(clip(x, lower, upper) / g + 1/2), ceil(lower / g), floor(upper / g))``
+(:func:`dpkit._lattice.units`, the per-record map engines reproduce bit for bit): neighbours
+stay neighbours. Outputs are lattice points ``u * g``. A data set becomes sorted
 distinct lattice values ``v_0 < ... < v_{d-1}`` with multiplicities ``c_j`` (:class:`Counts`).
 
 Base measure (``support``)
@@ -54,8 +55,11 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import check_unit, unit_for
+from dpkit._lattice import units as lattice_units
 from dpkit.errors import InternalError, ParameterError
-from dpkit.frameworks._common import GRID_BITS, grid_for_bounds
+from dpkit.frameworks._common import GRID_BITS
+from dpkit.samplers import uniform_int
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
 __all__ = [
@@ -91,26 +95,16 @@ class Lattice:
     origin: int
 
     @classmethod
-    def for_bounds(cls, owner: str, lower: float, upper: float) -> Lattice:
-        g = grid_for_bounds(lower, upper)
-        lo = math.ceil(lower / g)  # exact: division by a power of two
-        hi = math.floor(upper / g)
-        if max(abs(lo), abs(hi)) >= 2**52:
-            raise ParameterError(
-                f"{owner}: bounds ({lower}, {upper}) are too far from 0 for their width; "
-                "shift the data by a public offset so that the bounds straddle or touch 0"
-            )
+    def for_bounds(cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS) -> Lattice:
+        """The shared lattice of the bounds (:func:`dpkit._lattice.unit_for` with ``bits``)."""
+        g = unit_for(lower, upper, bits)
+        lo, hi = check_unit(owner, g, lower, upper)
         origin = (lo >> GRID_BITS) << GRID_BITS
         return cls(lower, upper, g, lo, hi, origin)
 
     def units(self, x: np.ndarray) -> np.ndarray:
-        """The per-record lattice map ``clip(floor(clip(x) / g + 1/2), lo, hi)`` as int64."""
-        v = np.clip(x, self.lower, self.upper)
-        v /= self.spacing  # exact (power of two), |v| < 2**52
-        v += 0.5  # exact for |v| < 2**52
-        np.floor(v, out=v)
-        np.clip(v, self.lo, self.hi, out=v)
-        return v.astype(np.int64)
+        """The per-record lattice map of :mod:`dpkit._lattice` (contract 2), as int64."""
+        return lattice_units(x, self.spacing, self.lower, self.upper)
 
     def values(self, u: np.ndarray) -> np.ndarray:
         """Lattice indices back to floats (exact: ``|u| < 2**52``, ``g`` a power of two)."""
@@ -129,7 +123,9 @@ class Counts:
     @classmethod
     def from_units(cls, lattice: Lattice, units: np.ndarray) -> Counts:
         values, counts = np.unique(units, return_counts=True)
-        return cls.build(lattice, values.astype(np.int64), counts.astype(np.int64))
+        cum = np.zeros(values.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=cum[1:])
+        return cls(lattice, values.astype(np.int64), counts.astype(np.int64), cum)
 
     @classmethod
     def build(cls, lattice: Lattice, values: np.ndarray, counts: np.ndarray) -> Counts:
@@ -185,10 +181,23 @@ class Measure:
     def _prefix(self, u: np.ndarray) -> np.ndarray:
         """``sum w_j floor((u - origin) / 2**j)``: the atoms' mass in ``(-inf, u]`` + const."""
         s = np.asarray(u, dtype=np.int64) - self.lattice.origin
+        if not self.levels:
+            return np.zeros(s.shape, dtype=np.int64)
+        shifts = np.array([j for j, _w in self.levels], dtype=np.int64)
+        weights = np.array([w for _j, w in self.levels], dtype=np.int64)
+        if s.size * shifts.size <= 1 << 22:  # one broadcast: shifts as a second axis
+            # arithmetic shift = floor division (also below the origin)
+            return ((s[..., None] >> shifts) * weights).sum(axis=-1)
         out = np.zeros(s.shape, dtype=np.int64)
         for j, w in self.levels:
-            out += (s >> j) * w  # arithmetic shift = floor division (also below the origin)
+            out += (s >> j) * w
         return out
+
+    def mass_of(self, a: int, b: int) -> int:
+        """Exact ``mu([a, b])`` of one range (0 when ``b < a``), in Python integers."""
+        if b < a:
+            return 0
+        return self.base * (b - a + 1) + (self.prefix_at(b) - self.prefix_at(a - 1))
 
     def range_mass(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Exact integer ``mu([a, b])`` per pair (0 when ``b < a``), int64 below ``2**53``."""
@@ -204,6 +213,16 @@ class Measure:
 
     def point_mass(self, u: np.ndarray) -> np.ndarray:
         return self.range_mass(u, u)
+
+    def marks(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(P(v), P(v - 1))`` per value: what :func:`cells` needs, reusable in a recursion."""
+        v = np.asarray(values, dtype=np.int64)
+        return self._prefix(v), self._prefix(v - 1)
+
+    def prefix_at(self, u: int) -> int:
+        """``_prefix`` of one lattice index, in Python integers (no array overhead)."""
+        s = int(u) - self.lattice.origin
+        return sum((s >> j) * w for j, w in self.levels)
 
     @property
     def total(self) -> int:
@@ -253,6 +272,8 @@ def sample_in_ranges(measure: Measure, a: np.ndarray, b: np.ndarray, source: Any
     length = b - a + 1
     if not measure.atoms:
         return a + uniform_below(length, source)
+    if a.size == 1:  # one range: the same draws in Python integers, without array overhead
+        return np.array([_one_in_range(measure, int(a[0]), int(b[0]), source)], dtype=np.int64)
     o = measure.lattice.origin
     sa, sb = a - 1 - o, b - o
     levels = measure.levels
@@ -276,6 +297,24 @@ def sample_in_ranges(measure: Measure, a: np.ndarray, b: np.ndarray, source: Any
     return out
 
 
+def _one_in_range(measure: Measure, a: int, b: int, source: Any) -> int:
+    """:func:`sample_in_ranges` for one range (same components, same exact draws)."""
+    o = measure.lattice.origin
+    sa, sb = a - 1 - o, b - o
+    weights = [measure.base * (b - a + 1)]
+    weights += [((sb >> j) - (sa >> j)) * w for j, w in measure.levels]
+    r = int(uniform_int(sum(weights), 1, source)[0])
+    comp = 0
+    while r >= weights[comp]:
+        r -= weights[comp]
+        comp += 1
+    if comp == 0:
+        return a + int(uniform_int(b - a + 1, 1, source)[0])
+    lev = measure.levels[comp - 1][0]
+    cnt = (sb >> lev) - (sa >> lev)
+    return ((((sa >> lev) + 1) + int(uniform_int(cnt, 1, source)[0])) << lev) + o
+
+
 @dataclass(frozen=True, slots=True)
 class Cells:
     """The cells of one sub-problem: gap, atom, gap, ..., atom, gap (``2k + 1`` entries)."""
@@ -288,10 +327,17 @@ class Cells:
     n: int  # records in the sub-problem
 
 
-def cells(counts: Counts, measure: Measure, out_lo: int, out_hi: int) -> Cells:
+def cells(
+    counts: Counts,
+    measure: Measure,
+    out_lo: int,
+    out_hi: int,
+    prefix: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Cells:
     """Cells for the records of ``counts`` and outputs in ``[out_lo, out_hi]``.
 
-    Every value of ``counts`` must lie inside ``[out_lo, out_hi]``.
+    Every value of ``counts`` must lie inside ``[out_lo, out_hi]``. ``prefix`` may carry
+    :meth:`Measure.marks` of ``counts.values`` computed once for a whole recursion.
     """
     v = counts.values
     k = v.size
@@ -303,13 +349,23 @@ def cells(counts: Counts, measure: Measure, out_lo: int, out_hi: int) -> Cells:
     stop[0:-1:2] = v - 1
     start[1::2] = v
     stop[1::2] = v
-    mass = measure.range_mass(start, stop).astype(np.float64)
+    mass = measure.base * np.maximum(stop - start + 1, 0)
+    if measure.atoms:
+        # atoms in [start, stop] = P(stop) - P(start - 1) with P the atoms' prefix mass; the
+        # boundary sequence is P(out_lo - 1), P(v0 - 1), P(v0), P(v1 - 1), ..., P(out_hi)
+        pv, pvm1 = prefix if prefix is not None else measure.marks(v)
+        seq = np.empty(2 * k + 2, dtype=np.int64)
+        seq[0] = measure.prefix_at(out_lo - 1)
+        seq[1:-1:2] = pvm1
+        seq[2:-1:2] = pv
+        seq[-1] = measure.prefix_at(out_hi)
+        mass = mass + np.diff(seq)
     below = np.empty(2 * k + 1, dtype=np.int64)
     below[0::2] = counts.cum
     below[1::2] = counts.cum[:-1]
     atmost = below.copy()
     atmost[1::2] = counts.cum[1:]
-    return Cells(start, stop, mass, below, atmost, counts.n)
+    return Cells(start, stop, mass.astype(np.float64), below, atmost, counts.n)
 
 
 def rank_exponents(c: Cells, tau: Fraction) -> tuple[np.ndarray, int]:

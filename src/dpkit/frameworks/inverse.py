@@ -76,6 +76,8 @@ from dpkit.frameworks._common import (
     quantile_of,
     spend,
 )
+from dpkit.frameworks._inverse_select import select_sample
+from dpkit.frameworks._quantile_em import Counts, Lattice, Measure, cells, draw_cells
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
@@ -224,12 +226,19 @@ def inverse_sensitivity_sample(
     grid: Any = None,
     size: int = 1,
     rng: Any = None,
+    support: Any = "continuous",
+    window: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``size`` independent draws of the mechanism: ``(values, losses)``.
 
     The vectorised core of :func:`inverse_sensitivity` (used by :mod:`dpkit.compare`); the
     same parameters, the same guarantee *per draw* (``size`` draws cost ``size * epsilon``).
     No accountant is charged here. The returned losses are diagnostics read from the data.
+
+    ``window`` (continuous quantiles only) fixes the rank half-width of the O(n) selection
+    window (:mod:`dpkit.frameworks._inverse_select`); ``None`` picks it from ``epsilon`` so
+    that the exact fallback is astronomically rare. Any value gives the same law; ``0``
+    forces the sort-based path. Tests use small windows to exercise the fallback.
 
     Examples
     --------
@@ -243,6 +252,8 @@ def inverse_sensitivity_sample(
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
     size = check_int(owner, "size", size, minimum=1)
+    if window is not None:
+        window = check_int(owner, "window", window, minimum=0)
     if _is_mean(query):
         if grid is not None:
             raise ParameterError(f"{owner}: `grid` is supported for the median and percentiles")
@@ -250,12 +261,41 @@ def inverse_sensitivity_sample(
     _name, p = quantile_of(owner, query, percentile)
     source = as_source(rng)
     rate = Fraction(eps) / 2
-    xs = as_sorted(arr, lower, upper)
+    if support != "continuous":
+        if grid is not None:
+            raise ParameterError(f"{owner}: give either `grid` or a `support`, not both")
+        return _support_sample(arr, p, rate, lower, upper, support, size, source)
     if grid is not None:
+        xs = as_sorted(arr, lower, upper)
         pts = _check_grid(owner, grid, lower, upper)
         losses = _point_loss(xs, pts, p)
         idx = exp_weighted_choice(np.ones(pts.size), losses, rate, size, source)
         return pts[idx].copy(), losses[idx]
+
+    def full(k: int) -> tuple[np.ndarray, np.ndarray]:
+        return _sorted_sample(arr, p, rate, lower, upper, k, source)
+
+    if window == 0:
+        return full(size)
+    return select_sample(
+        arr,
+        p,
+        eps,
+        lower,
+        upper,
+        size,
+        source,
+        units=lambda xs: _units(xs, lower, upper),
+        full=full,
+        window=window,
+    )
+
+
+def _sorted_sample(
+    arr: np.ndarray, p: float, rate: Fraction, lower: float, upper: float, size: int, source: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sort-based sampler of the continuous quantile mechanism (module docstring)."""
+    xs = as_sorted(arr, lower, upper)
     units, lo, hi, spacing = _units(xs, lower, upper)
     cls = _Classes(units, p, lo, hi)
     chosen = exp_weighted_choice(cls.weights, cls.ell, rate, size, source)
@@ -270,6 +310,37 @@ def inverse_sensitivity_sample(
     cell = start + uniform_below(length, source)
     values = (cell + 0.5) * spacing  # exact: |cell| < 2**52 and spacing a power of two
     return values, cls.ell[chosen].astype(np.int64)
+
+
+def _support_sample(
+    arr: np.ndarray,
+    p: float,
+    rate: Fraction,
+    lower: float,
+    upper: float,
+    support: Any,
+    size: int,
+    source: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mechanism over lattice *points* with a support-aware base measure.
+
+    Same loss ``len = max(0, L - q, q + frac - E)`` and rate ``epsilon / 2``; the candidates
+    are the lattice points ``t`` (tied data values among them) with base weight ``mu(t)`` of
+    :class:`~dpkit.frameworks._quantile_em.Measure`, a data-independent measure that puts
+    atoms on dyadic grids (``"auto"``) or on a resolution's grid (a power of two such as
+    ``1.0``). A value held by many records is then released exactly.
+    """
+    lattice = Lattice.for_bounds(_OWNER, lower, upper)
+    try:
+        measure = Measure(lattice, support)
+    except (ParameterError, TypeError) as exc:
+        raise type(exc)(f"{_OWNER}: {exc}") from None
+    counts = Counts.from_units(lattice, lattice.units(arr))
+    c = cells(counts, measure, lattice.lo, lattice.hi)
+    q, frac = _center(counts.n, p)
+    losses = np.maximum(0, np.maximum(c.below - q, q + frac - c.atmost)).astype(np.int64)
+    points, idx = draw_cells(c, measure, losses, rate, size, source)
+    return lattice.values(points), losses[idx]
 
 
 def _is_mean(query: Any) -> bool:
@@ -351,6 +422,7 @@ def inverse_sensitivity(
     relation: str = "unbounded",
     rng: Any = None,
     accountant: Any = None,
+    support: Any = "continuous",
 ) -> Release:
     """Release a median or percentile with the inverse-sensitivity mechanism.
 
@@ -381,6 +453,14 @@ def inverse_sensitivity(
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
         Charged ``PureDP(epsilon)`` under ``relation`` before sampling.
+    support : {"continuous", "auto"} or float
+        The candidates' base measure (quantiles only). ``"continuous"`` (default): uniform on
+        the bounds, as above; the output is a cell midpoint, so a value held by many records
+        (integer ages) is never returned itself, only a point beside it. ``"auto"``: lattice
+        points with atoms on every dyadic grid (integers, halves, ...), so tied values can be
+        released exactly; a power-of-two resolution such as ``1.0`` (data known to be
+        integers) makes those atoms much heavier. Data-independent in every case (see
+        :mod:`dpkit.frameworks._quantile_em`); same loss, same ``epsilon``.
 
     Returns
     -------
@@ -407,7 +487,9 @@ def inverse_sensitivity(
     Notes
     -----
     Continuous version: ``P[t in gap] ∝ length(gap) exp(-epsilon len / 2)`` then a uniform
-    point of the gap; ``O(n log n)`` for the sort plus ``O(n)`` vectorised work. Grid
+    point of the gap, in ``O(n)``: selection (``numpy.partition``) on a window of order
+    statistics around the target rank, and an exact envelope for the gaps outside it
+    (:mod:`dpkit.frameworks._inverse_select`; the same law as sorting). Grid
     version: ``P[t] ∝ exp(-epsilon len(t) / 2)`` over the grid, ``O((n + m) log n)``.
     :func:`utility_bound` gives the high-probability error.
 
@@ -439,7 +521,16 @@ def inverse_sensitivity(
     arr = check_finite_array(_OWNER, "data", data, ndim=1)
     if grid is not None:
         _check_grid(_OWNER, grid, lower, upper)
-    else:  # the exact continuous mechanism's grid: refused now, never after the spend
+    if support != "continuous":
+        if name == "mean":
+            raise ParameterError(f"{_OWNER}: `support` applies to the median and percentiles")
+        if grid is not None:
+            raise ParameterError(f"{_OWNER}: give either `grid` or a `support`, not both")
+        try:
+            Measure(Lattice.for_bounds(_OWNER, lower, upper), support)
+        except (ParameterError, TypeError) as exc:
+            raise type(exc)(f"{_OWNER}: {exc}") from None
+    elif grid is None:  # the exact continuous mechanism's grid: refused now, never after the spend
         check_grid_bounds(_OWNER, lower, upper)
         if name == "mean":
             _check_mean_size(arr.size, lower, upper)
@@ -454,10 +545,13 @@ def inverse_sensitivity(
         grid=grid,
         size=1,
         rng=rng,
+        support=support,
     )
     details: dict[str, Any] = {"statistic": name}
     if name != "mean":
         details["percentile"] = p * 100
+    if support != "continuous":
+        details["support"] = support
     if grid is None:
         details["spacing"] = grid_for_bounds(lower, upper)
     else:

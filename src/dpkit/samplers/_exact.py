@@ -121,7 +121,11 @@ LN2_UP = Fraction(6931471805599453, 10**16)
 
 
 class ExpNegReal(DecimalReal):
-    """``exp(-x)`` for a rational ``x > 0``, times an optional rational factor ``r > 0``.
+    """``exp(-x)`` for a rational ``x``, times an optional rational factor ``r > 0``.
+
+    ``x`` is usually positive; a negative ``x`` (``r exp(-x)`` still a probability, as in
+    the exact acceptance steps of :func:`dpkit.samplers.bernoulli_exp_scaled`) is allowed and
+    never takes the shortcut below.
 
     Its binary digits come from :mod:`decimal` like any :class:`DecimalReal`, except that
     ``floor(2**bits * r exp(-x))`` is known to be 0 without computing anything when
@@ -136,8 +140,8 @@ class ExpNegReal(DecimalReal):
     __slots__ = ("factor_bits", "x")
 
     def __init__(self, x: Fraction, factor: Fraction = Fraction(1), *, slack: int = 25) -> None:
-        if x <= 0 or factor <= 0:
-            raise InternalError(f"ExpNegReal: need x > 0 and factor > 0; got {x}, {factor}")
+        if factor <= 0:
+            raise InternalError(f"ExpNegReal: need factor > 0; got {factor}")
         num, den = x.numerator, x.denominator
         fn, fd = factor.numerator, factor.denominator
         if factor == 1:

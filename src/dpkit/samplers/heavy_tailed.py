@@ -55,6 +55,7 @@ from dpkit.samplers._exact import (
 from dpkit.samplers._source import BitSource, as_source
 
 __all__ = [
+    "bernoulli_exp_scaled",
     "exp_weighted_choice",
     "rounded_cauchy",
     "rounded_laplace",
@@ -448,7 +449,7 @@ def rounded_student_t(df: int, ratio: Any, size: int, rng: Any = None) -> np.nda
 
 
 class _AcceptReal(ExactReal):
-    """``exp(-x) * R`` for rational ``x >= 0`` and ``R > 0``, checked to be at most 1."""
+    """``exp(-x) * R`` for rational ``x`` and ``R > 0``, checked to be at most 1."""
 
     __slots__ = ("_inner", "rr", "x")
 
@@ -466,10 +467,35 @@ class _AcceptReal(ExactReal):
             ctx.Emin = -(10**9)
             v = Decimal(0) if x > 200 * (1 + rr) else self._inner.fn()
         if v > 1 + Decimal(10) ** -30:
-            raise InternalError(f"exp_weighted_choice: acceptance probability {v} > 1")
+            raise InternalError(f"exact acceptance probability {v} > 1")
 
     def prefix(self, bits: int) -> int:
         return self._inner.prefix(bits)
+
+
+def bernoulli_exp_scaled(x: Fraction, r: Fraction, rng: Any = None) -> bool:
+    """One exact draw of ``Bernoulli(exp(-x) * r)`` for rationals ``x`` and ``r > 0``.
+
+    The probability must be at most 1: it is checked in exact-enough arithmetic and an
+    :class:`~dpkit.errors.InternalError` is raised otherwise (a caller's bound was wrong; never
+    a silent bias). The acceptance step of rejection samplers whose target and proposal are
+    known exactly, such as JointExp in :mod:`dpkit.statistics`.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> bernoulli_exp_scaled(Fraction(-1), Fraction(1, 3), rng=1)  # e / 3 ~ 0.906
+    True
+    """
+    x, r = Fraction(x), Fraction(r)
+    if r <= 0:
+        raise ParameterError(f"bernoulli_exp_scaled: `r` must be > 0; got {r}")
+    real: ExactReal = RationalReal(r) if x == 0 else _AcceptReal(x, r)
+    if x == 0 and r > 1:
+        raise InternalError(f"exact acceptance probability {r} > 1")
+    source = as_source(rng)
+    thr, one = prefixes64([real])
+    return bool(bernoulli_table(thr, one, [real], np.zeros(1, dtype=np.intp), source)[0])
 
 
 def exp_weighted_choice(
@@ -629,11 +655,10 @@ def uniform_below(n: Any, rng: Any = None) -> np.ndarray:
     if arr.size and (arr.min() < 1 or arr.max() > 2**62):
         raise ParameterError("uniform_below: every `n` must be in [1, 2**62]")
     source = as_source(rng)
-    bits = np.zeros(arr.size, dtype=np.uint64)
-    m = arr - 1
-    while np.any(m > 0):  # bit length of n - 1, vectorised
-        bits += (m > 0).astype(np.uint64)
-        m >>= 1
+    # bit length of n - 1, vectorised: frexp's exponent of float(n - 1) is the bit length,
+    # or one more when rounding to float lifts n - 1 to the next power of two (beyond 2**53);
+    # any bits >= the bit length keep the draw exactly uniform (only more rejections)
+    bits = np.frexp((arr - 1).astype(np.float64))[1].astype(np.uint64)
     out = np.zeros(arr.size, dtype=np.int64)
     pending = np.flatnonzero(arr > 1)
     while pending.size:

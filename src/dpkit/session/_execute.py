@@ -170,7 +170,7 @@ def clean_columns(ctx: Context, rows: nw.LazyFrame[Any]) -> frozenset[str]:
     for i, c in enumerate(cols):
         bad = nw.col(c).null_count()
         if ctx.schema[c].is_float():
-            bad = bad + nw.col(c).is_nan().sum()
+            bad = bad + nw.col(c).is_nan().cast(nw.Int64).sum()  # Spark sums no booleans
         exprs.append(bad.alias(f"b{i}"))
     got = ctx.engine.collect(rows.select(*exprs)).row(0)
     return frozenset(c for c, b in zip(cols, got, strict=True) if not b)

@@ -1,7 +1,15 @@
-"""Executing a planned query: engine aggregation, then noise in a fixed order."""
+"""Executing a planned query: engine aggregation once, then noise in a fixed order.
+
+:func:`aggregate` runs the engine work on the bounded rows and returns only the exact,
+noise-free per-group figures (never released). :func:`draw` adds the noise: one release
+(``size=None``) or ``size`` independent releases at once, by the same code. For ``size=1`` the
+random bits are consumed in the same order as one release, so a seed gives the same values;
+:class:`dpkit.session._sample.QuerySampler` (the audit's batched path) draws many at once.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import narwhals as nw
@@ -17,7 +25,10 @@ from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
-__all__ = ["execute", "statistics_layer"]
+__all__ = ["Aggregated", "aggregate", "draw", "execute", "statistics_layer"]
+
+#: Part of each quantile's epsilon spent on its interval stage (statistics layer's default).
+QUANTILE_INTERVAL_SHARE = 0.25
 
 
 def statistics_layer() -> Any:
@@ -31,14 +42,23 @@ def statistics_layer() -> Any:
     return statistics
 
 
-def execute(
-    ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
-) -> QueryRelease:
-    """Aggregate in the engine, then draw the noise: groups sorted by key, a fixed draw order
-    (the selection count, then each aggregate's statistics in order), so a seed reproduces a
-    release on every engine."""
-    budget = plan.budget
-    assert budget is not None
+@dataclass(frozen=True)
+class Aggregated:
+    """The exact per-group figures of one bounded table (inputs of the noise; never released).
+
+    ``table`` has one row per group (keys sorted, public keys completed) and the statistic
+    columns; ``arrays`` holds those columns as int64 arrays; ``grids`` and ``hists`` hold the
+    grid counts of each quantile aggregate and the bin counts of each histogram.
+    """
+
+    table: pl.DataFrame
+    arrays: dict[str, np.ndarray]
+    grids: tuple[pl.DataFrame, ...]
+    hists: tuple[pl.DataFrame, ...]
+
+
+def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
+    """Every engine aggregation the release needs, on the bounded ``rows``."""
     columns: dict[str, Any] = {}
     clean = ex.clean_columns(ctx, rows)
     for i, a in enumerate(ctx.aggregates):
@@ -48,51 +68,28 @@ def execute(
     if sel is not None and sel.reuse is None:
         columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
     table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
-    arrays = ex.column_arrays(table, list(columns))
-    parts: dict[str, list[Any]] = {}
-    for p in plan.parts:
-        parts.setdefault(p.aggregate, []).append(p)
-    stats = {
-        a.name: a.statistics(arrays, f"__a{i}_")  # type: ignore[attr-defined]
-        for i, a in enumerate(ctx.aggregates)
-        if not isinstance(a, Quantile | Histogram)
-    }
-    kept = np.arange(table.height)
-    noisy: dict[str, list[np.ndarray]] = {}
-    if sel is not None:
-        if sel.reuse is None:
-            selection = sel.noise.draw(arrays[ex.SELECT], source)
-        else:
-            selection = parts[sel.reuse][0].noise.draw(stats[sel.reuse][0], source)
-        kept = np.flatnonzero(selection >= sel.threshold)
-        if sel.reuse is not None:
-            noisy[sel.reuse] = [selection[kept]]
-    releases: dict[str, Release] = {}
-    out: dict[str, Any] = {c: table[c].gather(kept) for c in ctx.by}
-    for a in ctx.aggregates:
-        if isinstance(a, Quantile | Histogram):
-            continue
-        vals = noisy.get(a.name) or [
-            p.noise.draw(stat[kept], source)
-            for p, stat in zip(parts[a.name], stats[a.name], strict=True)
-        ]
-        for p, v in zip(parts[a.name], vals, strict=True):
-            releases[f"{a.name}: {p.part.label}"] = _part_release(p, v, budget.noise)
-        halves = [p.half_width for p in parts[a.name]]
-        out.update(a.finish(vals, halves, plan.alpha))  # type: ignore[attr-defined]
-    frame = pl.DataFrame(out)
-    quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
-    for qp, q in zip(plan.quantiles, quantiles, strict=True):
-        frame = _quantiles(ctx, rows, q, qp, frame, source, plan.alpha)
-    for a in ctx.aggregates:
-        if isinstance(a, Histogram):
-            frame = _histogram(ctx, rows, a, plan, frame, source)
-    if not any(isinstance(a, Histogram) for a in ctx.aggregates):  # the user's order
-        names = [n + x for a in ctx.aggregates for n in a.outputs() for x in ("", "_low", "_high")]
-        frame = frame.select(*ctx.by, *names)
+    return Aggregated(
+        table,
+        ex.column_arrays(table, list(columns)),
+        tuple(ex.grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
+        tuple(
+            ex.histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)
+        ),
+    )
+
+
+def execute(
+    ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
+) -> QueryRelease:
+    """Aggregate in the engine, then draw the noise: groups sorted by key, a fixed draw order
+    (the selection count, then each aggregate's statistics in order), so a seed reproduces a
+    release on every engine."""
+    assert plan.budget is not None
+    frame, releases = draw(ctx, plan, aggregate(ctx, plan, rows), source)
+    sel = plan.selection
     return QueryRelease(
-        frame=engine.output(frame),
-        privacy=budget.cost,
+        frame=engine.output(frame, like=ctx.frame),
+        privacy=plan.budget.cost,
         relation="unbounded",
         privacy_unit=ctx.unit,
         label=label,
@@ -100,6 +97,76 @@ def execute(
         releases=releases,
         threshold=None if sel is None else sel.threshold,
     )
+
+
+def draw(
+    ctx: ex.Context, plan: Plan, agg: Aggregated, source: Any, size: int | None = None
+) -> tuple[pl.DataFrame, dict[str, Release]]:
+    """The noisy frame of one release (``size=None``), or of ``size`` independent releases
+    stacked with a ``draw`` column (``0 .. size - 1``; a draw releasing no group has no row).
+
+    Each release: the selection count of every group (private keys), then each aggregate's
+    statistics for the released groups, then quantiles and histograms per released group.
+    Batched, every stage draws for all releases at once (release-major order), so ``size=1``
+    consumes the bits exactly as one release does. Batched quantiles release their values
+    only (the interval columns are NaN; see :func:`_quantiles`).
+    """
+    budget = plan.budget
+    assert budget is not None
+    reps = 1 if size is None else size
+    n_groups = agg.table.height
+    parts: dict[str, list[Any]] = {}
+    for p in plan.parts:
+        parts.setdefault(p.aggregate, []).append(p)
+    stats = {
+        a.name: a.statistics(agg.arrays, f"__a{i}_")  # type: ignore[attr-defined]
+        for i, a in enumerate(ctx.aggregates)
+        if not isinstance(a, Quantile | Histogram)
+    }
+    # cells: (release, group) pairs released, flattened release-major
+    cells = np.arange(reps * n_groups)
+    noisy: dict[str, list[np.ndarray]] = {}
+    sel = plan.selection
+    if sel is not None:
+        if sel.reuse is None:
+            selection = sel.noise.draw(_tile(agg.arrays[ex.SELECT], reps), source)
+        else:
+            selection = parts[sel.reuse][0].noise.draw(_tile(stats[sel.reuse][0], reps), source)
+        cells = np.flatnonzero(selection >= sel.threshold)
+        if sel.reuse is not None:
+            noisy[sel.reuse] = [selection[cells]]
+    group = cells % n_groups if n_groups else cells
+    releases: dict[str, Release] = {}
+    out: dict[str, Any] = {} if size is None else {"draw": cells // max(n_groups, 1)}
+    out.update({c: agg.table[c].gather(group) for c in ctx.by})
+    for a in ctx.aggregates:
+        if isinstance(a, Quantile | Histogram):
+            continue
+        vals = noisy.get(a.name) or [
+            p.noise.draw(stat[group], source)
+            for p, stat in zip(parts[a.name], stats[a.name], strict=True)
+        ]
+        if size is None:
+            for p, v in zip(parts[a.name], vals, strict=True):
+                releases[f"{a.name}: {p.part.label}"] = _part_release(p, v, budget.noise)
+        halves = [p.half_width for p in parts[a.name]]
+        out.update(a.finish(vals, halves, plan.alpha))  # type: ignore[attr-defined]
+    frame = pl.DataFrame(out)
+    quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
+    for qp, q, counts in zip(plan.quantiles, quantiles, agg.grids, strict=True):
+        frame = _quantiles(ctx, agg.table, q, qp, counts, frame, group, source, plan.alpha, size)
+    hists = [a for a in ctx.aggregates if isinstance(a, Histogram)]
+    for h, counts in zip(hists, agg.hists, strict=True):
+        frame = _histogram(ctx, agg.table, h, plan, counts, group, out.get("draw"), source)
+    if not hists:  # the user's order
+        names = [n + x for a in ctx.aggregates for n in a.outputs() for x in ("", "_low", "_high")]
+        frame = frame.select(*([] if size is None else ["draw"]), *ctx.by, *names)
+    return frame, releases
+
+
+def _tile(values: np.ndarray, reps: int) -> np.ndarray:
+    """``values`` repeated for ``reps`` releases (release-major); itself for one release."""
+    return values if reps == 1 else np.tile(values, reps)
 
 
 def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
@@ -127,16 +194,46 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
     )
 
 
+def _summaries(
+    ctx: ex.Context, table: pl.DataFrame, counts: pl.DataFrame, unit: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group of ``table`` (in its order): the grid points and their counts."""
+    by = list(ctx.by)
+    if not by:
+        subs: list[pl.DataFrame | None] = [counts]
+    else:
+        index = {k: g for k, g in counts.group_by(by, maintain_order=True)}
+        subs = [index.get(key) for key in table.select(by).rows()]
+    out = []
+    for sub in subs:
+        if sub is None:
+            out.append((np.zeros(0), np.zeros(0, dtype=np.int64)))
+        else:
+            pts = sub[ex.BUCKET].to_numpy().astype(np.float64) * unit
+            out.append((pts, sub["__n"].to_numpy().astype(np.int64)))
+    return out
+
+
 def _quantiles(
     ctx: ex.Context,
-    rows: nw.LazyFrame[Any],
+    table: pl.DataFrame,
     agg: Quantile,
     qp: Any,
+    counts: pl.DataFrame,
     frame: pl.DataFrame,
+    group: np.ndarray,
     source: Any,
     alpha: float,
+    size: int | None,
 ) -> pl.DataFrame:
-    """Per released group, the statistics layer's quantiles from the engine's grid counts."""
+    """Per released group, the statistics layer's quantiles from the engine's grid counts.
+
+    One release calls :func:`dpkit.statistics.quantiles_from_counts` per released group (the
+    values and their intervals). Batched, each group's releases come from one call of
+    :func:`dpkit.statistics._sampling.quantiles_from_counts_samples`: the same first stage
+    (the values, at the same share of epsilon), without the interval stage, whose columns
+    are then NaN; each released value is distributed exactly as in a release.
+    """
     statistics = statistics_layer()
     grid = agg.grid()
     # an integer-typed column (a public schema fact) puts atoms on the integers
@@ -144,70 +241,82 @@ def _quantiles(
     support: str | float = "auto"
     if ctx.schema[agg.column].is_integer() and grid.unit <= 1:
         support = 1.0
-    counts = ex.grid_counts(ctx, rows, agg)
-    by = list(ctx.by)
-    n = frame.height if by else 1
+    summaries = _summaries(ctx, table, counts, grid.unit)
     outs = agg.outputs()
-    cols: dict[str, list[float]] = {}
-    for name in outs:
-        for suffix in ("", "_low", "_high"):
-            cols[name + suffix] = []
-    groups = frame.select(by).rows() if by else [()]
-    index = {k: g for k, g in counts.group_by(by, maintain_order=True)} if by else {}
-    for key in groups[:n]:
-        sub = index.get(key) if by else counts
-        if sub is None:
-            pts, cnt = np.zeros(0), np.zeros(0, dtype=np.int64)
-        else:
-            pts = sub[ex.BUCKET].to_numpy().astype(np.float64) * grid.unit
-            cnt = sub["__n"].to_numpy().astype(np.int64)
-        rel = statistics.quantiles_from_counts(
-            pts,
-            cnt,
-            list(agg.levels),
-            epsilon=qp.epsilon,
-            bounds=agg.bounds,
-            alpha=alpha,
-            rng=source,
-            support=support,
-        )
-        values = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
-        intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
-        for j, name in enumerate(outs):
-            cols[name].append(float(values[j]))
-            cols[name + "_low"].append(float(intervals[j, 0]))
-            cols[name + "_high"].append(float(intervals[j, 1]))
+    m = len(outs)
+    values = np.full((group.size, m), np.nan)
+    low = np.full((group.size, m), np.nan)
+    high = np.full((group.size, m), np.nan)
+    kw = {"epsilon": qp.epsilon, "bounds": agg.bounds, "support": support}
+    if size is None:
+        for i, g in enumerate(group.tolist()):
+            pts, cnt = summaries[g]
+            rel = statistics.quantiles_from_counts(
+                pts,
+                cnt,
+                list(agg.levels),
+                alpha=alpha,
+                rng=source,
+                interval_share=QUANTILE_INTERVAL_SHARE,
+                **kw,
+            )
+            values[i] = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
+            intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
+            low[i], high[i] = intervals[:, 0], intervals[:, 1]
+    else:
+        from dpkit.statistics._sampling import quantiles_from_counts_samples
+
+        for g in np.unique(group).tolist():
+            idx = np.flatnonzero(group == g)
+            pts, cnt = summaries[g]
+            values[idx] = quantiles_from_counts_samples(
+                pts,
+                cnt,
+                list(agg.levels),
+                size=idx.size,
+                rng=source,
+                interval_share=QUANTILE_INTERVAL_SHARE,
+                **kw,
+            )
+    cols: dict[str, np.ndarray] = {}
+    for j, name in enumerate(outs):
+        cols[name], cols[name + "_low"], cols[name + "_high"] = values[:, j], low[:, j], high[:, j]
     add = pl.DataFrame(cols)
     return add if frame.width == 0 else pl.concat([frame, add], how="horizontal")
 
 
 def _histogram(
     ctx: ex.Context,
-    rows: nw.LazyFrame[Any],
+    table: pl.DataFrame,
     agg: Histogram,
     plan: Plan,
-    frame: pl.DataFrame,
+    counts: pl.DataFrame,
+    group: np.ndarray,
+    draws: np.ndarray | None,
     source: Any,
 ) -> pl.DataFrame:
-    """Noisy counts for every (released group, bin), in long form."""
+    """Noisy counts for every (released group, bin), in long form (``draws``: the release of
+    each released group, batched)."""
     part = plan.parts[-1]
-    counts = ex.histogram_counts(ctx, rows, agg)
     labels = agg.labels()
     n_bins = len(labels[0]) if isinstance(labels, tuple) else len(labels)
     by = list(ctx.by)
-    groups = frame.select(by) if by else pl.DataFrame({"__g": [0]})
-    grid = groups.join(pl.DataFrame({ex.BUCKET: np.arange(n_bins, dtype=np.int64)}), how="cross")
+    groups = table.select(by) if by else pl.DataFrame({"__g": [0]})
+    grid = groups.with_row_index("__row").join(
+        pl.DataFrame({ex.BUCKET: np.arange(n_bins, dtype=np.int64)}), how="cross"
+    )
+    counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
     if by:
-        counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
         grid = grid.join(counts, on=[*by, ex.BUCKET], how="left", nulls_equal=True)
     else:
-        counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
         grid = grid.join(counts, on=ex.BUCKET, how="left").drop("__g")
-    stat = grid["__n"].fill_null(0).to_numpy().astype(np.int64)
-    noisy = part.noise.draw(stat, source)
+    grid = grid.sort("__row", ex.BUCKET, maintain_order=True)
+    matrix = grid["__n"].fill_null(0).to_numpy().astype(np.int64).reshape(-1, n_bins)
+    noisy = part.noise.draw(matrix[group].ravel(), source)
     h = part.half_width
     assert agg.column is not None
-    b = grid[ex.BUCKET].to_numpy()
+    b = np.tile(np.arange(n_bins), group.size)
+    bins: dict[str, Any]
     if isinstance(labels, tuple):
         bins = {
             f"{agg.column}_from": np.asarray(labels[0])[b],
@@ -215,7 +324,10 @@ def _histogram(
         }
     else:
         bins = {agg.column: pl.Series([labels[i] for i in b], strict=False)}
-    out = grid.select(by).with_columns(**bins) if by else pl.DataFrame(bins)
+    rows = np.repeat(group, n_bins)
+    head: dict[str, Any] = {} if draws is None else {"draw": np.repeat(draws, n_bins)}
+    head.update({c: table[c].gather(rows) for c in by})
+    out = pl.DataFrame(head).with_columns(**bins) if head else pl.DataFrame(bins)
     return out.with_columns(
         pl.Series(agg.name, noisy.astype(np.int64)),
         pl.Series(f"{agg.name}_low", (noisy - h).astype(np.int64)),

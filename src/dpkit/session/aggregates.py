@@ -428,12 +428,17 @@ class Histogram(Aggregate):
             Aggregate.check_schema(self, schema)
 
     def bin_expr(self, schema: Any) -> tuple[nw.Expr, nw.Expr]:
-        """(in range, bin index) expressions; the index counts the edges at or below x."""
+        """(in range, bin index) expressions; the index counts the edges at or below x, or
+        is the category's position in ``bins`` (categories are distinct, so exactly one
+        ``col == c`` term is 1 on a row in range)."""
         assert self.column is not None
         col = nw.col(self.column)
         if self.edges is None:
             cats = list(self.categories or ())
-            return col.is_in(cats), col
+            position = nw.lit(0, nw.Int64)
+            for i, c in enumerate(cats[1:], start=1):
+                position = position + (col == c).cast(nw.Int64) * i
+            return col.is_in(cats), position
         e = self.edges
         x = col.cast(nw.Float64)
         inside = ~col.is_null() & (x >= e[0]) & (x <= e[-1])

@@ -22,7 +22,7 @@ from dpkit.session.result import QueryRelease
 if TYPE_CHECKING:
     from dpkit.session.session import Session
 
-__all__ = ["Query"]
+__all__ = ["Query", "fresh_salt"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
@@ -59,7 +59,7 @@ def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
     if (
         isinstance(keys, pl.DataFrame | pl.LazyFrame)
         or hasattr(keys, "__dataframe__")
-        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb"))
+        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb", "pyspark"))
     ):
         frame = nw.from_native(keys)
         if isinstance(frame, nw.LazyFrame):
@@ -89,6 +89,15 @@ def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
     if out.is_duplicated().any():
         raise ParameterError("group_by: public `keys` must be distinct")
     return out
+
+
+def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
+    """The secret salt of one release's bounding (``None`` without a privacy unit): four
+    uniform 63-bit words, drawn fresh from ``source`` for every release."""
+    salt = None
+    if ctx.unit is not None:
+        salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
+    return salt
 
 
 class Query:
@@ -501,20 +510,29 @@ class Query:
         BudgetExceededError
             The release would overspend: nothing is spent, nothing is drawn.
         """
+        ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
+        assert plan.budget is not None
+        label = label or self._label()
+        self._s._spend(plan.budget.cost, label)
+        source = self._source(rng)
+        rows = ex.bounded_rows(ctx, fresh_salt(ctx, source))
+        return execute(ctx, plan, rows, source, label, self._s._engine)
+
+    def _prepare(
+        self, epsilon: Any, delta: Any, alpha: Any, rho: Any, noise: Any
+    ) -> tuple[ex.Context, Plan]:
+        """Every check of a release that comes before spending: the query, the plan, the
+        data (empty table, nulls in the privacy unit). Shared with the audit's sampler."""
         ctx = self._context()
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
-        assert plan.budget is not None
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
         self._s._check_data()
-        label = label or self._label()
-        self._s._spend(plan.budget.cost, label)
-        source = self._s._source if rng is None else as_source(rng)
-        salt = None
-        if ctx.unit is not None:
-            salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
-        rows = ex.bounded_rows(ctx, salt)
-        return execute(ctx, plan, rows, source, label, self._s._engine)
+        return ctx, plan
+
+    def _source(self, rng: Any) -> Any:
+        """``rng``, or the Session's own source when it is ``None``."""
+        return self._s._source if rng is None else as_source(rng)
 
     def _label(self) -> str:
         names = ", ".join(a.name for a in self._aggs)

@@ -35,6 +35,7 @@ from dpkit.frameworks._quantile_em import (
     draw_cells,
     rank_exponents,
 )
+from dpkit.frameworks._quantile_view import View, draw_view, root_view
 from dpkit.samplers import bernoulli
 
 ROOT_WEIGHT = Fraction(1)
@@ -57,12 +58,13 @@ def draw_target(
     epsilon: Fraction,
     source: Any,
     size: int = 1,
+    prefix: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """``size`` exponential-mechanism draws for the target rank ``slope * n + offset``.
 
     ``0 <= slope <= 1``; the sensitivity of the distance is ``max(slope, 1 - slope)``.
     """
-    c = cells(sub, measure, out_lo, out_hi)
+    c = cells(sub, measure, out_lo, out_hi, prefix)
     tau = slope * c.n + offset
     exps, den = rank_exponents(c, tau)
     delta = max(slope, 1 - slope)
@@ -80,26 +82,6 @@ def _rescale(t: Fraction, num: Fraction, den: Fraction) -> Fraction:
     return r.limit_denominator(MAX_DENOMINATOR)
 
 
-def _split(sub: Counts, v: int, source: Any) -> tuple[Counts, Counts]:
-    """Records below ``v`` left, above ``v`` right, each record at ``v`` by a fair coin."""
-    lo = int(np.searchsorted(sub.values, v, side="left"))
-    hi = int(np.searchsorted(sub.values, v, side="right"))
-    tie = int(sub.counts[lo]) if hi > lo else 0
-    go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
-    at = np.array([v], dtype=np.int64)
-    left = Counts.build(
-        sub.lattice,
-        np.concatenate((sub.values[:lo], at)),
-        np.concatenate((sub.counts[:lo], np.array([go_left], dtype=np.int64))),
-    )
-    right = Counts.build(
-        sub.lattice,
-        np.concatenate((at, sub.values[hi:])),
-        np.concatenate((np.array([tie - go_left], dtype=np.int64), sub.counts[hi:])),
-    )
-    return left, right
-
-
 def approximate_quantiles(
     counts: Counts,
     measure: Measure,
@@ -112,18 +94,17 @@ def approximate_quantiles(
     Budget: a node whose subtree is ``h`` draws deep gets ``B / h`` of the budget ``B`` left
     on its path, its children ``B - B / h`` each; every root-to-leaf path spends exactly
     ``epsilon`` (the paper's ``epsilon / depth`` per draw is the special case of a full tree,
-    and wastes budget on the shorter paths of the others).
+    and wastes budget on the shorter paths of the others). Sub-problems are views of the
+    sorted counts (no copies) and each draw looks at a window of cells around its target
+    (:mod:`dpkit.frameworks._quantile_view`, the same law as the full computation).
     """
-    lat = counts.lattice
-    return _recurse(counts, measure, levels, lat.lo, lat.hi, epsilon, source)
+    return _recurse(root_view(counts, measure), measure, levels, epsilon, source)
 
 
 def _recurse(
-    sub: Counts,
+    view: View,
     measure: Measure,
     levels: list[Fraction],
-    out_lo: int,
-    out_hi: int,
     budget: Fraction,
     source: Any,
 ) -> list[int]:
@@ -131,17 +112,21 @@ def _recurse(
         return []
     mid = len(levels) // 2
     a = levels[mid]
-    eps = budget * min(Fraction(1), ROOT_WEIGHT / aq_depth(len(levels)))
-    v = int(draw_target(sub, measure, out_lo, out_hi, a, Fraction(0), eps, source)[0])
+    eps = budget / aq_depth(len(levels))
+    v = draw_view(view, measure, a, Fraction(0), eps, source)
     if len(levels) == 1:
         return [v]
     rest = budget - eps
-    left, right = _split(sub, v, source)
+    vals = view.root.values[view.a : view.b]
+    i = view.a + int(np.searchsorted(vals, v, side="left"))
+    tie = view.count(i) if i < view.b and int(view.root.values[i]) == v else 0
+    go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
+    left, right = view.split(v, go_left)
     left_levels = [_rescale(t, Fraction(0), a) for t in levels[:mid]]
     right_levels = [_rescale(t, a, 1 - a) for t in levels[mid + 1 :]]
-    out = _recurse(left, measure, left_levels, out_lo, v, rest, source)
+    out = _recurse(left, measure, left_levels, rest, source)
     out.append(v)
-    out.extend(_recurse(right, measure, right_levels, v, out_hi, rest, source))
+    out.extend(_recurse(right, measure, right_levels, rest, source))
     return out
 
 
@@ -155,8 +140,13 @@ def independent_quantiles(
     """One draw per level on all records with ``epsilon / m`` each (sequential composition)."""
     per = epsilon / len(levels)
     lat = counts.lattice
+    marks = measure.marks(counts.values) if measure.atoms else None
     out = [
-        int(draw_target(counts, measure, lat.lo, lat.hi, a, Fraction(0), per, source)[0])
+        int(
+            draw_target(counts, measure, lat.lo, lat.hi, a, Fraction(0), per, source, prefix=marks)[
+                0
+            ]
+        )
         for a in levels
     ]
     return sorted(out)

@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from dpkit.frameworks._quantile_em import Counts, Measure
+from dpkit.frameworks._quantile_view import View, draw_view
 from dpkit.samplers import discrete_laplace
-from dpkit.statistics._approximate import draw_target
 
 __all__ = ["IntervalStage", "helper_offset", "interval_stage", "laplace_sum_halfwidth"]
 
@@ -78,6 +78,22 @@ def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: floa
     for k, w in live:
         total += k * _log_mgf(w * s, a)
     return float(np.min((total - math.log(beta / 2)) / s))
+
+
+def split_halfwidths(
+    k_low: np.ndarray, w_low: float, k_high: np.ndarray, w_high: float, scale: float, beta: float
+) -> np.ndarray:
+    """:func:`weighted_halfwidth` of ``[(k_low_i, w_low), (k_high_i, w_high)]`` for every
+    ``i`` at once (the same Chernoff bound, minimised over a common grid of ``s``)."""
+    a = math.exp(-1.0 / scale)
+    wmax = max(w_low if np.any(k_low > 0) else 0.0, w_high if np.any(k_high > 0) else 0.0)
+    if wmax <= 0:
+        return np.zeros(np.shape(k_low))
+    s = np.linspace(1e-4, 1 - 1e-6, 600) / (scale * wmax)
+    lm_low = _log_mgf(w_low * s, a) if w_low > 0 else np.zeros_like(s)
+    lm_high = _log_mgf(w_high * s, a) if w_high > 0 else np.zeros_like(s)
+    total = np.outer(k_low, lm_low) + np.outer(k_high, lm_high)
+    return np.min((total - math.log(beta / 2)) / s, axis=1)
 
 
 def laplace_sum_halfwidth(k: int, scale: float, beta: float) -> int:
@@ -149,12 +165,12 @@ def _helpers(
         # the records strictly inside the cell; the outer cells keep the records at the bounds
         a = int(np.searchsorted(counts.values, lo, side="right" if want_above else "left"))
         b = int(np.searchsorted(counts.values, hi, side="left" if want_below else "right"))
-        sub = Counts.build(lat, counts.values[a:b], counts.counts[a:b])
+        view = View(counts, None, a, max(a, b), lo, hi)
         share = epsilon / (2 if want_above and want_below else 1)
         if want_above:
-            out.append(int(draw_target(sub, measure, lo, hi, Fraction(0), k, share, source)[0]))
+            out.append(draw_view(view, measure, Fraction(0), k, share, source))
         if want_below:
-            out.append(int(draw_target(sub, measure, lo, hi, Fraction(1), -k, share, source)[0]))
+            out.append(draw_view(view, measure, Fraction(1), -k, share, source))
     return out
 
 

@@ -6,11 +6,13 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.to_lazy` - the user's data as a lazy narwhals frame, on its own engine;
 * :meth:`Engine.with_rank` - a salted hash of some columns, ranked within a partition (the
   random per-person order of contribution bounding; narwhals has no hash expression);
+* :meth:`Engine.is_empty` - whether the data has a row (the empty-table check);
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.
 
-Adding an engine (PySpark, issue 12) means writing one more :class:`Engine` subclass and
-registering it with :func:`register`; nothing else in :mod:`dpkit.session` changes.
+Adding an engine means writing one more :class:`Engine` subclass and registering it with
+:func:`register`; nothing else in :mod:`dpkit.session` changes (PySpark, issue 12, is
+:class:`SparkEngine`, importing pyspark only when given a Spark DataFrame).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dpkit.session.engines._base import Engine, engine_for, register, supported
 from dpkit.session.engines.duckdb import DuckDBEngine
 from dpkit.session.engines.pandas import PandasEngine
 from dpkit.session.engines.polars import FileEngine, PolarsEngine, PyArrowEngine
+from dpkit.session.engines.spark import SparkEngine
 
 __all__ = [
     "DuckDBEngine",
@@ -27,6 +30,7 @@ __all__ = [
     "PandasEngine",
     "PolarsEngine",
     "PyArrowEngine",
+    "SparkEngine",
     "engine_for",
     "register",
     "supported",
@@ -37,3 +41,4 @@ register(PandasEngine())
 register(PyArrowEngine())
 register(DuckDBEngine())
 register(FileEngine())
+register(SparkEngine())

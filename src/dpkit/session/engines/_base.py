@@ -54,12 +54,17 @@ class Engine:
         """
         raise NotImplementedError
 
+    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
+        """Whether the lazy frame has no row (reads at most one row; returns no data)."""
+        return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated lazy frame and return it as a Polars DataFrame."""
         return frame.collect(backend="polars").to_native()
 
-    def output(self, frame: pl.DataFrame) -> Any:
-        """The released frame in the caller's family (Polars unless overridden)."""
+    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+        """The released frame in the caller's family (Polars unless overridden); ``like`` is
+        the queried data (an engine such as Spark builds its result in the data's session)."""
         return frame
 
 

@@ -62,7 +62,7 @@ class PandasEngine(Engine):
         out[order.index.to_numpy()] = rank
         return nw.from_native(df.assign(**{name: out})).lazy()
 
-    def output(self, frame: pl.DataFrame) -> Any:
+    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         import pandas as pd
 
         cols = {}

@@ -1,0 +1,229 @@
+"""The quantile exponential mechanism in O(window) per draw: views, windows, exact envelopes.
+
+A :class:`View` is a sub-problem of a sorted :class:`~dpkit.frameworks._quantile_em.Counts`
+without copying it: a range ``[a, b)`` of its distinct values, at most a few count overrides
+(the tied records a split sent to one side) and an output range ``[out_lo, out_hi]``.
+ApproximateQuantiles splits views in O(1).
+
+:func:`draw_view` draws the mechanism of :mod:`dpkit.frameworks._quantile_em` (probability
+``∝ mu(t) exp(-rate D d(t))``) on a view, looking only at a window of cells around the target
+rank, with the same law as the full computation:
+
+* **Window.** The cells whose rank range lies within ``W`` ranks of the target (found by binary
+  search on the cumulative counts) are built exactly (masses from the base measure's prefix
+  sums, exponents from exact integer ranks).
+* **Envelope.** Left of the window every cell has at most ``below(j_l)`` records at or under
+  it, so its exponent is at least ``e_L = D max(0, tau - below(j_l))``; right of it at least
+  ``e_R = D max(0, below(j_r) - tau)``. Each side joins the proposal as one item: its exact
+  total mass (prefix sums again) with exponent ``e``.
+* **Outside, exactly.** When a side is drawn, one of its cells is drawn with probability
+  proportional to its mass and accepted with probability ``exp(-rate (e_cell - e))``; on
+  rejection the draw comes from the full law instead. With ``I`` the window's mass and
+  ``O <= E`` the outside mass and its envelope, a window cell is returned with probability
+  ``I_x / (I + E) + (E - O) / (I + E) * I_x / (I + O) = I_x / (I + O)`` and an outside cell
+  ``y`` with ``O_y / (I + E) + (E - O) / (I + E) * O_y / (I + O) = O_y / (I + O)``: the target.
+  The default ``W`` makes ``E`` below ``2**-40`` of the mass at the target, so the full law is
+  essentially never computed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_ranges
+from dpkit.samplers import bernoulli_exp
+from dpkit.samplers.heavy_tailed import exp_weighted_choice
+
+__all__ = ["View", "draw_view", "draw_view_many", "root_view"]
+
+Marks = tuple[np.ndarray, np.ndarray] | None
+
+
+@dataclass(frozen=True)
+class View:
+    """Values ``root.values[a:b]`` (counts overridden at a few indices), outputs in
+    ``[out_lo, out_hi]``."""
+
+    root: Counts
+    marks: Marks
+    a: int
+    b: int
+    out_lo: int
+    out_hi: int
+    over: dict[int, int] = field(default_factory=dict)
+
+    def _adjust(self, j: int) -> int:
+        """Records added by the overrides at indices ``a <= i < j``."""
+        cnt = self.root.counts
+        return sum(c - int(cnt[i]) for i, c in self.over.items() if self.a <= i < j)
+
+    def below(self, j: int) -> int:
+        """Records of the view strictly below ``root.values[j]`` (``a <= j <= b``)."""
+        cum = self.root.cum
+        return int(cum[j] - cum[self.a]) + self._adjust(j)
+
+    @property
+    def n(self) -> int:
+        return self.below(self.b)
+
+    def count(self, i: int) -> int:
+        return self.over.get(i, int(self.root.counts[i]))
+
+    def part(self, j0: int, j1: int) -> tuple[Counts, Marks]:
+        """The values ``j0 .. j1 - 1`` as a small :class:`Counts` (overrides applied)."""
+        vals = self.root.values[j0:j1]
+        cnt = self.root.counts[j0:j1].copy()
+        for i, c in self.over.items():
+            if j0 <= i < j1:
+                cnt[i - j0] = c
+        keep = cnt > 0
+        marks = None
+        if self.marks is not None:
+            marks = (self.marks[0][j0:j1][keep], self.marks[1][j0:j1][keep])
+        return Counts.build(self.root.lattice, vals[keep], cnt[keep]), marks
+
+    def split(self, v: int, go_left: int) -> tuple[View, View]:
+        """Below ``v`` left, above right; of the records at ``v``, ``go_left`` go left."""
+        vals = self.root.values
+        lo = self.a + int(np.searchsorted(vals[self.a : self.b], v, side="left"))
+        hi = self.a + int(np.searchsorted(vals[self.a : self.b], v, side="right"))
+        tie = self.count(lo) if hi > lo else 0
+        keep_l = {i: c for i, c in self.over.items() if i < lo}
+        keep_r = {i: c for i, c in self.over.items() if i >= hi}
+        if tie and go_left:
+            left = View(
+                self.root, self.marks, self.a, lo + 1, self.out_lo, v, {**keep_l, lo: go_left}
+            )
+        else:
+            left = View(self.root, self.marks, self.a, lo, self.out_lo, v, keep_l)
+        if tie and tie - go_left:
+            right = View(
+                self.root, self.marks, lo, self.b, v, self.out_hi, {lo: tie - go_left, **keep_r}
+            )
+        else:
+            right = View(self.root, self.marks, hi, self.b, v, self.out_hi, keep_r)
+        return left, right
+
+
+def root_view(counts: Counts, measure: Measure) -> View:
+    """The whole data set; the base measure's prefix sums are computed per window, lazily."""
+    lat = counts.lattice
+    return View(counts, None, 0, counts.values.size, lat.lo, lat.hi)
+
+
+def default_rank_window(delta: Fraction, eps: Fraction, measure: Measure) -> int:
+    """``W`` with ``mu(all) exp(-eps W / (2 delta)) <= 2**-40 * (one point's mass)``."""
+    ratio = math.log(max(float(measure.total), 2.0)) + 40 * math.log(2)
+    return max(2, math.ceil(2 * float(delta) / float(eps) * ratio) + 1)
+
+
+def _exponents(below: np.ndarray, atmost: np.ndarray, num: int, den: int) -> np.ndarray:
+    e = np.maximum(below * den - num, num - atmost * den)
+    np.maximum(e, 0, out=e)
+    return e
+
+
+def _full(
+    view: View, measure: Measure, num: int, den: int, rate: Fraction, size: int, source: Any
+) -> np.ndarray:
+    sub, marks = view.part(view.a, view.b)
+    c = cells(sub, measure, view.out_lo, view.out_hi, marks)
+    e = _exponents(c.below, c.atmost, num, den)
+    idx = exp_weighted_choice(c.mass, e, rate, size, source)
+    return sample_in_ranges(measure, c.start[idx], c.stop[idx], source)
+
+
+def draw_view(
+    view: View,
+    measure: Measure,
+    slope: Fraction,
+    offset: Fraction,
+    epsilon: Fraction,
+    source: Any,
+    window: int | None = None,
+) -> int:
+    """One draw for the target rank ``slope * n + offset`` on ``view`` (module docstring)."""
+    return int(draw_view_many(view, measure, slope, offset, epsilon, source, 1, window)[0])
+
+
+def draw_view_many(
+    view: View,
+    measure: Measure,
+    slope: Fraction,
+    offset: Fraction,
+    epsilon: Fraction,
+    source: Any,
+    size: int,
+    window: int | None = None,
+) -> np.ndarray:
+    """``size`` independent draws (the window is built once; module docstring)."""
+    n = view.n
+    tau = slope * n + offset
+    num, den = tau.numerator, tau.denominator
+    delta = max(slope, 1 - slope)
+    rate = epsilon / (2 * delta * den)
+    a, b = view.a, view.b
+    w = default_rank_window(delta, epsilon, measure) if window is None else int(window)
+    cum = view.root.cum
+    base = float(cum[a])
+    centre = float(tau)
+    # value indices whose rank ranges meet [tau - w, tau + w] (a guide only: any window is exact)
+    jl = int(np.searchsorted(cum, base + centre - w, side="right")) - 2
+    jr = int(np.searchsorted(cum, base + centre + w, side="left")) + 1
+    jl, jr = min(max(jl, a), b), min(max(jr, a), b)
+    if jl == a and jr == b:
+        return _full(view, measure, num, den, rate, size, source)
+    vals = view.root.values
+    sub, marks = view.part(jl, jr)
+    lo_edge = int(vals[jl - 1]) + 1 if jl > a else view.out_lo
+    hi_edge = int(vals[jr]) - 1 if jr < b else view.out_hi
+    if sub.values.size == 0:  # every value of the window was overridden to zero
+        return _full(view, measure, num, den, rate, size, source)
+    c = cells(sub, measure, lo_edge, hi_edge, marks)
+    off = view.below(jl)
+    e = _exponents(c.below + off, c.atmost + off, num, den)
+    e_left = max(0, num - off * den)
+    e_right = max(0, view.below(jr) * den - num)
+    m_left = measure.mass_of(view.out_lo, lo_edge - 1)
+    m_right = measure.mass_of(hi_edge + 1, view.out_hi)
+    weights = np.concatenate((c.mass, [float(m_left), float(m_right)]))
+    exps = np.concatenate((e, [e_left, e_right]))
+    idx = exp_weighted_choice(weights, exps, rate, size, source)
+    out = np.empty(size, dtype=np.int64)
+    inside = idx < c.mass.size
+    if np.any(inside):
+        k = idx[inside]
+        out[inside] = sample_in_ranges(measure, c.start[k], c.stop[k], source)
+    for side, env in ((c.mass.size, e_left), (c.mass.size + 1, e_right)):
+        rows = np.flatnonzero(idx == side)
+        if rows.size == 0:
+            continue
+        # an envelope item: exact outside cells, their acceptance, or the full law
+        if side == c.mass.size:
+            part, pmarks = view.part(a, jl)
+            oc = cells(part, measure, view.out_lo, lo_edge - 1, pmarks)
+            o_off = view.below(a)
+        else:
+            part, pmarks = view.part(jr, b)
+            oc = cells(part, measure, hi_edge + 1, view.out_hi, pmarks)
+            o_off = view.below(jr)
+        o_exp = _exponents(oc.below + o_off, oc.atmost + o_off, num, den)
+        zeros = np.zeros(oc.mass.size, dtype=np.int64)
+        k = exp_weighted_choice(oc.mass, zeros, Fraction(0), rows.size, source)
+        excess = o_exp[k] - env  # >= 0: the envelope bounds every outside exponent
+        keep = np.zeros(rows.size, dtype=bool)
+        for ex in np.unique(excess):
+            sel = np.flatnonzero(excess == ex)
+            keep[sel] = bernoulli_exp(rate * int(ex), sel.size, source)
+        if np.any(keep):
+            out[rows[keep]] = sample_in_ranges(measure, oc.start[k[keep]], oc.stop[k[keep]], source)
+        if np.any(~keep):
+            out[rows[~keep]] = _full(
+                view, measure, num, den, rate, int(np.count_nonzero(~keep)), source
+            )
+    return out

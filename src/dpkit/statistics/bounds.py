@@ -1,0 +1,418 @@
+"""Private clipping bounds: a log-scale histogram with a threshold, or a private tail quantile.
+
+``method="histogram"`` follows Google's ApproximateBounds (differential-privacy library,
+``cc/algorithms/approx-bounds.h``): every record falls in one bucket of a signed log2
+histogram, bucket counts get noise, and the bounds are the outer edges of the outermost
+buckets whose noisy counts pass a threshold set so that an empty bucket passes with
+probability at most ``beta`` (relaxed tenfold, up to 30 times, when no bucket passes). The
+same noisy counts give a DP estimate of the fraction of records outside the bounds, for free.
+
+``method="tail"`` clips at a private ``tail``-quantile (say 0.999) of the upper side (and
+``1 - tail`` of the lower side unless ``lower`` is given) by Durfee's unbounded quantile
+estimation (NeurIPS 2023): AboveThreshold over the geometric candidates
+``c_i = l + beta**i - 1``, no bounds needed. For heavy tails, where a fixed-mass rule clips
+too much and the histogram's threshold too little.
+
+Buckets (:func:`log2_buckets`): 0 holds 0; ``+(e + 1075)`` holds positive ``x`` with
+``2**(e - 1) <= x < 2**e`` (``e`` the exponent of :func:`math.frexp`, ``-1073 <= e <= 1024``)
+and ``-(e + 1075)`` the negative values of that magnitude. Engines reproduce them from
+``floor(log2(|x|)) + 1``; an off-by-one at an exact power of two only moves that record to the
+neighbouring bucket (the map stays per record, so privacy is unaffected).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_finite_array, check_number, check_positive
+from dpkit.accounting.loss import PureDP
+from dpkit.errors import ParameterError
+from dpkit.frameworks._common import spend
+from dpkit.samplers import as_source, discrete_laplace
+from dpkit.statistics._input import as_rational_level
+
+__all__ = [
+    "BoundsRelease",
+    "bounds_from_counts",
+    "bucket_edges",
+    "log2_buckets",
+    "private_bounds",
+]
+
+_OFFSET = 1075  # frexp exponents run from -1073 (subnormals) to 1024
+_TOP = 1024 + _OFFSET  # largest bucket index: 2099
+_NEAR = 32  # octaves around the passing buckets counted for the clipped fraction
+METHODS = ("histogram", "tail")
+
+
+def log2_buckets(x: Any) -> np.ndarray:
+    """The signed log2 bucket of each value (int64; module docstring).
+
+    Examples
+    --------
+    >>> log2_buckets([0.0, 1.0, 3.0, -0.75]).tolist()
+    [0, 1076, 1077, -1075]
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    _m, e = np.frexp(arr)
+    out = e.astype(np.int64) + _OFFSET
+    out = np.where(arr > 0, out, np.where(arr < 0, -out, 0))
+    return out.astype(np.int64)
+
+
+def bucket_edges(buckets: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)``: every value of bucket ``b`` lies in ``[low, high]``.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in bucket_edges([0, 1076, -1075])]
+    [[0.0, 1.0, -1.0], [0.0, 2.0, -0.5]]
+    """
+    b = np.asarray(buckets, dtype=np.int64)
+    e = np.abs(b) - _OFFSET
+    top = np.finfo(np.float64).max  # the last bucket [2**1023, max]: 2**1024 overflows
+    high = np.where(b == 0, 0.0, np.where(e >= 1024, top, np.ldexp(1.0, np.minimum(e, 1023))))
+    low = np.where(b == 0, 0.0, np.ldexp(1.0, e - 1))
+    return np.where(b < 0, -high, low), np.where(b < 0, -low, high)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundsRelease:
+    """Privately chosen clipping bounds.
+
+    Attributes
+    ----------
+    bounds : (float, float)
+        ``(lower, upper)``, a DP output: use it as public bounds for a later release.
+    clipped_fraction : float or None
+        A DP estimate (from the same noisy histogram) of the fraction of records outside
+        ``bounds`` (counting the buckets within ``2**32`` of the bounds' magnitudes);
+        ``None`` for ``method="tail"`` (which clips about ``1 - tail`` by design).
+    method : str
+        ``"histogram"`` or ``"tail"``.
+    privacy : PureDP
+        The cost.
+    relation : str
+        ``"unbounded"`` (add/remove one record).
+    details : Mapping
+        Public figures (threshold, relaxations, noisy counts of the passing buckets).
+    """
+
+    bounds: tuple[float, float]
+    clipped_fraction: float | None
+    method: str
+    privacy: PureDP
+    relation: str = "unbounded"
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+
+def _check_lower(owner: str, lower: Any) -> float | None:
+    if lower is None:
+        return None
+    return check_number(owner, "lower", lower)
+
+
+def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
+    """Smallest integer ``T`` with ``buckets * P[Z >= T] <= beta`` for ``Z`` discrete Laplace.
+
+    ``P[Z >= T] = a**T / (1 + a)`` with ``a = exp(-1/scale)`` (``T >= 1``).
+    """
+    a = math.exp(-1.0 / float(scale))
+    t = math.log(beta * (1 + a) / buckets) / math.log(a)
+    return max(1, math.ceil(t))
+
+
+def _from_histogram(
+    owner: str,
+    buckets: np.ndarray,
+    counts: np.ndarray,
+    eps: float,
+    lower: float | None,
+    beta: float,
+    source: Any,
+) -> BoundsRelease:
+    """Noise every bucket from ``-_TOP`` to ``_TOP`` (public), threshold, read the bounds."""
+    full = np.zeros(2 * _TOP + 1, dtype=np.int64)
+    np.add.at(full, buckets + _TOP, counts)
+    scale = 1 / Fraction(eps)
+    noisy = full + discrete_laplace(scale, full.size, source)
+    nb = full.size
+    relaxations = 0
+    t = _threshold(scale, nb, beta)
+    passing = np.flatnonzero(noisy >= t)
+    while passing.size == 0 and relaxations < 30:
+        relaxations += 1
+        t = _threshold(scale, nb, min(0.5, beta * 10.0**relaxations))
+        passing = np.flatnonzero(noisy >= t)
+    if passing.size == 0:  # nothing passes even then: the single largest noisy bucket
+        passing = np.array([int(np.argmax(noisy))])
+    lo_b, hi_b = int(passing.min()) - _TOP, int(passing.max()) - _TOP
+    low_edge, _ = bucket_edges([lo_b])
+    _, high_edge = bucket_edges([hi_b])
+    lo_v, hi_v = float(low_edge[0]), float(high_edge[0])
+    if lower is not None:
+        lo_v = lower
+        hi_v = max(hi_v, lower)
+    if lo_v == hi_v:  # a single point (all zeros, say): widen to a usable interval
+        hi_v = lo_v + (abs(lo_v) or 1.0)
+    # the DP clipped fraction: noisy counts of the buckets wholly outside [lo_v, hi_v] over
+    # those of all buckets, both restricted to magnitudes within 2**_NEAR of the passing
+    # buckets' (a public window: far buckets hold noise only, and summing thousands of them
+    # would swamp the estimate)
+    ids = np.arange(-_TOP, _TOP + 1)
+    lows, highs = bucket_edges(ids)
+    mags = np.abs(ids) - _OFFSET
+    pass_mags = np.abs(passing - _TOP) - _OFFSET
+    near = (mags >= pass_mags.min() - _NEAR) & (mags <= pass_mags.max() + _NEAR) | (ids == 0)
+    outside = near & ((highs < lo_v) | (lows > hi_v))
+    total = float(noisy[near].sum())
+    clipped = min(max(float(noisy[outside].sum()) / total, 0.0), 1.0) if total >= 1 else 0.0
+    return BoundsRelease(
+        bounds=(lo_v, hi_v),
+        clipped_fraction=clipped,
+        method="histogram",
+        privacy=PureDP(eps),
+        details={"threshold": t, "relaxations": relaxations, "noisy_total": int(noisy.sum())},
+    )
+
+
+def bounds_from_counts(
+    buckets: Any,
+    counts: Any,
+    *,
+    epsilon: float,
+    lower: float | None = None,
+    beta: float = 1e-6,
+    rng: Any = None,
+    accountant: Any = None,
+) -> BoundsRelease:
+    """Private bounds from engine-side counts of :func:`log2_buckets` (histogram method).
+
+    Parameters
+    ----------
+    buckets : array_like of int
+        Bucket ids (``log2_buckets``), each at most once.
+    counts : array_like of int
+        Records per bucket, ``>= 0``.
+    epsilon : float
+        Cost, finite and > 0.
+    lower : float, optional
+        A public lower bound (for example 0 for amounts); the search then only sets the
+        upper bound.
+    beta : float
+        Probability that noise alone lifts an empty bucket over the threshold, in (0, 1).
+    rng, accountant
+        As everywhere (the accountant is charged before any noise).
+
+    Returns
+    -------
+    BoundsRelease
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record: one record changes one bucket count
+    by one, and every bucket in the fixed public range gets discrete Laplace noise of scale
+    ``1 / epsilon`` (Ghosh, Roughgarden and Sundararajan 2009); the rest is post-processing.
+
+    Examples
+    --------
+    >>> b = log2_buckets(np.arange(1.0, 1001.0))
+    >>> ids, cnt = np.unique(b, return_counts=True)
+    >>> bounds_from_counts(ids, cnt, epsilon=1.0, lower=0.0, rng=1).bounds
+    (0.0, 1024.0)
+    """
+    owner = "bounds_from_counts"
+    eps = check_positive(owner, "epsilon", epsilon)
+    b = np.asarray(buckets)
+    if b.dtype == np.bool_ or not np.issubdtype(b.dtype, np.integer):
+        raise TypeError(f"{owner}: `buckets` must hold integers; got dtype {b.dtype}")
+    c = np.asarray(counts)
+    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
+    if b.shape != c.shape or b.ndim != 1:
+        raise ParameterError(f"{owner}: `buckets` and `counts` must be 1-d of one shape")
+    if b.size and (np.abs(b).max() > _TOP):
+        raise ParameterError(f"{owner}: bucket ids must lie in [-{_TOP}, {_TOP}]")
+    if c.size and c.min() < 0:
+        raise ParameterError(f"{owner}: `counts` must be >= 0")
+    if b.size != np.unique(b).size:
+        raise ParameterError(f"{owner}: every bucket must appear once")
+    beta_v = _check_beta(owner, beta)
+    low = _check_lower(owner, lower)
+    spend(accountant, PureDP(eps), owner)
+    return _from_histogram(
+        owner, b.astype(np.int64), c.astype(np.int64), eps, low, beta_v, as_source(rng)
+    )
+
+
+def _check_beta(owner: str, beta: Any) -> float:
+    v = check_positive(owner, "beta", beta)
+    if not v < 1:
+        raise ParameterError(f"{owner}: `beta` must be in (0, 1); got {beta!r}")
+    return v
+
+
+def private_bounds(
+    data: Any,
+    *,
+    epsilon: float,
+    method: str = "histogram",
+    lower: float | None = None,
+    tail: float = 0.999,
+    beta: float = 1e-6,
+    rng: Any = None,
+    accountant: Any = None,
+) -> BoundsRelease:
+    """Choose clipping bounds privately (see the module docstring).
+
+    Parameters
+    ----------
+    data : array_like
+        Finite real values, one per record; no bounds needed.
+    epsilon : float
+        Cost, finite and > 0.
+    method : {"histogram", "tail"}
+        ApproximateBounds-style histogram and threshold (default; reports a DP clipped
+        fraction) or a private ``tail``-quantile by AboveThreshold (Durfee 2023).
+    lower : float, optional
+        A public lower bound (0 for amounts): only the upper bound is searched, and with
+        ``"tail"`` the whole budget goes to it.
+    tail : float
+        The upper quantile for ``"tail"``, in (0.5, 1); the lower side uses ``1 - tail``.
+    beta : float
+        For ``"histogram"``: probability that noise lifts an empty bucket over the threshold.
+    rng, accountant
+        As everywhere (the accountant is charged before any noise).
+
+    Returns
+    -------
+    BoundsRelease
+
+    Raises
+    ------
+    TypeError, ParameterError
+        Bad data (empty, NaN, infinite, bool, masked), bad method, tail, beta or epsilon.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record: the histogram method as in
+    :func:`bounds_from_counts`; the tail method is AboveThreshold (Dwork and Roth 2014,
+    Theorem 3.23, with Lyu, Su and Li 2017's noise scales) on counting queries of
+    sensitivity ``max(q, 1 - q)``, run once per searched side with half the budget each.
+
+    Examples
+    --------
+    >>> x = np.arange(1.0, 1001.0)
+    >>> rel = private_bounds(x, epsilon=1.0, lower=0.0, rng=1)
+    >>> rel.bounds, round(rel.clipped_fraction, 3)  # none clipped; the estimate is noisy
+    ((0.0, 1024.0), 0.012)
+    """
+    owner = "private_bounds"
+    if isinstance(data, np.ma.MaskedArray):
+        raise TypeError(f"{owner}: `data` must not be a masked array; drop or fill first")
+    arr = check_finite_array(owner, "data", data).ravel()
+    eps = check_positive(owner, "epsilon", epsilon)
+    if method not in METHODS:
+        raise ParameterError(f"{owner}: `method` must be one of {METHODS}; got {method!r}")
+    low = _check_lower(owner, lower)
+    beta_v = _check_beta(owner, beta)
+    tail_v = check_number(owner, "tail", tail)
+    if not 0.5 < tail_v < 1:
+        raise ParameterError(f"{owner}: `tail` must be in (0.5, 1); got {tail!r}")
+    source = as_source(rng)
+    spend(accountant, PureDP(eps), owner)
+    if method == "histogram":
+        ids, cnt = np.unique(log2_buckets(arr), return_counts=True)
+        return _from_histogram(owner, ids, cnt.astype(np.int64), eps, low, beta_v, source)
+    return _tail_bounds(arr, eps, low, tail_v, source)
+
+
+# ----------------------------------------------------------------------------- tail (UQE)
+
+#: Candidates grow by this factor: c_i = l + BASE**i - 1 (0.1 % resolution).
+BASE = 1.001
+_MAX_STEPS = int(math.log(1e308) / math.log(BASE)) + 2
+
+
+def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, Fraction]:
+    """Discrete Laplace scales of AboveThreshold: threshold ``D / (eps/2)``, queries
+    ``2 D / (eps/2)`` (Lyu, Su and Li 2017, Algorithm 1, ``eps_1 = eps_2 = eps / 2``)."""
+    half = eps / 2
+    return Fraction(sensitivity) / half, Fraction(2 * sensitivity) / half
+
+
+def above_threshold_quantile(
+    values: np.ndarray, start: float, q: Fraction, eps: Fraction, source: Any
+) -> tuple[float, int]:
+    """Durfee's UQE: the first candidate ``c_i = start + BASE**i - 1`` whose noisy count of
+    ``values <= c_i`` passes ``q n``; returns ``(c_i, i)``.
+
+    AboveThreshold with integer queries ``F_i = Q #{x <= c_i} - P n`` (``q = P / Q``), of
+    sensitivity ``D = max(P, Q - P)``, threshold 0: threshold noise discrete Laplace of scale
+    ``D / (eps / 2)``, query noise of scale ``2 D / (eps / 2)``. Candidates are found by a
+    per-record map (each record's first candidate at or above it), so one pass counts all.
+    """
+    big_p, big_q = q.numerator, q.denominator
+    d = max(big_p, big_q - big_p)
+    rho_scale, nu_scale = above_threshold_scales(d, eps)
+    n = values.size
+    shifted = np.maximum(values - start + 1.0, 1.0)
+    idx = np.ceil(np.log(shifted) / math.log(BASE)).astype(np.int64)
+    idx = np.clip(idx, 0, _MAX_STEPS)
+    below = np.cumsum(np.bincount(idx))  # below[i] = #{x : first candidate index <= i}
+    rho = int(discrete_laplace(rho_scale, 1, source)[0])
+    i = 0
+    block = 4096
+    while i <= _MAX_STEPS:
+        j = min(i + block, _MAX_STEPS + 1)
+        counts = below[i:j]
+        if counts.size < j - i:  # past the largest record every count is n
+            counts = np.concatenate((counts, np.full(j - i - counts.size, n)))
+        f = big_q * counts - big_p * n
+        nu = discrete_laplace(nu_scale, j - i, source)
+        hit = np.flatnonzero(f + nu >= rho)
+        if hit.size:
+            k = i + int(hit[0])
+            return start + BASE**k - 1.0, k
+        i = j
+        block *= 2
+    return start + BASE**_MAX_STEPS - 1.0, _MAX_STEPS
+
+
+def _tail_bounds(
+    arr: np.ndarray, eps: float, lower: float | None, tail: float, source: Any
+) -> BoundsRelease:
+    total = Fraction(eps)
+    q = as_rational_level(tail)
+    if lower is not None:
+        hi, steps = above_threshold_quantile(arr, lower, q, total, source)
+        lo = lower
+        details = {"steps_upper": steps}
+    else:
+        # two invocations (Durfee 2023, Section 5): the upper tail from the smallest double's
+        # neighbourhood upward is not defined without a start, so each side starts at 0 and
+        # counts its own half of the line: the upper side counts x <= c, the lower side -x
+        half = total / 2
+        hi, s_hi = above_threshold_quantile(arr, 0.0, q, half, source)
+        neg, s_lo = above_threshold_quantile(-arr, 0.0, q, half, source)
+        lo = 0.0 - neg  # not -0.0
+        details = {"steps_upper": s_hi, "steps_lower": s_lo}
+    if not lo < hi:
+        hi = lo + (abs(lo) or 1.0)
+    return BoundsRelease(
+        bounds=(float(lo), float(hi)),
+        clipped_fraction=None,
+        method="tail",
+        privacy=PureDP(eps),
+        details=details,
+    )

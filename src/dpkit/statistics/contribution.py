@@ -1,0 +1,210 @@
+"""Automatic contribution bounds: choose ``max_rows_per_unit`` privately.
+
+When a person may own many rows, a release first keeps at most ``k`` rows per person; the
+sensitivities follow from ``k``. A large ``k`` keeps every row but multiplies the noise by
+``k``; a small one drops rows of the heavy contributors (bias). Amin, Kulesza, Munoz Medina and
+Vassilvitskii ("Bounding User Contributions: A Bias-Variance Trade-off in Differential
+Privacy", ICML 2019) choose ``k`` as a differentially private quantile of the number of rows
+per person; that is what :func:`contribution_bound` does, with dpkit's exact quantile
+mechanism (integer support, so the released bound is a row count some person actually has).
+
+Privacy: the input is one number per person (their row count), so adding or removing a person
+adds or removes one record of the quantile mechanism: pure ``epsilon``-DP under add/remove of
+one *person* (the person-level relation a Session with ``privacy_unit`` uses). The bound is a
+DP output: use it as a public parameter of the following release, whose cost adds to this one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dpkit._validate import check_number, check_positive
+from dpkit.accounting.loss import PureDP
+from dpkit.errors import ParameterError
+from dpkit.statistics._quantiles import quantiles_from_counts
+
+__all__ = ["ContributionBound", "contribution_bound", "contribution_bound_from_counts"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContributionBound:
+    """A privately chosen ``max_rows_per_unit``.
+
+    Attributes
+    ----------
+    bound : int
+        The number of rows to keep per person (``>= 1``), a DP output.
+    level : float
+        The quantile of rows per person it estimates.
+    privacy : PureDP
+        The cost.
+    relation : str
+        ``"unbounded"``: add/remove one person (all of their rows).
+    details : Mapping
+        ``max_bound`` (the public cap) and the raw released quantile.
+    """
+
+    bound: int
+    level: float
+    privacy: PureDP
+    relation: str = "unbounded"
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+
+def _int_array(owner: str, name: str, value: Any) -> np.ndarray:
+    if isinstance(value, str | bytes | np.ma.MaskedArray):
+        raise TypeError(f"{owner}: `{name}` must be an array of integers")
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+            raise ParameterError(f"{owner}: `{name}` must hold whole numbers")
+        if arr.size and np.abs(arr).max() >= 2.0**53:
+            raise ParameterError(f"{owner}: `{name}` values must be below 2**53")
+    return arr.astype(np.int64).ravel()
+
+
+def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float, float, int]:
+    eps = check_positive(owner, "epsilon", epsilon)
+    lv = check_number(owner, "level", level)
+    if not 0 < lv < 1:
+        raise ParameterError(f"{owner}: `level` must be in (0, 1); got {level!r}")
+    if isinstance(max_bound, bool) or not isinstance(max_bound, int | np.integer):
+        raise TypeError(f"{owner}: `max_bound` must be an int >= 1; got {max_bound!r}")
+    if int(max_bound) < 1:
+        raise ParameterError(f"{owner}: `max_bound` must be >= 1; got {max_bound!r}")
+    return eps, lv, int(max_bound)
+
+
+def contribution_bound_from_counts(
+    rows: Any,
+    persons: Any,
+    *,
+    epsilon: float,
+    level: float = 0.95,
+    max_bound: int = 1000,
+    rng: Any = None,
+    accountant: Any = None,
+) -> ContributionBound:
+    """Choose ``max_rows_per_unit`` from a histogram of rows per person.
+
+    Parameters
+    ----------
+    rows : array_like of int
+        Distinct row counts (``>= 1``), increasing: what an engine gets from
+        ``group_by(person).len()`` then ``group_by(len).len()``.
+    persons : array_like of int
+        How many persons have each row count (``>= 0``).
+    epsilon : float
+        Cost, finite and > 0.
+    level : float
+        The quantile of rows per person to keep, in (0, 1) (Amin et al. 2019 discuss the
+        trade-off: a high level keeps most rows, a low one cuts the noise).
+    max_bound : int
+        A public cap: persons with more rows count as ``max_bound`` (it bounds the search).
+    rng, accountant
+        As everywhere (the accountant is charged before anything is drawn).
+
+    Returns
+    -------
+    ContributionBound
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one person (module docstring; the quantile
+    mechanism of :func:`~dpkit.statistics.quantiles_from_counts` with integer support).
+
+    Examples
+    --------
+    >>> contribution_bound_from_counts([1, 2, 3, 10], [500, 300, 150, 50], epsilon=1.0,
+    ...                                level=0.9, rng=3).bound
+    3
+    """
+    owner = "contribution_bound_from_counts"
+    eps, lv, cap = _check(owner, epsilon, level, max_bound)
+    r = _int_array(owner, "rows", rows)
+    p = _int_array(owner, "persons", persons)
+    if r.shape != p.shape:
+        raise ParameterError(f"{owner}: `rows` and `persons` must have the same length")
+    if r.size and r.min() < 1:
+        raise ParameterError(f"{owner}: every row count must be >= 1; got {int(r.min())}")
+    if p.size and p.min() < 0:
+        raise ParameterError(f"{owner}: `persons` must be >= 0; got {int(p.min())}")
+    rel = quantiles_from_counts(
+        r.astype(np.float64),
+        p,
+        lv,
+        epsilon=eps,
+        bounds=(0.0, float(cap)),
+        support=1.0,
+        intervals=False,
+        rng=rng,
+        accountant=accountant,
+    )
+    return ContributionBound(
+        bound=max(1, math.ceil(rel.value)),
+        level=lv,
+        privacy=PureDP(eps),
+        details={"max_bound": cap, "released_quantile": rel.value},
+    )
+
+
+def contribution_bound(
+    rows_per_unit: Any,
+    *,
+    epsilon: float,
+    level: float = 0.95,
+    max_bound: int = 1000,
+    rng: Any = None,
+    accountant: Any = None,
+) -> ContributionBound:
+    """Choose ``max_rows_per_unit`` from each person's row count (one entry per person).
+
+    Parameters
+    ----------
+    rows_per_unit : array_like of int
+        The number of rows of each person (``>= 1``).
+    epsilon, level, max_bound, rng, accountant
+        As for :func:`contribution_bound_from_counts`.
+
+    Returns
+    -------
+    ContributionBound
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one person.
+
+    Examples
+    --------
+    >>> rows = np.repeat([1, 2, 3, 10], [500, 300, 150, 50])
+    >>> contribution_bound(rows, epsilon=1.0, level=0.9, rng=3).bound
+    3
+    """
+    owner = "contribution_bound"
+    eps, lv, cap = _check(owner, epsilon, level, max_bound)
+    arr = _int_array(owner, "rows_per_unit", rows_per_unit)
+    if arr.size == 0:
+        raise ParameterError(f"{owner}: `rows_per_unit` is empty; one entry per person")
+    values, counts = np.unique(arr, return_counts=True)
+    return contribution_bound_from_counts(
+        values,
+        counts,
+        epsilon=eps,
+        level=lv,
+        max_bound=cap,
+        rng=rng,
+        accountant=accountant,
+    )

@@ -1,0 +1,129 @@
+"""The audit's own statistics: the Clopper-Pearson bound with delta subtracted, events chosen
+on the selection half only, and features that do not depend on how draws were batched."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import beta, binom
+
+import dpkit as dp
+from dpkit.audit import audit
+from dpkit.audit.core import _bound
+from dpkit.samplers import as_source, bernoulli
+
+
+@pytest.mark.parametrize(
+    ("k_fav", "k_other", "n", "delta", "confidence"),
+    [
+        (5_000, 1_000, 20_000, 0.0, 0.95),
+        (5_000, 1_000, 20_000, 0.1, 0.95),  # delta takes a third of the favoured probability
+        (300, 0, 50_000, 1e-3, 0.9),
+        (40, 5, 1_000, 0.0, 0.99),
+        (50, 49, 100, 0.2, 0.95),  # (p_low - delta) / p_high below 1: bound 0
+        (20, 0, 1_000, 0.05, 0.95),  # p_low below delta: no evidence at all, bound 0
+    ],
+)
+def test_bound_is_clopper_pearson_at_root_confidence_minus_delta(
+    k_fav: int, k_other: int, n: int, delta: float, confidence: float
+) -> None:
+    # the oracle: one-sided exact Clopper-Pearson bounds from SciPy's beta quantiles, each at
+    # level sqrt(confidence) (two independent samples), and log((p_low - delta) / p_high)
+    each = math.sqrt(confidence)
+    p_low = beta.ppf(1 - each, k_fav, n - k_fav + 1) if k_fav else 0.0
+    p_high = beta.ppf(each, k_other + 1, n - k_other)
+    expected = max(math.log((p_low - delta) / p_high), 0.0) if p_low > delta else 0.0
+    lower, estimate = _bound(k_fav, k_other, n, delta, confidence)
+    # conservative by the documented relative 1e-7 widening of each bound, no more
+    assert expected - 1e-5 <= lower <= expected + 1e-12
+    p_fav, p_other = k_fav / n, k_other / n
+    plug_in = math.log((p_fav - delta) / p_other) if p_other and p_fav > delta else None
+    if plug_in is not None:
+        assert estimate == pytest.approx(max(plug_in, 0.0), rel=1e-12)
+
+
+def _leak(rate: float):
+    """A function that is exactly (0, rate)-DP: on input 0 it outputs 1 with probability
+    ``rate`` (otherwise 0); on input 1 it always outputs 0."""
+
+    def func(x: float, size: int, rng: object) -> np.ndarray:
+        hit = bernoulli(rate, size, as_source(rng)) if x == 0 else np.zeros(size, dtype=bool)
+        return hit.astype(np.int64)
+
+    return func
+
+
+def test_delta_is_subtracted_from_the_favoured_probability() -> None:
+    # (0, 0.05)-DP claimed as ApproxDP(0.1, 0.05): true. Without the delta subtraction the
+    # event {1} would give log(0.05 / (3 / 25,000)) > 6.
+    res = audit(
+        _leak(0.05), 0, 1, claimed=dp.ApproxDP(0.1, 0.05), samples=50_000, rng=1, progress=False
+    )
+    assert res.verdict == "pass" and res.epsilon_lower_bound == 0.0
+    # ... and delta is not a free pass: leaking with probability 0.1 against a claimed 0.05
+    # leaves p_fav - delta = 0.05 against p_other = 0, an unbounded privacy loss
+    res = audit(
+        _leak(0.1), 0, 1, claimed=dp.ApproxDP(0.1, 0.05), samples=50_000, rng=1, progress=False
+    )
+    assert res.verdict == "violation" and res.epsilon_lower_bound > 5
+
+
+def test_events_are_chosen_on_the_selection_half_only() -> None:
+    """A mechanism that ignores its input has epsilon 0. Each audit at 95% confidence flags
+    it with probability at most 5%, so over 40 seeded audits at a claim of 0.01 the number of
+    violations is below Bin(40, 0.05) stochastically: 7 or more has probability 0.009. An
+    audit that picked the event on the draws it evaluates it on (the best of hundreds of
+    thresholds, scored on the same draws) reports 14 of 40 here."""
+    lap = dp.Laplace(epsilon=1.0)
+
+    def ignores_input(x: float, size: int, rng: object) -> np.ndarray:
+        return lap.sample(0.0, size, rng=rng)
+
+    flagged = [
+        audit(ignores_input, 0.0, 1.0, claimed=0.01, samples=5_000, rng=s, progress=False).verdict
+        for s in range(40)
+    ].count("violation")
+    assert binom.sf(6, 40, 0.05) < 0.01  # the tolerance, from the 5% per audit
+    assert flagged <= 6
+
+
+#: a rare outcome: about one in the last batch (draws 21,504 to 60,000) of each input
+RARE = Fraction(1, 40_000)
+#: seeds where one input's last batch holds the rare outcome and the other's does not (the
+#: audit before batch-independent labels reported a violation at each of them)
+SPLIT_SEEDS = [2, 3, 4, 7]
+
+
+@pytest.mark.parametrize("seed", SPLIT_SEEDS)
+def test_rare_refusals_are_labelled_in_every_batch(seed: int) -> None:
+    """Draws come in batches of growing size (1,024, 4,096, 16,384, then the rest); a batch
+    with no refusal still says its draws were not refused. Both inputs refuse with
+    probability 1/40,000 (epsilon 0): were the 'not refused' label missing from batches
+    without a refusal, the event 'not refused' would separate the inputs by whole batches."""
+
+    def rare(x: float, size: int, rng: object) -> np.ndarray:
+        out = np.zeros(size)
+        out[bernoulli(RARE, size, as_source(rng))] = np.nan
+        return out
+
+    res = audit(rare, 0.0, 1.0, claimed=0.1, samples=60_000, rng=seed, progress=False)
+    assert res.verdict == "pass", res
+
+
+@pytest.mark.parametrize("seed", SPLIT_SEEDS)
+def test_a_rarely_released_key_is_absent_in_batches_without_it(seed: int) -> None:
+    """A frame function releasing key 'k' with probability 1/40,000 on both inputs (epsilon
+    0): the batches in which no draw released it must still say 'k' was absent."""
+
+    def frames(x: float, size: int, rng: object) -> pl.DataFrame:
+        hit = np.flatnonzero(bernoulli(RARE, size, as_source(rng)))
+        draws = np.concatenate([np.arange(size), hit])
+        keys = ["common"] * size + ["k"] * hit.size
+        return pl.DataFrame({"draw": draws, "key": keys, "value": np.ones(draws.size)})
+
+    res = audit(frames, 0.0, 1.0, claimed=0.1, samples=60_000, rng=seed, progress=False)
+    assert res.verdict == "pass", res

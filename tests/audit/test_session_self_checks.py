@@ -1,0 +1,87 @@
+"""Self-checks on the real Session: its own code, broken on purpose, must be flagged.
+
+Each test patches one piece of dpkit.session (the same functions every release calls), builds
+the named audit target, and runs the audit at the suite's sizes and seed. The correct Session
+passes the same audits (tests/audit/test_suite.py and the last test here).
+
+Expected privacy loss of each broken variant against the claim of epsilon = 1:
+
+* key selection without its threshold (tau = 0 or 1): the key of the person alone in city z
+  appears with probability P[1 + Z >= tau] (selection noise P[Z = z] ~ q**|z|, q = e^(-1/4)):
+  1 - q**2 / (1 + q) = 0.66 for tau = 0, 1 / (1 + q) = 0.56 for tau = 1, with them, and
+  never without them: unbounded (measured: lower bounds 8.4 and 8.2);
+* the count's discrete Laplace at half its scale: removing the person with the most rows moves
+  the count by k = 2 against noise of scale 1 instead of 2: loss 2 (measured 1.95);
+* bounding that ignores max_rows_per_unit: that person's 6 rows all count, against noise for 2
+  rows: loss 3 for the count (measured 2.94); with one row and one city per person, their
+  city's sum moves by 2 x 100 against noise for 100: loss 2 (measured 1.97).
+
+At 50,000 draws the audit resolves a loss of 1 to within 0.05 (the suite's count: 0.96), so
+each broken variant's lower bound lands far above 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from dpkit.audit import targets
+from dpkit.session import _execute, _plan
+from dpkit.session._noise import Noise
+
+SEED = 20260101
+N = 50_000
+
+
+def _run(name: str, index: int = 0, **params: Any):
+    case = targets.cases(name, **params)[index]
+    return case, case.run(samples=N, rng=SEED, progress=False)
+
+
+@pytest.mark.parametrize("tau", [0, 1])
+def test_a_lone_persons_key_released_without_threshold_is_a_violation(monkeypatch, tau: int):
+    monkeypatch.setattr(_plan, "threshold", lambda kind, scale, delta_single, top=1: tau)
+    case, res = _run("session_group_by", 1)
+    assert "alone in group city=z" in case.name
+    assert res.verdict == "violation" and res.epsilon_lower_bound > 5, res
+    assert "'z'" in res.event or "keys released" in res.event  # the lone key's presence
+
+
+def test_a_halved_count_noise_scale_is_a_violation(monkeypatch):
+    laplace = Noise.laplace.__func__  # type: ignore[attr-defined]
+
+    def halved(cls: type, epsilon: Any, l1: int, groups: int) -> Noise:
+        noise = laplace(cls, epsilon, l1, groups)
+        return dataclasses.replace(noise, scale=noise.scale / 2)
+
+    monkeypatch.setattr(Noise, "laplace", classmethod(halved))
+    _case, res = _run("session_count")
+    assert res.verdict == "violation" and res.epsilon_lower_bound > 1.7, res
+
+
+ONE_ROW = {"max_rows": 1, "max_groups": 1}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "least"), [("session_count", {}, 2.5), ("session_sum", ONE_ROW, 1.7)]
+)
+def test_bounding_that_ignores_max_rows_per_unit_is_a_violation(monkeypatch, name, params, least):
+    bounded_rows = _execute.bounded_rows
+
+    def unbounded_rows(ctx: _execute.Context, salt: Any) -> Any:
+        return bounded_rows(dataclasses.replace(ctx, max_rows=10**6), salt)
+
+    monkeypatch.setattr(_execute, "bounded_rows", unbounded_rows)
+    _case, res = _run(name, **params)
+    assert res.verdict == "violation" and res.epsilon_lower_bound > least, res
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "params"),
+    [("session_group_by", 1, {}), ("session_count", 0, {}), ("session_sum", 0, ONE_ROW)],
+)
+def test_the_correct_session_passes_the_same_audits(name: str, index: int, params: dict):
+    _case, res = _run(name, index, **params)
+    assert res.verdict == "pass", res

@@ -1,0 +1,243 @@
+"""Private bounds (histogram and tail) and the moments with automatic bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dpkit
+from dpkit.statistics import (
+    bounds_from_counts,
+    bucket_edges,
+    log2_buckets,
+    mean,
+    private_bounds,
+    std,
+    sum,
+    var,
+)
+from dpkit.statistics.bounds import BASE, above_threshold_quantile
+
+
+def test_buckets_and_edges_round_trip() -> None:
+    x = np.array([0.0, 1e-300, 0.3, 1.0, 1.5, 2.0, 1e300, -0.3, -7.0, 5e-324, 1.7e308])
+    b = log2_buckets(x)
+    lo, hi = bucket_edges(b)
+    assert np.all((lo <= x) & (x <= hi))
+    assert b[0] == 0 and np.all(b[1:7] > 0) and np.all(b[7:9] < 0)
+
+
+# --------------------------------------------------------------------------- histogram law
+
+
+def _dlap_tail(t: int, scale: float) -> float:
+    """P[Z >= t] for the discrete Laplace of ``scale`` (exact formula)."""
+    a = math.exp(-1 / scale)
+    if t <= 0:
+        return 1 - a ** (1 - t) / (1 + a)
+    return a**t / (1 + a)
+
+
+def test_upper_bound_follows_the_histogram_law(chi2_pvalue) -> None:
+    # 40 buckets (upper edges 2**1 .. 2**40) each 2 records below the threshold T = 22: the
+    # chosen upper edge is the highest bucket whose noisy count passes, so its position from
+    # the top is geometric with the pass probability p = P[Z >= 2] (every other bucket is
+    # empty and passes with probability ~1e-10). A 10% error in the noise scale changes p
+    # from 0.099 to 0.115: a log-likelihood ratio of about 0.03 per draw, 40 over 1,500
+    # draws, far beyond the 1e-3 level of the chi-square test.
+    eps, t = 1.0, 22
+    ids = log2_buckets(np.ldexp(1.5, np.arange(0, 40)))
+    counts = np.full(40, t - 2)
+    assert bounds_from_counts(ids, counts, epsilon=eps, lower=0.0, rng=0).details["threshold"] == t
+    draws = [
+        bounds_from_counts(ids, counts, epsilon=eps, lower=0.0, rng=s).bounds[1]
+        for s in range(1500)
+    ]
+    from_top = 40 - np.log2(np.array(draws)).astype(int)  # 0 = the top data bucket passes
+    p = _dlap_tail(2, 1 / eps)
+    k = np.arange(40)
+    pmf = p * (1 - p) ** k
+    pmf[-1] += (1 - p) ** 40  # nothing passes: a relaxed threshold picks one of them
+    assert chi2_pvalue(from_top, k, pmf / pmf.sum()) > 1e-3
+
+
+def test_histogram_bounds_privacy_ratio_on_neighbours() -> None:
+    # the law of the chosen top bucket (as above) on counts c and c + one record: every
+    # probability ratio within e^epsilon
+    eps, t = 1.0, 22
+    for base in ([40, 24, 21, 18], [5, 30, 22, 0], [22, 22, 22, 22]):
+        for k in range(4):
+            c2 = list(base)
+            c2[k] += 1
+            p1 = _top_law(base, t, eps)
+            p2 = _top_law(c2, t, eps)
+            assert np.max(np.abs(np.log(p1 / p2))) <= eps + 1e-9
+
+
+def _dlap_below(t: int, scale: float) -> float:
+    """P[Z < t], computed without cancellation."""
+    a = math.exp(-1 / scale)
+    return a ** (1 - t) / (1 + a) if t <= 0 else 1 - a**t / (1 + a)
+
+
+def _top_law(counts: list[int], t: int, eps: float) -> np.ndarray:
+    p_pass = [_dlap_tail(t - c, 1 / eps) for c in counts]
+    p_fail = [_dlap_below(t - c, 1 / eps) for c in counts]
+    out = [p_pass[k] * np.prod(p_fail[k + 1 :]) for k in range(4)]
+    out.append(np.prod(p_fail))  # none of them passes
+    return np.array(out)
+
+
+def test_bounds_cover_the_data_and_report_the_clipped_fraction() -> None:
+    x = np.random.default_rng(0).lognormal(10, 1, 20_000)
+    rel = private_bounds(x, epsilon=1.0, rng=3)
+    lo, hi = rel.bounds
+    frac = np.mean((x < lo) | (x > hi))
+    assert frac < 0.01 and abs(rel.clipped_fraction - frac) < 0.005
+    assert rel.privacy == dpkit.PureDP(1.0) and rel.relation == "unbounded"
+    assert lo <= np.quantile(x, 0.01) and hi >= np.quantile(x, 0.99)
+
+
+def test_tail_bounds_find_a_high_quantile() -> None:
+    x = (np.random.default_rng(1).pareto(2, 20_000) + 1) * 1000
+    rel = private_bounds(x, epsilon=1.0, method="tail", lower=0.0, rng=2)
+    lo, hi = rel.bounds
+    assert lo == 0.0
+    assert np.quantile(x, 0.99) < hi < np.quantile(x, 0.99995)
+    assert rel.clipped_fraction is None
+    both = private_bounds(
+        np.random.default_rng(2).normal(0, 10, 20_000), epsilon=1.0, method="tail", rng=1
+    )
+    assert -50 < both.bounds[0] < -20 and 20 < both.bounds[1] < 50
+
+
+def test_above_threshold_law(chi2_pvalue) -> None:
+    """UQE against the exact AboveThreshold law, computed by summing over the threshold
+    noise: P[out = k] = sum_rho P[rho] prod_{i<k} P[nu_i < rho - F_i] P[nu_k >= rho - F_k],
+    F_i = Q #{x <= c_i} - P n; scales D / (eps/2) and 2 D / (eps/2)."""
+    from fractions import Fraction
+
+    from dpkit.samplers import as_source
+
+    x = np.linspace(0.0, 0.1, 101)  # about one record per candidate c_i = 1.001**i - 1
+    q, eps = Fraction(1, 2), Fraction(1, 2)
+    outs = [above_threshold_quantile(x, 0.0, q, eps, as_source(s))[1] for s in range(3000)]
+    n = x.size
+    idx = np.ceil(np.log(np.maximum(x + 1.0, 1.0)) / math.log(BASE)).astype(int)
+    kmax = 400
+    below = np.array([np.sum(idx <= i) for i in range(kmax)])
+    f = 2 * below - 1 * n  # Q = 2, P = 1, D = 1
+    s_rho, s_nu = 4.0, 8.0  # 1 / (eps / 2) and 2 / (eps / 2)
+    rho = np.arange(-400, 401)
+    a_r, a_n = math.exp(-1 / s_rho), math.exp(-1 / s_nu)
+    p_rho = (1 - a_r) / (1 + a_r) * a_r ** np.abs(rho)
+
+    def nu_ge(t: np.ndarray) -> np.ndarray:  # P[nu >= t]
+        return np.where(
+            t <= 0,
+            1 - a_n ** (1 - np.minimum(t, 0)) / (1 + a_n),
+            a_n ** np.maximum(t, 0) / (1 + a_n),
+        )
+
+    law = np.zeros(kmax)
+    surv = np.ones(rho.size)
+    for k in range(kmax):
+        ge = nu_ge(rho - f[k])
+        law[k] = np.sum(p_rho * surv * ge)
+        surv = surv * (1 - ge)
+    # 3,000 draws spread over ~60 candidates: a 10% error in either noise scale shifts the
+    # crossing's law by far more than the 1e-3 level of the test
+    assert chi2_pvalue(np.array(outs), np.arange(kmax), law / law.sum()) > 1e-3
+
+
+def test_above_threshold_noise_scales_known_answer() -> None:
+    # the privacy-relevant constants of AboveThreshold (Lyu, Su and Li 2017, Algorithm 1 with
+    # epsilon_1 = epsilon_2 = epsilon / 2): threshold noise D / eps_1, query noise 2 D / eps_2
+    from fractions import Fraction
+
+    from dpkit.statistics.bounds import above_threshold_scales
+
+    assert above_threshold_scales(3, Fraction(1, 2)) == (Fraction(12), Fraction(24))
+    assert above_threshold_scales(1, Fraction(2)) == (Fraction(1), Fraction(2))
+
+
+def test_variance_interval_covers_when_the_squares_dominate() -> None:
+    # 300 records in (0, 100): the noisy sum of squares carries most of the uncertainty
+    x = np.random.default_rng(6).normal(40, 12, 300).clip(0, 100)
+    ivs = [var(x, epsilon=1.0, bounds=(0, 100), alpha=0.05, rng=s).interval for s in range(300)]
+    misses = np.count_nonzero([not (lo <= x.var() <= hi) for lo, hi in ivs])
+    assert misses / 300 <= 0.088  # alpha 0.05 plus 3 standard errors (sqrt(0.05 0.95 / 300))
+
+
+# --------------------------------------------------------------------------- moments
+
+
+def test_sum_noise_is_the_stated_discrete_laplace(chi2_pvalue) -> None:
+    x = np.full(50, 3.0)
+    g = 2.0**-27  # bounds (0, 8)
+    vals = np.array([sum(x, epsilon=2.0, bounds=(0, 8), rng=s).value for s in range(4000)])
+    k = np.round((vals - 150.0) / g).astype(np.int64)
+    scale = 2**30 / 2.0  # sensitivity max(|lo|, |hi|) = 2**30 grid steps, epsilon 2
+    # compare the noise in units of 2**28 steps (coarse bins keep the test fast)
+    binned = np.floor(k / 2**28).astype(np.int64)
+    support = np.arange(-20, 20)
+    a = math.exp(-1 / scale)
+    lo = support * 2**28
+
+    def cdf(t):
+        return np.where(t < 0, a ** (-t) / (1 + a), 1 - a ** (t + 1) / (1 + a))  # P[Z <= t]
+
+    pmf = cdf(lo + 2**28 - 1) - cdf(lo - 1)
+    assert chi2_pvalue(binned, support, pmf) > 1e-3
+
+
+def test_auto_bounds_moments_spend_once_and_report() -> None:
+    x = np.random.default_rng(4).lognormal(10, 1, 20_000)
+    acct = dpkit.Accountant(dpkit.PureDP(4.0))
+    for fn in (mean, sum, var, std):
+        rel = fn(x, epsilon=1.0, rng=1, accountant=acct)
+        assert rel.privacy == dpkit.PureDP(1.0)
+        assert rel.details["bounds_source"] == "private (histogram)"
+        assert 0 <= rel.details["clipped_fraction"] < 0.01
+    assert acct.spent == dpkit.PureDP(4.0)
+    assert abs(mean(x, epsilon=1.0, rng=2).value / x.mean() - 1) < 0.02
+
+
+def test_moment_intervals_cover() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(40, 12, 2000).clip(0, 100)
+    truth = {"mean": x.mean(), "var": x.var(), "std": x.std(), "sum": x.sum()}
+    miss = dict.fromkeys(truth, 0)
+    for s in range(200):
+        for name, fn in (("mean", mean), ("var", var), ("std", std), ("sum", sum)):
+            lo, hi = fn(x, epsilon=0.5, bounds=(0, 100), alpha=0.2, rng=s).interval
+            miss[name] += not (lo <= truth[name] <= hi)
+    # alpha = 0.2 and conservative intervals: a miss rate above 0.2 + 3 standard errors
+    # (0.285) would contradict the guarantee
+    assert all(m / 200 <= 0.285 for m in miss.values()), miss
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: private_bounds([], epsilon=1.0), dpkit.ParameterError, "empty"),
+        (lambda: private_bounds([1.0, np.nan], epsilon=1.0), dpkit.ParameterError, "NaN"),
+        (lambda: private_bounds([1.0], epsilon=1.0, method="p99"), dpkit.ParameterError, "method"),
+        (lambda: private_bounds([1.0], epsilon=1.0, tail=0.4), dpkit.ParameterError, "tail"),
+        (lambda: private_bounds([1.0], epsilon=1.0, beta=2), dpkit.ParameterError, "beta"),
+        (lambda: private_bounds([1.0], epsilon=-1), dpkit.ParameterError, "epsilon"),
+        (lambda: bounds_from_counts([1, 1], [1, 2], epsilon=1.0), dpkit.ParameterError, "once"),
+        (lambda: bounds_from_counts([1.5], [1], epsilon=1.0), TypeError, "integers"),
+        (lambda: bounds_from_counts([1], [-1], epsilon=1.0), dpkit.ParameterError, ">= 0"),
+        (lambda: mean([1.0], epsilon=1.0, bounds="guess"), dpkit.ParameterError, "'auto'"),
+        (lambda: mean([1.0], epsilon=1.0, bounds_share=1.0), dpkit.ParameterError, "bounds_share"),
+        (lambda: mean([1.0], epsilon=1.0, bounds=(0, 1), lower=0), dpkit.ParameterError, "lower"),
+        (lambda: var([True], epsilon=1.0), TypeError, "real numbers"),
+        (lambda: std([1.0], epsilon=1.0, bounds=(3, 1)), dpkit.ParameterError, "lower < upper"),
+    ],
+)
+def test_errors(call, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        call()
