@@ -117,7 +117,7 @@ class DecimalReal(ExactReal):
 
 #: A rational just above ln 2 = 0.69314718055994530941...: ``x >= bits * LN2_UP`` proves
 #: ``exp(-x) <= 2**-bits`` exactly, with no transcendental function evaluated.
-LN2_UP = Fraction(6931471805599453, 10**16)
+LN2_UP = Fraction(6931471805599454, 10**16)
 
 
 class ExpNegReal(DecimalReal):

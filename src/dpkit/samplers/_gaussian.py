@@ -91,7 +91,7 @@ _K = 16  # category bits: the guide table has 2**16 entries
 _U = 2.0**-53
 _EPS = 2.0**-45  # certified bound on |p~ - p| (see the module docstring)
 _MAX_DEGREE = 24
-_LN2_UP = Fraction(6931471805599453, 10**16)  # > ln 2 = 0.693147180559945309...
+_LN2_UP = Fraction(6931471805599454, 10**16)  # > ln 2 = 0.693147180559945309...
 _MAX_Y = 1 << 62
 _LOW63 = (1 << 63) - 1
 _MASK24 = (1 << 24) - 1
