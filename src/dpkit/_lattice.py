@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import as_real_array
 from dpkit.errors import ParameterError
 
 __all__ = [
@@ -106,12 +107,16 @@ def check_unit(owner: str, unit: Any, lower: float, upper: float) -> tuple[int, 
     return first, last
 
 
-def unit_for(lower: float, upper: float, bits: int = 30) -> float:
+def unit_for(
+    lower: float, upper: float, bits: int = 30, *, owner: str = "unit_for", name: str = "bounds"
+) -> float:
     """The lattice unit dpkit uses for ``bounds``: a power of two from the bounds alone.
 
     ``2**(floor(log2(upper - lower)) - bits)``, doubled until both bounds are fewer than
     ``2**52`` units from zero (bounds far from zero relative to their width get a unit close
-    to their own float resolution). Never depends on data.
+    to their own float resolution). Never depends on data. Bounds so close together that
+    this unit would be below the smallest normal float (``2**-1022``: a width below about
+    ``2**(bits - 1022)``) are refused, naming ``owner`` (the caller) and its parameter ``name``.
 
     Examples
     --------
@@ -123,9 +128,15 @@ def unit_for(lower: float, upper: float, bits: int = 30) -> float:
     width = float(upper) - float(lower)
     if not (math.isfinite(width) and width > 0):
         raise ParameterError(
-            f"unit_for: `bounds` must be finite with lower < upper; got ({lower!r}, {upper!r})"
+            f"{owner}: `{name}` must be finite with lower < upper; got ({lower!r}, {upper!r})"
         )
     _m, e = math.frexp(width)  # width = m 2**e, 0.5 <= m < 1: floor(log2 width) = e - 1
+    if e - 1 - bits < -1022:
+        raise ParameterError(
+            f"{owner}: `{name}` ({lower!r}, {upper!r}) are too close together: their width "
+            f"{width:.3g} leaves no room for a lattice of 2**-{bits} of it above the smallest "
+            "normal float; rescale the data (other units)"
+        )
     u = math.ldexp(1.0, e - 1 - bits)
     top = max(abs(float(lower)), abs(float(upper)))
     while top / u >= MAX_UNITS:
@@ -199,8 +210,8 @@ class Values:
 
 
 def _exact_item(owner: str, v: Any) -> Fraction:
-    if isinstance(v, bool | np.bool_):
-        raise TypeError(f"{owner}: `value` must hold real numbers; got a bool")
+    if isinstance(v, bool | np.bool_ | np.timedelta64 | np.datetime64):
+        raise TypeError(f"{owner}: `value` must hold real numbers; got {type(v).__name__}")
     if isinstance(v, numbers.Rational):  # int, Fraction, NumPy integers
         return Fraction(int(v.numerator), int(v.denominator))
     if isinstance(v, float | np.floating):
@@ -226,19 +237,23 @@ def parse_values(owner: str, value: Any) -> Values:
     """
     if isinstance(value, bool | np.bool_):
         raise TypeError(f"{owner}: `value` must be a real number or array; got bool")
-    if isinstance(value, str | bytes):
+    if isinstance(value, str | bytes | np.timedelta64 | np.datetime64):
         raise TypeError(f"{owner}: `value` must be numeric; got {type(value).__name__}")
     if isinstance(value, numbers.Rational) and not isinstance(value, np.integer):
         if isinstance(value, int) and abs(value) < _EXACT_FLOAT_INT:
             return Values(np.asarray(float(value)), None, (), True)
         return Values(None, (_exact_item(owner, value),), (), True)
-    arr = np.asarray(value)
+    if isinstance(value, np.ma.MaskedArray | dict | set | frozenset):
+        as_real_array(owner, "value", value)  # refused, naming `value` (masked: see there)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, RecursionError):
+        as_real_array(owner, "value", value)  # a ragged or nested list: refused by name
+        raise  # pragma: no cover - as_real_array raised
     if arr.dtype == object:
         items = tuple(_exact_item(owner, v) for v in arr.flat)
         return Values(None, items, arr.shape, arr.ndim == 0)
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
+    if arr.dtype.kind not in "iuf":  # bool, complex, time deltas, strings: not numbers
         raise TypeError(f"{owner}: `value` must hold real numbers; got dtype {arr.dtype}")
     if (
         np.issubdtype(arr.dtype, np.integer)
@@ -258,10 +273,10 @@ def parse_values(owner: str, value: Any) -> Values:
 
 def _too_far(owner: str, limit: float, grid: float) -> ParameterError:
     return ParameterError(
-        f"{owner}: |value| must be below {limit * grid:.3g}, {limit:.3g} steps of this "
-        f"mechanism's grid ({grid!r}), which follows its noise scale (sensitivity / epsilon); "
-        "a value that large next to the noise usually means the sensitivity is understated; "
-        "otherwise subtract a public offset before releasing"
+        f"{owner}: `value` must be below {limit * grid:.3g} in magnitude, {limit:.3g} steps "
+        f"of this mechanism's grid ({grid!r}), which follows its noise scale (sensitivity / "
+        "epsilon); a value that large next to the noise usually means the sensitivity is "
+        "understated; otherwise subtract a public offset before releasing"
     )
 
 
@@ -273,7 +288,8 @@ def round_values(owner: str, values: Values, grid: float, *, limit: float = 2.0*
     (the lattice point and the noise must fit in int64).
     """
     if values.floats is not None:
-        scaled = np.asarray(values.floats / grid)  # exact: grid is a power of two
+        with np.errstate(over="ignore"):  # an overflow to infinity is refused just below
+            scaled = np.asarray(values.floats / grid)  # exact: grid is a power of two
         if scaled.size and max(-float(scaled.min()), float(scaled.max())) >= limit:
             raise _too_far(owner, limit, grid)
         np.rint(scaled, out=scaled)

@@ -546,19 +546,23 @@ class _Task:
 
 def _run_global(t: _Task) -> _Out:
     from dpkit import queries
-    from dpkit.frameworks._common import grid_for, laplace_units, on_data_lattice, spacing_for
+    from dpkit.frameworks._common import grid_for, laplace_units, noise_spacing, on_data_lattice
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     # the statistics are exact: records mapped onto the lattice of the bounds (a per-record
     # map), then summed or interpolated in integers (dpkit.frameworks._common.on_data_lattice)
-    lat = on_data_lattice(arr, lower, upper)
+    lat = on_data_lattice(arr, lower, upper, owner="compare")
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
         half = t.eps / 2
-        g = spacing_for(s_sens / half)
+        params = f"`epsilon`={t.eps!r} and `bounds`=({lower!r}, {upper!r})"
+        # grids about 2**-30 of the noise scale, coarsened so that the sum and the count of
+        # n records stay exact in float64 (a huge epsilon would give a subnormal grid)
+        n = max(int(arr.size), 1)
+        g = noise_spacing("compare", s_sens / half, extent=n * s_sens, params=params, epsilon=half)
         total = queries.statistic_on_grid(queries.sum, lat.units, lat.unit, g)
         sums, _ = laplace_units(np.full(t.trials, total), s_sens, half, g, t.source)
-        g_count = spacing_for(1 / half)
+        g_count = noise_spacing("compare", 1 / half, extent=float(n), params=params, epsilon=half)
         count = queries.statistic_on_grid(queries.count, lat.units, lat.unit, g_count)
         counts, _ = laplace_units(np.full(t.trials, count), 1.0, half, g_count, t.source)
         # post-processing: a non-positive noisy count gives no estimate (counted as refused)
@@ -570,7 +574,9 @@ def _run_global(t: _Task) -> _Out:
 
     # every dataset size: add/remove neighbours have other sizes; (upper - lower) / 2
     sens = global_sensitivity("median", bounds=(lower, upper), relation="unbounded")
-    g = grid_for(sens / t.eps, lower, upper)
+    g = grid_for(
+        sens / t.eps, lower, upper, owner="compare", params=f"`epsilon`={t.eps!r}", epsilon=t.eps
+    )
     med = queries.statistic_on_grid(queries.median, lat.units, lat.unit, g)
     vals, scale = laplace_units(np.full(t.trials, med), sens, t.eps, g, t.source)
     return vals, PureDP(t.eps), "unbounded", {"sensitivity": sens, "scale": scale}

@@ -179,7 +179,7 @@ def test_accountant_is_charged_before_noise() -> None:
     [
         ({"delta": 0.0}, "delta"),
         ({"delta": 1.0}, "delta"),
-        ({"noise": "cauchy", "delta": 1e-6}, "delta=0"),
+        ({"noise": "cauchy", "delta": 1e-6}, "`delta`=0"),
         ({"noise": "gaussian"}, "noise"),
         ({"epsilon": -1.0}, "epsilon"),
         ({"data": [1.0, float("inf")]}, "NaN"),

@@ -61,10 +61,10 @@ def test_textbook_values() -> None:
     ("query", "kwargs", "words"),
     [
         ("sum", {"relation": "unbounded"}, "infinite without bounds"),
-        ("var", {"relation": "bounded", "bounds": (0, 1)}, "pass n="),
+        ("var", {"relation": "bounded", "bounds": (0, 1)}, "pass `n`"),
         ("std", {"relation": "unbounded", "n": 5}, "infinite without bounds"),
         (lambda x: x.max(), {"relation": "bounded"}, "empirical_global"),
-        ("median", {"relation": "bounded", "bounds": (0, 1)}, "pass n="),
+        ("median", {"relation": "bounded", "bounds": (0, 1)}, "pass `n`"),
         ("median", {"relation": "bounded", "bounds": (1, 0), "n": 3}, "lower < upper"),
         ("median", {"relation": "bounded", "bounds": (0, 1), "n": 3, "distance": 0}, ">= 1"),
         ("median", {"relation": "unbounded"}, "`bounds` is required"),

@@ -132,6 +132,12 @@ def replace_one_cost(cost: PrivacyLoss) -> PrivacyLoss:
         return PureDP(ceil_float(2 * Fraction(cost.epsilon)))
     delta = 0.0
     if cost.delta > 0:
+        if cost.epsilon > 709.0:  # exp(epsilon) overflows a float
+            raise ParameterError(
+                f"Accountant.spend: the add/remove guarantee {cost!r} cannot be converted to "
+                "replace-one neighbours (group privacy multiplies delta by 1 + e^epsilon, "
+                "which overflows for `epsilon` above 709); spend it from an add/remove budget"
+            )
         # exp is within one ulp; 2**-50 relative covers it and the products
         grow = Fraction(1) + Fraction(math.exp(cost.epsilon)) * (1 + Fraction(1, 2**50))
         delta = ceil_float(grow * Fraction(cost.delta))

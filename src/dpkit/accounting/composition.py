@@ -113,10 +113,10 @@ def sequential_composition(losses: Iterable[PrivacyLoss]) -> PrivacyLoss:
     items = _collect(owner, losses)
     if isinstance(items[0], ZCDP):
         rho = sum((Fraction(x.rho) for x in items), Fraction(0))  # type: ignore[union-attr]
-        return ZCDP(finite_up(owner, rho, "the composed rho"))
+        return ZCDP(finite_up(owner, rho, "the composed rho of `losses`"))
     pairs = [_pair(x) for x in items]  # type: ignore[arg-type]
     eps = finite_up(
-        owner, sum((Fraction(e) for e, _ in pairs), Fraction(0)), "the composed epsilon"
+        owner, sum((Fraction(e) for e, _ in pairs), Fraction(0)), "the composed epsilon of `losses`"
     )
     if all(isinstance(x, PureDP) for x in items):
         return PureDP(eps)
@@ -244,8 +244,9 @@ def advanced_composition(loss: PureDP | ApproxDP, k: int, *, delta_prime: float)
     eps, delta = _pair(loss)
     total_delta = Fraction(int(k)) * Fraction(delta) + Fraction(dp)
     if total_delta >= 1:
+        shown = f"{float(total_delta)!r}" if total_delta < 2**1000 else "more than 2**1000"
         raise ParameterError(
-            f"{owner}: k * delta + delta_prime = {float(total_delta)!r} >= 1, which is no "
+            f"{owner}: k * delta + delta_prime = {shown} >= 1, which is no "
             "guarantee; lower `k`, `delta` or `delta_prime`"
         )
     try:

@@ -81,7 +81,7 @@ def quantile_of(owner: str, query: Any, percentile: Any) -> tuple[str, float]:
     if name in ("percentile", "quantile"):
         if percentile is None:
             raise ParameterError(
-                f"{owner}: query 'percentile' needs `percentile=` in [0, 100]; got None"
+                f"{owner}: query 'percentile' needs `percentile` in [0, 100]; got None"
             )
         p = check_number(owner, "percentile", percentile)
         if not 0 <= p <= 100:
@@ -123,6 +123,7 @@ def noise_spacing(
     params: str,
     bits: int = GRID_BITS,
     exact_bits: int = 52,
+    epsilon: float | None = None,
 ) -> float:
     """The output grid of a release with noise of public ``scale``, checked before spending.
 
@@ -151,7 +152,16 @@ def noise_spacing(
         )
     g = spacing_for(scale, bits) if scale >= 2.0**-990 else 0.0
     _m, e = math.frexp(extent)  # extent < 2**e
-    return max(g, math.ldexp(1.0, e - exact_bits), _MIN_NORMAL)
+    spacing = max(g, math.ldexp(1.0, e - exact_bits), _MIN_NORMAL)
+    # Laplace noise on this grid (laplace_units) has scale (sensitivity + spacing) / epsilon,
+    # that is scale / spacing + 1 / epsilon grid steps: within the exact sampler's 2**50
+    if epsilon is not None and scale / spacing + 1 / epsilon > 2.0**50:
+        raise ParameterError(
+            f"{owner}: {params} give Laplace noise of more than 2**50 steps of its output grid "
+            "(the grid's own rounding is charged as sensitivity, adding 1 / epsilon steps), "
+            "beyond the exact sampler's range: epsilon is too small (about 1e-15 at least)"
+        )
+    return spacing
 
 
 def grid_release(units: Any, k: Any, spacing: float) -> np.ndarray:
@@ -194,6 +204,7 @@ def grid_for(
     *,
     owner: str = "framework",
     params: str = "`epsilon` and the sensitivity",
+    epsilon: float | None = None,
 ) -> float:
     """The output grid of a statistic valued in ``[lower, upper]``: :func:`spacing_for`
     ``(scale)``, doubled until every value of the bounds is fewer than ``2**51`` grid steps
@@ -211,7 +222,9 @@ def grid_for(
     (9.313225746154785e-10, 0.5)
     """
     top = max(abs(lower), abs(upper))
-    return noise_spacing(owner, scale, extent=top, params=params, bits=bits, exact_bits=51)
+    return noise_spacing(
+        owner, scale, extent=top, params=params, bits=bits, exact_bits=51, epsilon=epsilon
+    )
 
 
 def laplace_on_grid(
@@ -296,7 +309,9 @@ class OnLattice(NamedTuple):
     values: np.ndarray
 
 
-def on_data_lattice(arr: np.ndarray, lower: float, upper: float) -> OnLattice:
+def on_data_lattice(
+    arr: np.ndarray, lower: float, upper: float, *, owner: str = "framework"
+) -> OnLattice:
     """Map clipped records onto the lattice ``unit_for(lower, upper)`` (a per-record map).
 
     The frameworks release ``f(R(x))`` with ``R`` this map: ``R`` sends neighbours to
@@ -305,7 +320,7 @@ def on_data_lattice(arr: np.ndarray, lower: float, upper: float) -> OnLattice:
     ``x``; and ``f(R(x))`` is computed exactly (:func:`dpkit.queries.statistic_on_grid`), so
     no floating-point error of the statistic escapes the charged sensitivity.
     """
-    unit = unit_for(lower, upper)
+    unit = unit_for(lower, upper, owner=owner)
     u = lattice_units(arr, unit, lower, upper)
     u.sort()
     return OnLattice(u, unit, u.astype(np.float64) * unit)

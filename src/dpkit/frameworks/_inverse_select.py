@@ -52,8 +52,12 @@ _SAMPLE = 16384
 
 
 def default_window(epsilon: float, cells: float) -> int:
-    """Half-width ``w`` (in ranks) with ``cells * exp(-epsilon w / 2) <= 2**-40``."""
-    return max(1, math.ceil(2 / epsilon * (math.log(max(cells, 2.0)) + 40 * math.log(2))))
+    """Half-width ``w`` (in ranks) with ``cells * exp(-epsilon w / 2) <= 2**-40``.
+
+    Capped at ``2**62`` (a tiny epsilon): any window gives the same law, and one that wide
+    holds every rank."""
+    w = 2 / epsilon * (math.log(max(cells, 2.0)) + 40 * math.log(2))
+    return max(1, math.ceil(w)) if w < 2.0**62 else 2**62
 
 
 def _bracket(arr: np.ndarray, r_lo: int, r_hi: int) -> tuple[float, float]:

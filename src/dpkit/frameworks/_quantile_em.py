@@ -97,7 +97,7 @@ class Lattice:
     @classmethod
     def for_bounds(cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS) -> Lattice:
         """The shared lattice of the bounds (:func:`dpkit._lattice.unit_for` with ``bits``)."""
-        g = unit_for(lower, upper, bits)
+        g = unit_for(lower, upper, bits, owner=owner)
         lo, hi = check_unit(owner, g, lower, upper)
         origin = (lo >> GRID_BITS) << GRID_BITS
         return cls(lower, upper, g, lo, hi, origin)

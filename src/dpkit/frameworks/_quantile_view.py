@@ -119,7 +119,8 @@ def root_view(counts: Counts, measure: Measure) -> View:
 def default_rank_window(delta: Fraction, eps: Fraction, measure: Measure) -> int:
     """``W`` with ``mu(all) exp(-eps W / (2 delta)) <= 2**-40 * (one point's mass)``."""
     ratio = math.log(max(float(measure.total), 2.0)) + 40 * math.log(2)
-    return max(2, math.ceil(2 * float(delta) / float(eps) * ratio) + 1)
+    w = 2 * float(delta) / float(eps) * ratio  # capped like the inverse window: any W is exact
+    return max(2, math.ceil(w) + 1) if w < 2.0**62 else 2**62
 
 
 def _exponents(below: np.ndarray, atmost: np.ndarray, num: int, den: int) -> np.ndarray:

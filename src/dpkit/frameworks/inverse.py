@@ -513,7 +513,8 @@ def inverse_sensitivity(
     rel = check_relation(_OWNER, relation)
     if name == "mean" and rel != "bounded":
         raise ParameterError(
-            f"{_OWNER}: the inverse-sensitivity mean is private under replace-one neighbours "
+            f"{_OWNER}: `relation`={rel!r}: the inverse-sensitivity mean is private under "
+            "replace-one neighbours "
             "only (the number of records public); pass relation='bounded' (and spend from an "
             "Accountant(..., relation='bounded'))"
         )

@@ -114,6 +114,7 @@ def threshold_plan(epsilon_test: float, delta: float) -> tuple[float, float, int
         1 / epsilon_test,
         extent=min(max(cap_estimate, 1.0), 2.0**62),
         params=f"`epsilon` (test share {epsilon_test!r})",
+        epsilon=epsilon_test,
     )
     threshold = ptr_threshold(epsilon_test, delta, g_test)
     if not math.isfinite(threshold):
@@ -347,13 +348,13 @@ def _plan(
         raise ParameterError(
             f"{_OWNER}: propose-test-release needs the exact distance to high sensitivity, "
             f"which dpkit computes exactly for count, sum, mean, median and percentiles only; "
-            f"for {q.name!r}, A(f, x, k) is a certified upper bound (not exact), whose "
+            f"for `query`={q.name!r}, A(f, x, k) is a certified upper bound (not exact), whose "
             "comparisons with the proposed bound could break the distance's sensitivity of "
             "one: use smooth_sensitivity_release"
         )
     # the released statistic is q(R(x)), R the per-record lattice map of the bounds, computed
     # exactly; its sensitivity analysis runs on R(x), which lies in the bounds (see on_data_lattice)
-    lat = on_data_lattice(arr, lower, upper)
+    lat = on_data_lattice(arr, lower, upper, owner=_OWNER)
     eps_test, eps_rel = eps * frac, eps * (1 - frac)
     g_test, threshold, cap = threshold_plan(eps_test, dlt)
     # the release's grid, checked now (never after the spend)
@@ -363,6 +364,7 @@ def _plan(
         upper,
         owner=_OWNER,
         params=f"`proposed_bound`={b!r} and `epsilon`={eps!r} (release share {eps_rel!r})",
+        epsilon=eps_rel,
     )
     distance = distance_to_high_sensitivity(
         q, lat.values, b, bounds=(lower, upper), relation=relation, cap=cap

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import unit_for
 from dpkit._validate import (
     as_real_array,
     check_bounds,
@@ -269,14 +270,18 @@ def sample_and_aggregate(
     check_choice(_OWNER, "aggregator", aggregator, ("mean", "median"))
     _check_func(func, arr)
     sens = (upper - lower) / k
-    # the aggregate's grid, checked now (never after the spend)
+    # the aggregate's grid and the lattice of the output bounds, checked now (never after
+    # the spend)
     if aggregator == "mean":
-        grid_for(  # the same grid _draw uses
+        # the lattice mean_on_grid maps the outputs to, and the grid _draw releases on
+        unit_for(lower, upper, owner=_OWNER, name="output_bounds")
+        grid_for(
             sens / eps,
             lower,
             upper,
             owner=_OWNER,
             params=f"`epsilon`={eps!r}, `chunks`={k} and `output_bounds`=({lower!r}, {upper!r})",
+            epsilon=eps,
         )
     else:
         check_grid_bounds(_OWNER, lower, upper, name="output_bounds")

@@ -130,14 +130,14 @@ def _prepare(
     check_choice(_OWNER, "noise", noise, NOISES)
     if noise != "laplace" and dlt != 0:
         raise ParameterError(
-            f"{_OWNER}: noise={noise!r} gives pure epsilon-DP and uses no delta; pass delta=0 "
-            f"(got {delta!r})"
+            f"{_OWNER}: `noise`={noise!r} gives pure epsilon-DP and uses no delta; pass "
+            f"`delta`=0 (got {delta!r})"
         )
     df = check_int(_OWNER, "df", df, minimum=1, maximum=64)
     check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = resolve(query, owner=_OWNER)
-    lat = on_data_lattice(arr, lower, upper)
+    lat = on_data_lattice(arr, lower, upper, owner=_OWNER)
     beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
     params = f"`epsilon`={eps!r}" + (f", `delta`={dlt!r}" if noise == "laplace" else "")
     if not (beta > 0 and math.isfinite(mult)):

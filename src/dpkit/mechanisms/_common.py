@@ -124,7 +124,7 @@ def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
         raise  # pragma: no cover - as_real_array raised
     if arr.dtype == object and arr.size and all(_is_int(v) for v in arr.flat):
         if max(abs(int(v)) for v in arr.flat) >= _MAX_INTEGER:
-            raise ParameterError(f"{owner}.release: |value| must be below 2**62")
+            raise ParameterError(f"{owner}.release: `value` must be below 2**62 in magnitude")
         arr = arr.astype(np.int64)
     if np.issubdtype(arr.dtype, np.floating):
         if not (np.all(np.isfinite(arr)) and np.all(arr == np.rint(arr))):
@@ -135,7 +135,8 @@ def as_integers(owner: str, value: Any, *, other: str) -> np.ndarray:
         raise TypeError(f"{owner}.release: `value` must hold integers; got dtype {arr.dtype}")
     if arr.size and max(-float(arr.min()), float(arr.max())) >= _MAX_INTEGER:
         raise ParameterError(
-            f"{owner}.release: |value| must be below 2**62 so that value + noise fits in int64"
+            f"{owner}.release: `value` must be below 2**62 in magnitude so that value + noise "
+            "fits in int64"
         )
     return arr.astype(np.int64)
 

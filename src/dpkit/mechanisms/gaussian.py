@@ -234,7 +234,8 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
     sigma = math.sqrt(sigma2)
     k = math.ceil(40 * sigma) + 2 * sensitivity + 2
     y = np.arange(-k, k + 1, dtype=np.float64)
-    w = np.exp(-(y * y) / (2 * sigma2))
+    with np.errstate(over="ignore", under="ignore"):  # a tiny sigma2: the weights are 1 and 0
+        w = np.exp(-(y * y) / (2 * sigma2))
     z = w.sum()
     # suffix sums: tail[j] = P[Y >= y_j]
     tail = np.cumsum(w[::-1])[::-1] / z
@@ -721,7 +722,7 @@ class DiscreteGaussian:
         object.__setattr__(
             self, "delta", check_delta("DiscreteGaussian", self.delta, allow_zero=False)
         )
-        s = check_int("DiscreteGaussian", "sensitivity", self.sensitivity, minimum=1)
+        s = check_int("DiscreteGaussian", "sensitivity", self.sensitivity, minimum=1, maximum=2**62)
         object.__setattr__(self, "sensitivity", s)
         self._s2(1)  # fail fast: the noise is within the exact sampler's range
 

@@ -48,6 +48,11 @@ def _candidates(owner: str, candidates: Any) -> Any:
             f"{owner}.select: `candidates` must be a sequence (list, tuple, 1-D array, "
             f"Series); got {type(candidates).__name__} (pass list(...) of what you mean)"
         )
+    if isinstance(candidates, np.ma.MaskedArray):
+        raise TypeError(
+            f"{owner}.select: `candidates` is a masked array; dpkit does not guess what masked "
+            "entries mean: pass `.compressed()` (and the matching scores) to drop them"
+        )
     if isinstance(candidates, np.ndarray):
         if candidates.ndim != 1:
             shape = "a scalar (0-d array)" if candidates.ndim == 0 else f"shape {candidates.shape}"
@@ -92,11 +97,12 @@ def _unit(owner: str, sensitivity: float) -> float:
 def _lattice(owner: str, sensitivity: float, scores: np.ndarray) -> tuple[np.ndarray, int]:
     """Gaps ``k_i = max(q) - q_i >= 0`` of the quantised scores, and the lattice sensitivity."""
     h = _unit(owner, sensitivity)
-    q = np.floor(scores / h)
+    with np.errstate(over="ignore"):  # an overflow to infinity is refused just below
+        q = np.floor(scores / h)
     if np.abs(q).max() >= _MAX_UNITS / 2:
         raise ParameterError(
-            f"{owner}.select: |score| must be below {_MAX_UNITS / 2 * h:.3g} for sensitivity "
-            f"{sensitivity!r}; rescale the scores"
+            f"{owner}.select: `scores` must be below {_MAX_UNITS / 2 * h:.3g} in magnitude for "
+            f"`sensitivity`={sensitivity!r}; rescale the scores"
         )
     qi = q.astype(np.int64)
     return qi.max() - qi, math.ceil(sensitivity / h)

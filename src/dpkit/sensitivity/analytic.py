@@ -170,7 +170,7 @@ def _global(
     if bounds is None and kind in ("sum", "mean", "var", "std"):
         raise ParameterError(
             f"{owner}: the sensitivity of {q.name!r} is infinite without bounds (one record "
-            "can be arbitrarily large); pass bounds=(lower, upper) chosen without looking "
+            "can be arbitrarily large); pass `bounds`=(lower, upper) chosen without looking "
             "at the data"
         )
     lower, upper = check_bounds(owner, bounds)
@@ -181,7 +181,7 @@ def _global(
         return min(k, size if size is not None else k) * w
     if rel == "bounded" and size is None:
         raise ParameterError(
-            f"{owner}: the bounded sensitivity of {q.name!r} depends on the dataset size; pass n="
+            f"{owner}: the bounded sensitivity of {q.name!r} depends on the dataset size; pass `n`"
         )
     if kind in ("var", "std"):
         if rel == "unbounded" and size is not None:
@@ -285,14 +285,22 @@ def _u_candidates(c: int, p: int, big_t: int, small_t: int) -> set[int]:
 
 
 def _float_up(x: Fraction) -> float:
-    """The smallest float ``>= x`` (a sensitivity must never be rounded down)."""
-    f = float(x)
+    """The smallest float ``>= x`` (a sensitivity must never be rounded down); infinity
+    beyond the floats (refused by the caller's :func:`check_sensitivity`, naming bounds)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
     return math.nextafter(f, math.inf) if Fraction(f) < x else f
 
 
 def _sqrt_up(x: Fraction) -> float:
-    """The smallest float ``>= sqrt(x)``."""
-    f = math.sqrt(float(x))
+    """The smallest float ``>= sqrt(x)`` (infinity beyond the floats, like :func:`_float_up`)."""
+    try:
+        f = math.sqrt(float(x))
+    except OverflowError:  # x above the floats, its root maybe not: isqrt(ceil x) + 1 is an
+        # upper bound of the root, and of the smallest float above it by at most one float
+        return _float_up(Fraction(math.isqrt(math.ceil(x)) + 1))
     while Fraction(f) ** 2 < x:
         f = math.nextafter(f, math.inf)
     while f > 0 and Fraction(math.nextafter(f, 0.0)) ** 2 >= x:

@@ -59,7 +59,7 @@ class Lattice:
             raise ParameterError(
                 f"{owner}: `bounds` ({lower!r}, {upper!r}) are too far apart for float64"
             )
-        unit = unit_for(lower, upper, bits)
+        unit = unit_for(lower, upper, bits, owner=owner)
         low, high = check_unit(owner, unit, lower, upper)
         return cls(lower, upper, unit, low, high, (low + high) // 2)
 

@@ -150,7 +150,10 @@ class Noise:
         # probability < 1e-27, and the exact sampler's cost grows with 1/t
         t = max(sens / epsilon, _MIN_T)
         if t > 2**50:
-            raise ParameterError(f"Session: epsilon {float(epsilon):.3g} is too small to release")
+            raise ParameterError(
+                f"Session: `epsilon` ({float(epsilon):.3g} for this aggregate) is too small to "
+                "release: the noise would exceed 2**50 steps, the exact sampler's range"
+            )
         return cls("laplace", step, sens, t)
 
     @classmethod
@@ -170,7 +173,9 @@ class Noise:
         # never below 1/4: more noise keeps rho-zCDP, and the sampler needs sigma**2 >= 1/4
         s2 = max(sens_sq / (2 * rho), _MIN_S2)
         if s2 > 2**40:  # pragma: no cover - the step loop keeps it near 2**36
-            raise ParameterError(f"Session: rho {float(rho):.3g} is too small to release")
+            raise ParameterError(
+                f"Session: `rho` ({float(rho):.3g} for this aggregate) is too small to release"
+            )
         return cls("gaussian", step, Fraction(math.sqrt(sens_sq)), s2)
 
     @property

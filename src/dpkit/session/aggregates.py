@@ -511,7 +511,19 @@ def _bounded(owner: str, column: Any, bounds: Any, fill: Any, name: Any, weight:
 
 def _with_lattice(agg: Any, bits: int) -> Any:
     lower, upper = agg.bounds
-    lat = Lattice.for_bounds(f"dp.{type(agg).__name__.lower()}", lower, upper, bits)
+    owner = "dp.std" if getattr(agg, "root", False) else f"dp.{type(agg).__name__.lower()}"
+    lat = Lattice.for_bounds(owner, lower, upper, bits)
+    if isinstance(agg, Var):
+        # the variance works with squares of values and of the lattice unit: both must be
+        # normal floats (refused here, before any query is planned or anything spent)
+        top = max(abs(lower), abs(upper))
+        if not (math.isfinite(top * top) and lat.unit * lat.unit >= 2.0**-1022):
+            raise ParameterError(
+                f"{owner}({agg.column!r}): `bounds` ({lower!r}, {upper!r}) are out of range "
+                "for a variance: squared values (or the squared lattice unit) overflow or "
+                "underflow a float; rescale the data (other units) so the bounds lie within "
+                "about 1e-140 to 1e150 in magnitude"
+            )
     object.__setattr__(agg, "lattice", lat)
     return agg
 

@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
-import numpy as np
 import polars as pl
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
@@ -26,11 +25,7 @@ __all__ = ["Query", "fresh_salt"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{owner}: `{name}` must be an int >= 1; got {value!r}")
-    if int(value) < 1:
-        raise ParameterError(f"{owner}: `{name}` must be an int >= 1; got {value!r}")
-    return int(value)
+    return check_int(owner, name, value, minimum=1)
 
 
 def _check_filter(expr: Any) -> nw.Expr:

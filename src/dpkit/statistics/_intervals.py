@@ -55,9 +55,17 @@ from dpkit.samplers import discrete_laplace
 __all__ = ["IntervalStage", "helper_offset", "interval_stage", "laplace_sum_halfwidth"]
 
 
-def _log_mgf(s: np.ndarray, a: float) -> np.ndarray:
-    """log E[e^{sZ}] of the discrete Laplace ``P[z] ∝ a**|z|`` (for ``|s| < -log a``)."""
-    return 2 * math.log1p(-a) - np.log1p(-a * np.exp(s)) - np.log1p(-a * np.exp(-s))
+def _log_mgf(s: np.ndarray, a: float, c: float) -> np.ndarray:
+    """log E[e^{sZ}] of the discrete Laplace ``P[z] ∝ a**|z|``, ``a = exp(-c)`` (``|s| < c``).
+
+    The direct form for ordinary scales (up to 1e4); beyond, ``a exp(s)`` rounds to 1 (a
+    tiny epsilon), and where ``exp(s)`` would overflow (a tiny scale, epsilon huge), the same
+    quantity as ``2 log(-expm1(-c)) - log(-expm1(s - c)) - log(-expm1(-s - c))``, which is
+    finite for every ``0 <= s < c`` (a release never fails after its budget was spent).
+    """
+    if c >= 1e-4 and float(np.max(np.abs(s))) < 700.0:
+        return 2 * math.log1p(-a) - np.log1p(-a * np.exp(s)) - np.log1p(-a * np.exp(-s))
+    return 2 * math.log(-math.expm1(-c)) - np.log(-np.expm1(s - c)) - np.log(-np.expm1(-s - c))
 
 
 def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: float) -> float:
@@ -68,7 +76,8 @@ def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: floa
     ``P[sum > h] <= min_s prod E[e^{s w Z}] e^{-s h}``, doubled for the two symmetric tails;
     the minimum runs over a grid of ``s`` (every ``s`` gives a valid bound).
     """
-    a = math.exp(-1.0 / scale)
+    c = 1.0 / scale
+    a = math.exp(-c)
     live = [(k, w) for k, w in groups if k > 0 and w > 0]
     if not live:
         return 0.0
@@ -76,7 +85,7 @@ def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: floa
     s = np.linspace(1e-4, 1 - 1e-6, 4000) / (scale * wmax)
     total = np.zeros_like(s)
     for k, w in live:
-        total += k * _log_mgf(w * s, a)
+        total += k * _log_mgf(w * s, a, c)
     return float(np.min((total - math.log(beta / 2)) / s))
 
 
@@ -85,13 +94,14 @@ def split_halfwidths(
 ) -> np.ndarray:
     """:func:`weighted_halfwidth` of ``[(k_low_i, w_low), (k_high_i, w_high)]`` for every
     ``i`` at once (the same Chernoff bound, minimised over a common grid of ``s``)."""
-    a = math.exp(-1.0 / scale)
+    c = 1.0 / scale
+    a = math.exp(-c)
     wmax = max(w_low if np.any(k_low > 0) else 0.0, w_high if np.any(k_high > 0) else 0.0)
     if wmax <= 0:
         return np.zeros(np.shape(k_low))
     s = np.linspace(1e-4, 1 - 1e-6, 600) / (scale * wmax)
-    lm_low = _log_mgf(w_low * s, a) if w_low > 0 else np.zeros_like(s)
-    lm_high = _log_mgf(w_high * s, a) if w_high > 0 else np.zeros_like(s)
+    lm_low = _log_mgf(w_low * s, a, c) if w_low > 0 else np.zeros_like(s)
+    lm_high = _log_mgf(w_high * s, a, c) if w_high > 0 else np.zeros_like(s)
     total = np.outer(k_low, lm_low) + np.outer(k_high, lm_high)
     return np.min((total - math.log(beta / 2)) / s, axis=1)
 
@@ -119,7 +129,9 @@ def helper_offset(
     cells = 3 * levels + 1
     h = weighted_halfwidth([(cells, 0.5)], 1.0 / epsilon_counts, alpha / (2 * _WINDOW * levels))
     per_helper = epsilon_helpers / (2 if levels > 1 else 1)
-    return max(1, math.ceil(K_BAND * h + 2 * depth / epsilon_points + K_HELPER / per_helper))
+    k = K_BAND * h + 2 * depth / epsilon_points + K_HELPER / per_helper
+    # any K keeps the intervals valid: past 2**62 (epsilon near the smallest float) it is capped
+    return max(1, math.ceil(k)) if k < 2.0**62 else 2**62
 
 
 K_BAND = 1.5

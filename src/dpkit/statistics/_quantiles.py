@@ -203,7 +203,30 @@ def _check_common(
     share = check_number(owner, "interval_share", interval_share)
     if intervals and not 0 < share < 1:
         raise ParameterError(f"{owner}: `interval_share` must be in (0, 1); got {share!r}")
+    if method == "joint" and eps > 1e12:
+        # JointExp's exact rejection step compares float log-weights of size epsilon * n
+        # against a slack of 2**-10: past about 1e12 that precision is not certified
+        raise ParameterError(
+            f"{owner}: `epsilon`={eps!r} is too large for method='joint' (its float "
+            "log-weights lose the precision its exact acceptance step needs); use "
+            "method='independent' or a smaller epsilon"
+        )
+    # the discrete Laplace noise of the histogram (method 'cdf', scale 1 / epsilon) and of
+    # the interval stage's counts (scale 1 / (epsilon share (1 - HELPER_SHARE))) must be
+    # within the exact sampler's range, checked here, before anything is spent
+    smallest = Fraction(eps) * (Fraction(share) * (1 - HELPER_SHARE) if intervals else 1)
+    if smallest == 0 or 1 / smallest > _MAX_NOISE_SCALE:
+        what = "`epsilon` times `interval_share`" if intervals else "`epsilon`"
+        raise ParameterError(
+            f"{owner}: {what} is too small ({float(smallest):.3g} for the noisy counts): "
+            "their discrete Laplace noise would exceed 2**50, the exact sampler's range; "
+            "raise epsilon (or interval_share, or pass intervals=False)"
+        )
     return lv, eps, (lower, upper), method, a, share if intervals else 0.0
+
+
+#: Largest discrete Laplace scale :func:`dpkit.samplers.discrete_laplace` draws exactly.
+_MAX_NOISE_SCALE = 2**50
 
 
 def _release(

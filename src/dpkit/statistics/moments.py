@@ -46,8 +46,11 @@ _VAR_BITS = 16
 def _laplace_halfwidth(scale: Fraction, beta: float) -> int:
     """Smallest ``h`` with ``P[|Z| > h] = 2 a**(h+1) / (1 + a) <= beta`` (discrete Laplace)."""
     a = math.exp(-1.0 / float(scale))
-    h = math.log(beta * (1 + a) / 2) / math.log(a) - 1
-    return max(0, math.ceil(h))
+    if 1e-300 < a < 1 - 1e-12:
+        h = math.log(beta * (1 + a) / 2) / math.log(a) - 1
+    else:  # a underflows or rounds to 1: log(a) = -1 / scale, finite for every scale
+        h = -float(scale) * (math.log(beta / 2) + math.log1p(a)) - 1
+    return max(0, math.ceil(h)) if h < 2.0**62 else 2**62
 
 
 def _prepare(
@@ -111,6 +114,33 @@ def _choose_bounds(
     }
 
 
+#: Largest discrete Laplace scale :func:`dpkit.samplers.discrete_laplace` draws exactly.
+_MAX_NOISE_SCALE = 2**50
+
+
+def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
+    """Every discrete Laplace scale the release will use is within the sampler's range.
+
+    Checked before the spend. The moments' sensitivities in lattice units: the centred
+    half range ``r`` (``r**2`` for the squares) is at most ``2**bits + 1`` whatever the bounds;
+    a sum's is ``max(|lo|, |hi|)``, known for given bounds (bounds chosen privately are
+    checked with their lattice's centred range, the common case of bounds straddling 0).
+    """
+    bits = _VAR_BITS if kind in ("var", "std") else 30
+    parts = {"sum": 1, "mean": 2}.get(kind, 3)
+    r: int = 2**bits + 1
+    if kind == "sum" and not isinstance(bounds, str):
+        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
+        r = max(abs(lat.lo), abs(lat.hi), 1)
+    sens = r * r if kind in ("var", "std") else r
+    if rest == 0 or sens * parts / rest > _MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"{owner}: `epsilon` is too small for these `bounds`: the discrete Laplace noise "
+            f"of the {kind} (sensitivity {sens} lattice units, epsilon {float(rest):.3g} "
+            f"shared by {parts}) would exceed 2**50, the exact sampler's range; raise epsilon"
+        )
+
+
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
     scale = Fraction(sens) / eps
     return value + int(discrete_laplace(scale, 1, source)[0]), scale
@@ -132,6 +162,7 @@ def _moments(
     arr, eps, share, a = _prepare(
         owner, data, epsilon, bounds, bounds_share, bounds_method, lower, alpha
     )
+    _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     total = Fraction(eps)
