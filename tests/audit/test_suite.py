@@ -44,16 +44,8 @@ SUITE = [
     ("session_group_by", {"noise": "gaussian", "engine": "pandas"}, 20_000),
 ]
 
-#: Issue 10 item 6: the rounded Cauchy sampler's inversion can raise InternalError in the far
-#: tail (after spending); this audit draws such a value. Fixed by the issue-10 stream: then
-#: this strict xfail passes unexpectedly and must be removed.
-_CAUCHY_BUG = pytest.mark.xfail(
-    raises=dp.InternalError, strict=True, reason="issue 10 item 6: heavy-tailed inversion"
-)
-_KNOWN = {"smooth cauchy median [4 x 0 and 4 x 1, remove one 1]": _CAUCHY_BUG}
-
 CASES = [
-    pytest.param(case, n, id=case.name, marks=_KNOWN.get(case.name, ()))
+    pytest.param(case, n, id=case.name)
     for name, params, n in SUITE
     for case in targets.cases(name, **params)
 ]
