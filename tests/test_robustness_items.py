@@ -122,6 +122,26 @@ def test_statistics_release_or_refuse_at_extreme_epsilon(which: str, epsilon: fl
         assert len(acct.history) == 1
 
 
+@pytest.mark.parametrize(
+    ("build", "epsilon"),
+    [
+        (lambda q: q.query(max_rows_per_unit=10**19).agg(dp.count()), 1.0),
+        (lambda q: q.query(max_rows_per_unit=np.timedelta64(1, "D")).agg(dp.count()), 1.0),
+        (lambda q: q.query(max_rows_per_unit=2).agg(dp.median("Age", bounds=(0, 100))), 1e-14),
+        (lambda q: q.query(max_rows_per_unit=2).agg(dp.count()), 1e-300),
+    ],
+)
+def test_session_refuses_before_spending(build: Any, epsilon: float) -> None:
+    # a contribution bound of 10**19 overflowed int64 after the spend; a quantile whose
+    # interval counts need noise beyond the sampler's range was refused after it
+    pl = pytest.importorskip("polars")
+    frame = pl.DataFrame({"Age": [20.0, 30.0, 40.0], "pid": [1, 2, 3]})
+    session = dp.Session(frame, budget=dp.PureDP(10.0), privacy_unit="pid")
+    with pytest.raises((ParameterError, TypeError), match=r"`(max_rows_per_unit|epsilon)"):
+        build(session).release(epsilon=epsilon, rng=1)
+    assert session.accountant.history == ()
+
+
 # ----------------------------------------------------------------------------- item 8
 
 

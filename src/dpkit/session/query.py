@@ -14,7 +14,7 @@ from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
 from dpkit.session._plan import Plan, make_budget, split
-from dpkit.session._run import execute, statistics_layer
+from dpkit.session._run import QUANTILE_INTERVAL_SHARE, execute, statistics_layer
 from dpkit.session.aggregates import Aggregate, Count, Histogram
 from dpkit.session.result import QueryRelease
 
@@ -25,7 +25,8 @@ __all__ = ["Query", "fresh_salt"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
-    return check_int(owner, name, value, minimum=1)
+    """A contribution bound: an int in [1, 2**31] (so products of two stay within int64)."""
+    return check_int(owner, name, value, minimum=1, maximum=2**31)
 
 
 def _check_filter(expr: Any) -> nw.Expr:
@@ -522,6 +523,10 @@ class Query:
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
+            from dpkit.statistics._quantiles import check_noise_range
+
+            for qp in plan.quantiles:  # each group's quantile noise is within the sampler's
+                check_noise_range(f"Session ({qp.aggregate})", qp.epsilon, QUANTILE_INTERVAL_SHARE)
         self._s._check_data()
         return ctx, plan
 

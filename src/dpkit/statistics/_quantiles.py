@@ -211,18 +211,24 @@ def _check_common(
             "log-weights lose the precision its exact acceptance step needs); use "
             "method='independent' or a smaller epsilon"
         )
-    # the discrete Laplace noise of the histogram (method 'cdf', scale 1 / epsilon) and of
-    # the interval stage's counts (scale 1 / (epsilon share (1 - HELPER_SHARE))) must be
-    # within the exact sampler's range, checked here, before anything is spent
-    smallest = Fraction(eps) * (Fraction(share) * (1 - HELPER_SHARE) if intervals else 1)
+    check_noise_range(owner, eps, share if intervals else 0.0)
+    return lv, eps, (lower, upper), method, a, share if intervals else 0.0
+
+
+def check_noise_range(owner: str, epsilon: float, interval_share: float) -> None:
+    """The discrete Laplace noise of the histogram (method 'cdf', scale ``1 / epsilon``) and
+    of the interval stage's counts (scale ``1 / (epsilon share (1 - HELPER_SHARE))``) are
+    within the exact sampler's range: a ParameterError naming epsilon otherwise. Callers
+    (the Session too) check it before anything is spent."""
+    share = Fraction(interval_share)
+    smallest = Fraction(epsilon) * (share * (1 - HELPER_SHARE) if share > 0 else 1)
     if smallest == 0 or 1 / smallest > _MAX_NOISE_SCALE:
-        what = "`epsilon` times `interval_share`" if intervals else "`epsilon`"
+        what = "`epsilon` times `interval_share`" if share > 0 else "`epsilon`"
         raise ParameterError(
             f"{owner}: {what} is too small ({float(smallest):.3g} for the noisy counts): "
             "their discrete Laplace noise would exceed 2**50, the exact sampler's range; "
             "raise epsilon (or interval_share, or pass intervals=False)"
         )
-    return lv, eps, (lower, upper), method, a, share if intervals else 0.0
 
 
 #: Largest discrete Laplace scale :func:`dpkit.samplers.discrete_laplace` draws exactly.
