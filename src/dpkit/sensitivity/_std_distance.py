@@ -1,4 +1,4 @@
-"""``A(std, x, k)`` exactly: the largest ``LS_1`` of the population standard deviation.
+"""``A(std, x, k)`` certified: the largest ``LS_1`` of the population standard deviation.
 
 The pairs ``(y, y')`` are those of :mod:`dpkit.sensitivity._var_distance` (a smaller dataset
 ``s`` and a record ``z``; bounded: a common part ``c`` of ``n - 1`` records, the replaced
@@ -24,9 +24,13 @@ records; all terms are functions of them for fixed sizes and fixed ``z``):
    convex hull, and, being non-increasing in ``Q``, at a vertex of the lower hull. Those
    maximise ``sum(alpha w + beta w**2)`` with ``beta <= 0`` over the kept records (a concave
    function: its largest values form a window of the sorted data) and over the added records
-   (all equal to one ``t``). So: windows of the sorted data, ``t`` free in the bounds, and
-   ``t`` is found among the bounds and the real roots of ``A'^2 B - lam^2 B'^2 A`` (a quartic;
-   ``A``, ``B`` the two variances as quadratics in ``t``). The record ``z`` (or ``y_i``)
+   (all equal to one ``t``). So: windows of the sorted data, ``t`` free in the bounds; the
+   maximum over ``t`` of ``sqrt(A) - lam sqrt(B)`` (``A``, ``B`` the two variances as
+   quadratics in ``t``) is certified by :func:`dpkit.sensitivity._dc_max.dc_maximum`, seeded
+   with the real parts of the roots of the quartic ``A'^2 B - lam^2 B'^2 A`` (zero at every
+   smooth interior critical point; kinks, where ``B`` has a double root, and multiple roots
+   need the search). All windows' rows, for both values of ``z``, go to one search with one
+   incumbent, which prunes against the best value so far. The record ``z`` (or ``y_i``)
    removed far from the mean is the largest or smallest one (exchanging it with the largest
    moves it away from the mean of the rest and lowers their variance).
 2. **Decreases with ``z`` at the mean** (``(1 - sqrt(m/(m+1))) sqrt(V(s))``): the largest
@@ -58,6 +62,7 @@ import math
 
 import numpy as np
 
+from dpkit.sensitivity import _dc_max
 from dpkit.sensitivity._var_distance import VarData, _max_var, _var
 
 __all__ = ["std_diagonal", "std_envelope"]
@@ -74,10 +79,16 @@ def _quad(
     return np.asarray(c2, dtype=np.float64), c1, c0
 
 
-def _real_roots(coefs: np.ndarray) -> list[np.ndarray]:
-    """Real parts of the roots of each row's polynomial (highest degree first), per row."""
-    rows = coefs.shape[0]
-    out: list[np.ndarray] = [np.zeros(0)] * rows
+def _root_seeds(coefs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Real parts of every root of each row's polynomial (highest degree first).
+
+    Only starting points for :func:`dpkit.sensitivity._dc_max.dc_maximum` (which certifies
+    the maximum whatever they are): every eigenvalue's real part is kept, so a root that
+    rounding pushed off the real axis (a double or triple root) still seeds the search.
+    Returns ``(rows, points)``.
+    """
+    rows_out: list[np.ndarray] = []
+    pts_out: list[np.ndarray] = []
     scale = np.max(np.abs(coefs), axis=1)
     scale[scale == 0] = 1.0
     c = coefs / scale[:, None]
@@ -95,10 +106,14 @@ def _real_roots(coefs: np.ndarray) -> list[np.ndarray]:
         if deg > 1:
             comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
         eig = np.linalg.eigvals(comp)
-        for row, ev in zip(idx.tolist(), eig, strict=True):
-            keep = np.abs(ev.imag) <= 1e-7 * (1 + np.abs(ev.real))
-            out[row] = ev.real[keep]
-    return out
+        rows_out.append(np.repeat(idx, deg))
+        pts_out.append(eig.real.ravel())
+    if not rows_out:
+        return np.zeros(0, np.int64), np.zeros(0)
+    pts = np.concatenate(pts_out)
+    rows = np.concatenate(rows_out)
+    finite = np.isfinite(pts)
+    return rows[finite], pts[finite]
 
 
 def _best_t(
@@ -108,34 +123,29 @@ def _best_t(
     lo: float,
     hi: float,
     free: bool,
+    floor: float = -np.inf,
 ) -> float:
-    """``max_t sqrt(A(t)) - lam sqrt(B(t))`` over every row, ``t`` in ``[lo, hi]``."""
+    """``max_t sqrt(A(t)) - lam sqrt(B(t))`` over every row, ``t`` in ``[lo, hi]``.
+
+    Certified (:mod:`dpkit.sensitivity._dc_max`): the true maximum, in real arithmetic with
+    these coefficients, is at most ``max(result, floor) + (TOL + BOUND_ERROR) W'``. The
+    quartic ``A'^2 B - lam^2 B'^2 A``, zero at every interior critical point, only seeds the
+    search.
+    """
     a2, a1, a0 = a_poly
     b2, b1, b0 = b_poly
-
-    def f(t: np.ndarray, rows: np.ndarray | slice) -> np.ndarray:
-        va = np.maximum(a2[rows] * t * t + a1[rows] * t + a0[rows], 0.0)
-        vb = np.maximum(b2[rows] * t * t + b1[rows] * t + b0[rows], 0.0)
-        return np.sqrt(va) - lam * np.sqrt(vb)
-
-    every = slice(None)
-    if not free:
-        return float(np.max(f(np.full(a0.shape, lo), every)))
-    best = max(
-        float(np.max(f(np.full(a0.shape, lo), every))),
-        float(np.max(f(np.full(a0.shape, hi), every))),
-    )
-    # A'(t)^2 B(t) - lam^2 B'(t)^2 A(t) = 0 at every interior critical point
+    if not free:  # A and B do not depend on t
+        rows = np.arange(a0.size)
+        return float(np.max(_dc_max._value(a_poly, b_poly, lam, rows, np.full(a0.shape, lo))))
     da = np.stack([2 * a2, a1], axis=1)
     db = np.stack([2 * b2, b1], axis=1)
     pa = np.stack([a2, a1, a0], axis=1)
     pb = np.stack([b2, b1, b0], axis=1)
     quartic = _mul(_mul(da, da), pb) - lam * lam * _mul(_mul(db, db), pa)
-    for row, ts in enumerate(_real_roots(quartic)):
-        ts = np.clip(ts, lo, hi)
-        if ts.size:
-            rows = np.full(ts.size, row)
-            best = max(best, float(np.max(f(ts, rows))))
+    seed_rows, seeds = _root_seeds(quartic)
+    best, _ = _dc_max.dc_maximum(
+        a_poly, b_poly, lam, lo, hi, seed_rows=seed_rows, seeds=seeds, floor=floor
+    )
     return best
 
 
@@ -148,15 +158,25 @@ def _mul(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def _increase(
-    count: int, sw: np.ndarray, qw: np.ndarray, a: int, z: float, lam: float, d: VarData
+Polys = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _increase(count: int, sw: np.ndarray, qw: np.ndarray, a: int, z: float) -> tuple[Polys, Polys]:
+    """``V(W + t*a + z)`` and ``V(W + t*a)`` as quadratics in ``t``, one row per window ``W``."""
+    return _quad(count + 1, sw + z, qw + z * z, a), _quad(count, sw, qw, a)
+
+
+def _best_increase(
+    parts: list[tuple[Polys, Polys]], lam: float, free: bool, d: VarData, floor: float
 ) -> float:
-    """``max sqrt(V(W + t*a + z)) - lam sqrt(V(W + t*a))`` over windows ``W`` and ``t``."""
-    s1 = sw + z
-    q1 = qw + z * z
-    pa = _quad(count + 1, s1, q1, a)
-    pb = _quad(count, sw, qw, a)
-    return _best_t(pa, pb, lam, d.lo, d.hi, a > 0)
+    """``max sqrt(A) - lam sqrt(B)`` over the rows of every part and ``t`` (one search)."""
+    pa = tuple(
+        np.concatenate([np.asarray(p[0][i], dtype=np.float64) for p in parts]) for i in range(3)
+    )
+    pb = tuple(
+        np.concatenate([np.asarray(p[1][i], dtype=np.float64) for p in parts]) for i in range(3)
+    )
+    return _best_t(pa, pb, lam, d.lo, d.hi, free, floor)  # type: ignore[arg-type]
 
 
 def _windows_without(d: VarData, skip: int, size: int, count: int) -> tuple[np.ndarray, ...]:
@@ -170,18 +190,19 @@ def _unbounded(d: VarData, r: int, a: int, cut: float) -> float:
     n = d.n
     big = n - r + a
     kept = n - r
-    best = 0.0
+    best = max(0.0, (1 - math.sqrt(big / (big + 1))) * math.sqrt(_max_var(d, r, a)))
     b = np.arange(r + 1)
     sw, qw = d.p1[b + kept] - d.p1[b], d.p2[b + kept] - d.p2[b]
-    for z in (d.lo, d.hi):
-        best = max(best, _increase(kept, sw, qw, a, z, 1.0, d))
-    best = max(best, (1 - math.sqrt(big / (big + 1))) * math.sqrt(_max_var(d, r, a)))
-    if r > n - 1 or big - 1 < 1:
+    parts = [_increase(kept, sw, qw, a, z) for z in (d.lo, d.hi)]
+    datum = not (r > n - 1 or big - 1 < 1)
+    if datum:
+        for zi in (n - 1, 0):
+            sw, qw = _windows_without(d, zi, kept - 1, r + 1)
+            parts.append(_increase(kept - 1, sw, qw, a, float(d.w[zi])))
+    best = max(best, _best_increase(parts, 1.0, a > 0, d, max(best, cut)))
+    if not datum:
         return best
     m = big - 1
-    for zi in (n - 1, 0):
-        sw, qw = _windows_without(d, zi, kept - 1, r + 1)
-        best = max(best, _increase(kept - 1, sw, qw, a, float(d.w[zi]), 1.0, d))
     shrink = 1 - math.sqrt(m / (m + 1))
     if m >= 2 and shrink * math.sqrt(_max_var(d, r + 1, a)) > max(best, cut):
         best = max(best, _decrease_data(d, r, a, m))
@@ -222,18 +243,21 @@ def _bounded(d: VarData, k: int, cut: float) -> float:
         return 0.0
     lam = math.sqrt((n - 1) / n)
     best = 0.0
+    parts = []
     if k >= 1:
         kept = n - k
         b = np.arange(k + 1)
         sw, qw = d.p1[b + kept] - d.p1[b], d.p2[b + kept] - d.p2[b]
-        for z in (d.lo, d.hi):
-            best = max(best, _increase(kept, sw, qw, k - 1, z, lam, d))
+        parts += [_increase(kept, sw, qw, k - 1, z) for z in (d.lo, d.hi)]
+    if k <= n - 1:
+        kept = n - 1 - k
+        for zi in (n - 1, 0):
+            sw, qw = _windows_without(d, zi, kept, k + 1)
+            parts.append(_increase(kept, sw, qw, k, float(d.w[zi])))
+    if parts:
+        best = max(best, _best_increase(parts, lam, k > 0, d, cut))
     if k > n - 1:
         return best
-    kept = n - 1 - k
-    for zi in (n - 1, 0):
-        sw, qw = _windows_without(d, zi, kept, k + 1)
-        best = max(best, _increase(kept, sw, qw, k, float(d.w[zi]), lam, d))
     best = max(best, _replace_datum(d, k, max(best, cut)))
     return best
 
@@ -276,7 +300,7 @@ def _replace_datum(d: VarData, k: int, floor: float) -> float:
             sw, qw = _windows_of_rest(d, j, kept, k + 1)
             pa = _quad(kept + 1, sw + z, qw + z * z, k)
             pb = _quad(kept + 1, sw + wj, qw + wj * wj, k)
-            best = max(best, _best_t(pa, pb, 1.0, d.lo, d.hi, k > 0))
+            best = max(best, _best_t(pa, pb, 1.0, d.lo, d.hi, k > 0, max(floor, best)))
     return best
 
 
@@ -295,7 +319,9 @@ def _windows_of_rest(d: VarData, j: int, size: int, count: int) -> tuple[np.ndar
 def std_diagonal(d: VarData, relation: str, k: int, cut: float) -> float:
     """Largest ``LS_1(std, y)`` over ``y`` with ``r`` removals and ``a = k - r`` additions.
 
-    (Bounded: ``r = a = k``.) Values not above ``cut`` may be reported as any smaller number.
+    (Bounded: ``r = a = k``.) Values not above ``cut`` may be reported as any smaller number;
+    the searches over ``t`` leave at most ``2**-22 W'`` above the value or the cut
+    (:func:`dpkit.sensitivity._var_distance.certified_error` counts it).
     """
     if relation == "bounded":
         if k > d.n:

@@ -72,7 +72,7 @@ Indexer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 #: ``f(S, Q)``: the objective from the sum and the sum of squares
 Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-__all__ = ["VarData", "certified_error", "var_diagonal", "var_envelope"]
+__all__ = ["VarData", "certified_error", "certified_errors", "var_diagonal", "var_envelope"]
 
 
 class VarData:
@@ -128,12 +128,13 @@ def certified_error(kind: str, k: int, d: VarData) -> Fraction:
     variances, and ``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``: twice the square root of the
     variance bound, plus ``2**8 u W' (k + 1)`` for the remaining float operations.
 
-    One step of the deviation is not covered by this argument: where records are added at a
-    free value ``t``, the maximising ``t`` is a root of a quartic found by an eigenvalue
-    solver. The deviation is 1-Lipschitz in ``t``, so a root located within ``2**-21 W'``
-    (every simple or double root: a double root moves by about ``sqrt(u)``) costs less than
-    the slack above; a root of multiplicity three or more can be located only to about
-    ``u**(1/3)`` and is not certified. A branch-and-bound over ``t`` would close the gap.
+    Where records are added at a free value ``t``, the deviation's maximum over ``t`` comes
+    from a certified branch-and-bound (:func:`dpkit.sensitivity._dc_max.dc_maximum`): in the
+    real arithmetic of the float coefficients (which are within the bounds above of the exact
+    ones, at every ``t``) the maximum is at most the reported value, or the cut it prunes
+    against, plus ``tol + BOUND_ERROR W' = (2**-24 + 2**-23 + 2**-48) W'``; ``2**-22 W'`` is
+    added. No root location is trusted, so multiple roots of the quartic of critical points
+    (kinks of the deviation, where ``B`` has a double root) cost nothing extra.
     """
     u = Fraction(1, 2**53)
     wp = Fraction(max(abs(d.lo), abs(d.hi)))
@@ -141,7 +142,20 @@ def certified_error(kind: str, k: int, d: VarData) -> Fraction:
     if kind == "var":
         return e_var
     root = Fraction(math.sqrt(float(e_var)) * (1 + 2.0**-40))  # >= sqrt(e_var)
-    return 2 * root + 2**8 * u * wp * (k + 1)
+    search = Fraction(1, 2**22) * wp  # >= (_dc_max.TOL + _dc_max.BOUND_ERROR) W'
+    return 2 * root + 2**8 * u * wp * (k + 1) + search
+
+
+def certified_errors(kind: str, ks: np.ndarray, d: VarData) -> np.ndarray:
+    """Floats at least :func:`certified_error` ``(kind, k, d)`` for every ``k`` in ``ks``.
+
+    Every term of the bound grows like ``(k + 1)**p`` (``p = 2`` for the variance, 1 for the
+    deviation) or is constant, so ``e(k) <= e(0) (k + 1)**p`` up to the rounding of the square
+    root (a few relative ``2**-53``); the float product is raised by ``2**-40`` to cover both.
+    """
+    p = 2 if kind == "var" else 1
+    e0 = float(certified_error(kind, 0, d)) * (1 + 2.0**-40)
+    return e0 * (ks.astype(np.float64) + 1) ** p * (1 + 2.0**-40)
 
 
 def _var(m: np.ndarray | float, s: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -109,7 +109,8 @@ def local_at_distance(
       is found by bisection, its objective being unimodal in the block's position.
     - ``std``: the same pairs, valued ``|sqrt(V(y')) - sqrt(V(y))|``
       (:mod:`dpkit.sensitivity._std_distance`): the increases keep windows (their sublevel
-      sets are convex) with added records all equal to a bound or a real root of a quartic;
+      sets are convex) with added records all equal to one value ``t``, whose best value is
+      certified by a branch-and-bound over ``t`` (no root location is trusted);
       the decreases keep the largest variance or remove a block (one record removed next to a
       datum: every block position is scanned, one datum per distinct value, after an ``O(1)``
       test that usually skips it).
@@ -520,7 +521,7 @@ def upper_envelope(
         else:
             env = _std_distance.std_envelope(data, relation, ks)
             scale, slack = unit, float(ld.slack(1))
-        err = np.array([float(_var_distance.certified_error(q.kind, int(k), data)) for k in ks])
+        err = _var_distance.certified_errors(q.kind, ks, data)
         return ((env * (1 + 2.0**-30) + 2 * err) * scale + 2 * slack) * (1 + 2.0**-50)
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
