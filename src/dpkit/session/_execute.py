@@ -5,6 +5,7 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +20,13 @@ from dpkit.session.engines import Engine
 
 __all__ = [
     "Context",
+    "aggregate_checked",
     "aggregate_table",
     "bounded_rows",
-    "clean_columns",
     "grid_counts",
     "histogram_counts",
     "keys_only",
+    "summed_columns",
 ]
 
 _ROW_RANK = "__dpkit_row_rank"
@@ -137,43 +139,103 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
-    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
-    group, sorted by key; public keys restrict and complete the groups.
-
-    The row-level columns are computed first and only plain sums and counts are aggregated,
-    so every engine (pandas included) runs a native group-by.
-    """
+def _collect(
+    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any], probes: dict[str, nw.Expr]
+) -> pl.DataFrame:
+    """One engine pass: the row-level columns first, then only plain sums and counts (so
+    every engine, pandas included, runs a native group-by), and the ``probes`` beside them."""
     row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
     aggs = [aggregation(k, spec) for k, spec in columns.items()]
-    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    aggs += [e.alias(k) for k, e in probes.items()]
+    return ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+
+
+def _finish(ctx: Context, agg: pl.DataFrame, columns: dict[str, Any]) -> pl.DataFrame:
     # integer-valued float sums below 2**53 and counts: exact as Int64
-    agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    agg = agg.select(*ctx.by, *[pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
     return _with_keys(agg, ctx, list(columns))
 
 
-def clean_columns(ctx: Context, rows: nw.LazyFrame[Any]) -> frozenset[str]:
-    """The summed numeric columns with no null and no NaN in ``rows`` (one cheap pass).
+def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
+    group, sorted by key; public keys restrict and complete the groups."""
+    return _finish(ctx, _collect(ctx, rows, columns, {}), columns)
 
-    Only a shortcut: masking a column that has none changes nothing, so the released values
-    are the same either way.
-    """
+
+_LEN = "__dpkit_len"
+_COUNT = "__dpkit_count_"
+_PROBE = "__dpkit_probe_"
+
+
+def summed_columns(ctx: Context) -> list[str]:
+    """The numeric columns whose values the aggregates map to the lattice (sorted)."""
     from dpkit.session.aggregates import Count, Histogram
 
-    cols = sorted(
+    return sorted(
         {a.column for a in ctx.aggregates if a.column and not isinstance(a, Count | Histogram)}
     )
-    if not cols:
-        return frozenset()
-    exprs = []
+
+
+def _probes(ctx: Context, cols: list[str]) -> dict[str, nw.Expr]:
+    """Aggregations telling, per group, whether a column has a null or a NaN.
+
+    ``len - count`` is its number of missing values (nulls; pandas counts NaN as missing
+    too), and a float column's plain sum is NaN (or null, where an engine hands NaN out as
+    null) as soon as one of its values is NaN: NaN propagates through every addition. The
+    sum may also be NaN without a NaN value (``inf + -inf``); the column then counts as
+    having one, which only costs the masked pass.
+    """
+    probes: dict[str, nw.Expr] = {_LEN: nw.len()}
     for i, c in enumerate(cols):
-        bad = nw.col(c).null_count()
+        probes[f"{_COUNT}{i}"] = nw.col(c).count()
         if ctx.schema[c].is_float():
-            bad = bad + nw.col(c).is_nan().cast(nw.Int64).sum()  # Spark sums no booleans
-        exprs.append(bad.alias(f"b{i}"))
-    got = ctx.engine.collect(rows.select(*exprs)).row(0)
-    return frozenset(c for c, b in zip(cols, got, strict=True) if not b)
+            probes[f"{_PROBE}{i}"] = nw.col(c).sum()
+    return probes
+
+
+def _missing(agg: pl.DataFrame, cols: list[str]) -> set[str]:
+    """The columns of ``cols`` that :func:`_probes` found a null or a NaN in."""
+    n = agg[_LEN].cast(pl.Int64)
+    out = set()
+    for i, c in enumerate(cols):
+        bad = bool((agg[f"{_COUNT}{i}"].cast(pl.Int64) != n).any())
+        if f"{_PROBE}{i}" in agg.columns:
+            s = agg[f"{_PROBE}{i}"].cast(pl.Float64)
+            bad = bad or s.null_count() > 0 or bool(s.is_nan().any())
+        if bad:
+            out.add(c)
+    return out
+
+
+def aggregate_checked(
+    ctx: Context,
+    rows: nw.LazyFrame[Any],
+    build: Callable[[frozenset[str]], dict[str, Any]],
+) -> tuple[pl.DataFrame, list[str]]:
+    """The table of :func:`aggregate_table` for ``build(clean)``'s columns, and their names.
+
+    ``build(clean)`` gives the columns when the summed columns named in ``clean`` have no
+    null and no NaN (their lattice map then needs no masking). One engine pass when the data
+    are clean: the columns built as if every summed column were, with :func:`_probes`
+    checking it per group in the same pass. If a column has a null or a NaN, that first
+    result is dropped unread and the table computed again with ``build`` told which columns
+    are clean: each column's values are masked exactly when it has a null or a NaN.
+    Masking a column that has none changes no record's units, so the released values are
+    the same either way.
+    """
+    cols = summed_columns(ctx)
+    clean = frozenset(cols)
+    columns = build(clean)
+    if not columns:
+        return keys_only(ctx), []
+    if cols:
+        first = _collect(ctx, rows, columns, _probes(ctx, cols))
+        missing = _missing(first, cols)
+        if not missing:
+            return _finish(ctx, first, columns), list(columns)
+        columns = build(clean - missing)
+    return aggregate_table(ctx, rows, columns), list(columns)
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:

@@ -59,18 +59,21 @@ class Aggregated:
 
 def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
     """Every engine aggregation the release needs, on the bounded ``rows``."""
-    columns: dict[str, Any] = {}
-    clean = ex.clean_columns(ctx, rows)
-    for i, a in enumerate(ctx.aggregates):
-        if hasattr(a, "columns"):
-            columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
     sel = plan.selection
-    if sel is not None and sel.reuse is None:
-        columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-    table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
+
+    def build(clean: frozenset[str]) -> dict[str, Any]:
+        columns: dict[str, Any] = {}
+        for i, a in enumerate(ctx.aggregates):
+            if hasattr(a, "columns"):
+                columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
+        if sel is not None and sel.reuse is None:
+            columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
+        return columns
+
+    table, names = ex.aggregate_checked(ctx, rows, build)
     return Aggregated(
         table,
-        ex.column_arrays(table, list(columns)),
+        ex.column_arrays(table, names),
         tuple(ex.grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
         tuple(
             ex.histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)
