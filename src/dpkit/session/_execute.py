@@ -5,8 +5,8 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import narwhals as nw
@@ -19,14 +19,15 @@ from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
 __all__ = [
+    "CleanColumns",
     "Context",
-    "aggregate_checked",
     "aggregate_table",
     "bounded_rows",
     "grid_counts",
     "histogram_counts",
     "keys_only",
     "summed_columns",
+    "table_clean",
 ]
 
 _ROW_RANK = "__dpkit_row_rank"
@@ -48,6 +49,11 @@ class Context:
     by: tuple[str, ...]
     keys: pl.DataFrame | None  # public keys, or None for private selection
     aggregates: tuple[Aggregate, ...]
+    #: the Session's whole table (unfiltered) and what is known of its columns: column ->
+    #: its (min, max) if it has no null and no NaN, else None (filled by
+    #: :func:`table_clean`, once per Session and column)
+    table: nw.LazyFrame[Any] | None = None
+    known_clean: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
 
     def used_columns(self) -> list[str]:
         cols: list[str] = []
@@ -139,33 +145,27 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def _collect(
-    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any], probes: dict[str, nw.Expr]
-) -> pl.DataFrame:
-    """One engine pass: the row-level columns first, then only plain sums and counts (so
-    every engine, pandas included, runs a native group-by), and the ``probes`` beside them."""
+def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
+    group, sorted by key; public keys restrict and complete the groups.
+
+    The row-level columns are computed first and only plain sums and counts are aggregated,
+    so every engine (pandas included) runs a native group-by.
+    """
     row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
     aggs = [aggregation(k, spec) for k, spec in columns.items()]
-    aggs += [e.alias(k) for k, e in probes.items()]
-    return ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
-
-
-def _finish(ctx: Context, agg: pl.DataFrame, columns: dict[str, Any]) -> pl.DataFrame:
+    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
     # integer-valued float sums below 2**53 and counts: exact as Int64
-    agg = agg.select(*ctx.by, *[pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
     return _with_keys(agg, ctx, list(columns))
-
-
-def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
-    """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
-    group, sorted by key; public keys restrict and complete the groups."""
-    return _finish(ctx, _collect(ctx, rows, columns, {}), columns)
 
 
 _LEN = "__dpkit_len"
 _COUNT = "__dpkit_count_"
 _PROBE = "__dpkit_probe_"
+_MIN = "__dpkit_min_"
+_MAX = "__dpkit_max_"
 
 
 def summed_columns(ctx: Context) -> list[str]:
@@ -177,65 +177,68 @@ def summed_columns(ctx: Context) -> list[str]:
     )
 
 
-def _probes(ctx: Context, cols: list[str]) -> dict[str, nw.Expr]:
-    """Aggregations telling, per group, whether a column has a null or a NaN.
+class CleanColumns(frozenset[str]):
+    """Column names with no null and no NaN in the table, with each one's ``spans``:
+    ``(min, max)`` over the whole table."""
+
+    spans: dict[str, tuple[Any, Any]]
+
+
+def _probes(ctx: Context, cols: list[str]) -> list[nw.Expr]:
+    """Aggregations telling whether a column has a null or a NaN, and its range.
 
     ``len - count`` is its number of missing values (nulls; pandas counts NaN as missing
     too), and a float column's plain sum is NaN (or null, where an engine hands NaN out as
     null) as soon as one of its values is NaN: NaN propagates through every addition. The
     sum may also be NaN without a NaN value (``inf + -inf``); the column then counts as
-    having one, which only costs the masked pass.
+    having one, which only costs the masking. ``min`` and ``max`` are read only for a column
+    with neither.
     """
-    probes: dict[str, nw.Expr] = {_LEN: nw.len()}
+    probes = [nw.len().alias(_LEN)]
     for i, c in enumerate(cols):
-        probes[f"{_COUNT}{i}"] = nw.col(c).count()
+        probes.append(nw.col(c).count().alias(f"{_COUNT}{i}"))
+        probes.append(nw.col(c).min().alias(f"{_MIN}{i}"))
+        probes.append(nw.col(c).max().alias(f"{_MAX}{i}"))
         if ctx.schema[c].is_float():
-            probes[f"{_PROBE}{i}"] = nw.col(c).sum()
+            probes.append(nw.col(c).sum().alias(f"{_PROBE}{i}"))
     return probes
 
 
-def _missing(agg: pl.DataFrame, cols: list[str]) -> set[str]:
-    """The columns of ``cols`` that :func:`_probes` found a null or a NaN in."""
-    n = agg[_LEN].cast(pl.Int64)
-    out = set()
+def _spans(agg: pl.DataFrame, cols: list[str]) -> dict[str, tuple[Any, Any] | None]:
+    """Per column of ``cols``: ``(min, max)`` if :func:`_probes` found no null and no NaN
+    in it, else None."""
+    got = agg.row(0, named=True)
+    out: dict[str, tuple[Any, Any] | None] = {}
     for i, c in enumerate(cols):
-        bad = bool((agg[f"{_COUNT}{i}"].cast(pl.Int64) != n).any())
-        if f"{_PROBE}{i}" in agg.columns:
-            s = agg[f"{_PROBE}{i}"].cast(pl.Float64)
-            bad = bad or s.null_count() > 0 or bool(s.is_nan().any())
-        if bad:
-            out.add(c)
+        bad = int(got[f"{_COUNT}{i}"]) != int(got[_LEN])
+        probe = got.get(f"{_PROBE}{i}", 0.0)
+        bad = bad or probe is None or math.isnan(float(probe))
+        out[c] = None if bad else (got[f"{_MIN}{i}"], got[f"{_MAX}{i}"])
     return out
 
 
-def aggregate_checked(
-    ctx: Context,
-    rows: nw.LazyFrame[Any],
-    build: Callable[[frozenset[str]], dict[str, Any]],
-) -> tuple[pl.DataFrame, list[str]]:
-    """The table of :func:`aggregate_table` for ``build(clean)``'s columns, and their names.
+def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
+    """The columns of ``cols`` with no null and no NaN in the Session's whole table, with
+    their ranges (``.spans``).
 
-    ``build(clean)`` gives the columns when the summed columns named in ``clean`` have no
-    null and no NaN (their lattice map then needs no masking). One engine pass when the data
-    are clean: the columns built as if every summed column were, with :func:`_probes`
-    checking it per group in the same pass. If a column has a null or a NaN, that first
-    result is dropped unread and the table computed again with ``build`` told which columns
-    are clean: each column's values are masked exactly when it has a null or a NaN.
-    Masking a column that has none changes no record's units, so the released values are
-    the same either way.
+    Checked once per Session and column (one engine pass for the columns not yet known,
+    cached in ``ctx.known_clean``), like the Session's empty-table check: the table is the
+    Session's and fixed. Any rows of a clean table are clean, whatever the filter and the
+    bounding keep, so their lattice map needs no masking, and if the table's values lie
+    inside an aggregate's clip bounds, no clip either; a column with a null or a NaN
+    somewhere is masked in every query. Masking a column that has none, or clipping values
+    already inside the bounds, changes no record's units: the released values are the same
+    either way, and so is every privacy guarantee (the function of the data computed is
+    the same). The range is used for that choice only; it is never released.
     """
-    cols = summed_columns(ctx)
-    clean = frozenset(cols)
-    columns = build(clean)
-    if not columns:
-        return keys_only(ctx), []
-    if cols:
-        first = _collect(ctx, rows, columns, _probes(ctx, cols))
-        missing = _missing(first, cols)
-        if not missing:
-            return _finish(ctx, first, columns), list(columns)
-        columns = build(clean - missing)
-    return aggregate_table(ctx, rows, columns), list(columns)
+    table = ctx.frame if ctx.table is None else ctx.table
+    todo = [c for c in cols if c not in ctx.known_clean]
+    if todo:
+        agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
+        ctx.known_clean.update(_spans(agg, todo))
+    out = CleanColumns(c for c in cols if ctx.known_clean[c] is not None)
+    out.spans = {c: span for c in out if (span := ctx.known_clean[c]) is not None}
+    return out
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:

@@ -59,21 +59,18 @@ class Aggregated:
 
 def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
     """Every engine aggregation the release needs, on the bounded ``rows``."""
+    columns: dict[str, Any] = {}
+    clean = ex.table_clean(ctx, ex.summed_columns(ctx))
+    for i, a in enumerate(ctx.aggregates):
+        if hasattr(a, "columns"):
+            columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
     sel = plan.selection
-
-    def build(clean: frozenset[str]) -> dict[str, Any]:
-        columns: dict[str, Any] = {}
-        for i, a in enumerate(ctx.aggregates):
-            if hasattr(a, "columns"):
-                columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
-        if sel is not None and sel.reuse is None:
-            columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-        return columns
-
-    table, names = ex.aggregate_checked(ctx, rows, build)
+    if sel is not None and sel.reuse is None:
+        columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
+    table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
     return Aggregated(
         table,
-        ex.column_arrays(table, names),
+        ex.column_arrays(table, list(columns)),
         tuple(ex.grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
         tuple(
             ex.histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)

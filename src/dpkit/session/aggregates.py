@@ -198,7 +198,8 @@ class _Bounded(Aggregate):
         assert self.column is not None
         lat = self.lattice
         valid = None if self.column in clean else lat.valid(self.column, schema[self.column])
-        off = lat.offsets(self.column, valid, self.fill)
+        span = getattr(clean, "spans", {}).get(self.column)  # the column's range, if known
+        off = lat.offsets(self.column, valid, self.fill, clip=not lat.inside(span))
         out: dict[str, Any] = {
             f"{prefix}s": Summed(off),
             f"{prefix}n": CountOf(f"{prefix}s"),  # the non-null offsets: the valid values
