@@ -29,7 +29,7 @@ def _table(n: int = 800, seed: int = 4) -> pl.DataFrame:
     x = rng.uniform(-20, 120, n)  # clipped at both bounds
     w = rng.normal(50, 30, n)
     w[::53] = np.nan
-    return pl.DataFrame(
+    df = pl.DataFrame(
         {
             "pid": rng.integers(0, 150, n),
             "g": rng.choice(["a", "b", "c", "d"], n),
@@ -41,6 +41,14 @@ def _table(n: int = 800, seed: int = 4) -> pl.DataFrame:
         pl.when(pl.int_range(n) % 61 == 0).then(None).otherwise(pl.col("w")).alias("w"),
         pl.when(pl.int_range(n) % 71 == 0).then(None).otherwise(pl.col("k")).alias("k"),
     )
+    v = rng.normal(50, 30, n)
+    v[500::37] = np.nan  # NaN, no null, only in the table's second half
+    y = rng.uniform(-20, 120, n)
+    z = y.copy()
+    # outside (-20, 120) by 3/4 of the lattice unit of these bounds (2**-13), late in the
+    # table: the clip moves them by a whole unit
+    y[700], z[650] = 120 + 3 * 2**-15, -20 - 3 * 2**-15
+    return df.with_columns(v=v, y=y, z=z)
 
 
 _Query = tuple[dict[str, Any], Callable[[dp.Session], Any], dict[str, Any]]
@@ -119,6 +127,20 @@ QUERIES: dict[str, _Query] = {
                 dp.var("x", bounds=(-32, 128), name="vx"),
                 dp.sum("pid", bounds=(0, 150)),
                 dp.sum("k", bounds=(-5, 40)),
+            )
+        ),
+        {"epsilon": 6.0},
+    ),
+    # a NaN-only column; values a hair outside the bounds (clipped by less than a unit)
+    "edge": (
+        {},
+        lambda s: (
+            s.query()
+            .group_by("g", keys=["a", "b", "c", "d"])
+            .agg(
+                dp.mean("v", bounds=(0, 100)),
+                dp.mean("y", bounds=(-20, 120)),
+                dp.sum("z", bounds=(-20, 120)),
             )
         ),
         {"epsilon": 6.0},
@@ -241,7 +263,25 @@ SHARED: dict[str, dict[str, list[Any]]] = {
         ],
         "k_sum_high": [3485.475372314453, 3146.8896484375, 3636.048309326172, 3696.501220703125],
     },
+    "edge": {
+        "g": ["a", "b", "c", "d"],
+        "v_mean": [49.64883211343595, 48.78275228284069, 51.03514597675588, 51.21330642700195],
+        "v_mean_low": [48.8523010870423, 47.93444984837582, 50.25626706614078, 50.39105286890147],
+        "v_mean_high": [50.43117453835227, 49.59677987146859, 51.84549474234533, 52.0705494982131],
+        "y_mean": [52.44781494140625, 48.353256071456755, 46.352035894626525, 47.254378719033355],
+        "y_mean_low": [51.35913376581101, 47.19130368576836, 45.190724235268966, 46.03843018869874],
+        "y_mean_high": [
+            53.57961220316368,
+            49.46919054088026,
+            47.468895433051735,
+            48.420948628846766,
+        ],
+        "z_sum": [10684.706298828125, 9520.06640625, 9138.1162109375, 8820.794189453125],
+        "z_sum_low": [10504.96240234375, 9340.322509765625, 8958.372314453125, 8641.05029296875],
+        "z_sum_high": [10864.4501953125, 9699.810302734375, 9317.860107421875, 9000.5380859375],
+    },
 }
+
 
 UNIT: dict[str, dict[str, list[Any]]] = {
     "polars": {
@@ -328,7 +368,7 @@ def _recorded(name: str, engine_name: str) -> dict[str, list[Any]]:
 def _warm(s: dp.Session) -> None:
     """A first release on ``s`` reading every numeric column, with its own seed (the
     Session's source is left untouched): later releases use what it learnt of the table."""
-    cols = ("x", "w", "k", "pid")
+    cols = ("x", "w", "k", "pid", "v", "y", "z")
     s.query().agg(*(dp.mean(c, bounds=(0, 1)) for c in cols)).release(epsilon=1.0, rng=99)
 
 
