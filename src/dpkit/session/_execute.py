@@ -50,8 +50,8 @@ class Context:
     keys: pl.DataFrame | None  # public keys, or None for private selection
     aggregates: tuple[Aggregate, ...]
     #: the Session's whole table (unfiltered) and what is known of its columns: column ->
-    #: its (min, max) if it has no null and no NaN, else None (filled by
-    #: :func:`table_clean`, once per Session and column)
+    #: its (min, max) if it has no null and no NaN, else None, and the table's rows under
+    #: "__dpkit_len" (filled by :func:`table_clean`, once per Session and column)
     table: nw.LazyFrame[Any] | None = None
     known_clean: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
 
@@ -158,6 +158,13 @@ def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, An
     agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
     # integer-valued float sums below 2**53 and counts: exact as Int64
     agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    centred = [
+        (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
+        for k, spec in columns.items()
+        if isinstance(spec, Summed) and spec.centre and spec.count is not None
+    ]
+    if centred:  # |sum| and |centre * count| <= 2**53: exact in Int64
+        agg = agg.with_columns(centred)
     return _with_keys(agg, ctx, list(columns))
 
 
@@ -179,9 +186,11 @@ def summed_columns(ctx: Context) -> list[str]:
 
 class CleanColumns(frozenset[str]):
     """Column names with no null and no NaN in the table, with each one's ``spans``:
-    ``(min, max)`` over the whole table."""
+    ``(min, max)`` over the whole table, and the table's number of ``rows`` (None if not
+    known): no group of any query has more."""
 
     spans: dict[str, tuple[Any, Any]]
+    rows: int | None
 
 
 def _probes(ctx: Context, cols: list[str]) -> list[nw.Expr]:
@@ -236,8 +245,11 @@ def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
     if todo:
         agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
         ctx.known_clean.update(_spans(agg, todo))
+        ctx.known_clean[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
     out = CleanColumns(c for c in cols if ctx.known_clean[c] is not None)
     out.spans = {c: span for c in out if (span := ctx.known_clean[c]) is not None}
+    rows = ctx.known_clean.get(_LEN)
+    out.rows = int(rows[0]) if rows is not None else None
     return out
 
 
