@@ -427,3 +427,37 @@ def test_second_release_equals_recorded(
     got = to_polars(build(s).release(**release_kw))
     expected = pl.DataFrame(_recorded(name, engine_name))
     assert_frame_equal(got, expected, check_exact=True, check_dtypes=False)
+
+
+def _in_bounds(s: dp.Session) -> Any:
+    # every value of x and pid inside the bounds: a Session that kept the table's ranges
+    # would leave out the clip
+    return s.query().agg(dp.mean("x", bounds=(-20, 120)), dp.sum("pid", bounds=(0, 150)))
+
+
+def test_pandas_data_changed_between_releases_is_clipped() -> None:
+    """pandas data can change in place after a release: nothing learnt of it is kept, so a
+    value moved outside the bounds is clipped like in a fresh Session on the new data."""
+    pdf = _table().to_pandas()
+    s = dp.Session(pdf, budget=dp.PureDP(1e9), rng=17)
+    _in_bounds(s).release(epsilon=5.0, rng=1)
+    pdf.loc[3, "x"] = 1e6
+    pdf.loc[4, "pid"] = 10**6
+    got = pl.from_pandas(_in_bounds(s).release(epsilon=5.0, rng=2))
+    fresh = dp.Session(pdf.copy(), budget=dp.PureDP(1e9), rng=17)
+    expected = pl.from_pandas(_in_bounds(fresh).release(epsilon=5.0, rng=2))
+    assert got["x_mean"][0] < 120  # the mutation reached the Session's data and was clipped
+    assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_polars_dataframe_changed_after_session_is_not_seen() -> None:
+    """A Polars DataFrame is a snapshot: assigning to it later does not reach the Session,
+    whose releases stay those of the data it was given."""
+    df = _table()
+    s = dp.Session(df, budget=dp.PureDP(1e9), rng=17)
+    _in_bounds(s).release(epsilon=5.0, rng=1)
+    original = df.clone()
+    df[3, "x"] = 1e6
+    got = _in_bounds(s).release(epsilon=5.0, rng=2)
+    expected = _in_bounds(dp.Session(original, budget=dp.PureDP(1e9))).release(epsilon=5.0, rng=2)
+    assert_frame_equal(got, expected, check_exact=True)

@@ -51,9 +51,10 @@ class Context:
     aggregates: tuple[Aggregate, ...]
     #: the Session's whole table (unfiltered) and what is known of its columns: column ->
     #: its (min, max) if it has no null and no NaN, else None, and the table's rows under
-    #: "__dpkit_len" (filled by :func:`table_clean`, once per Session and column)
+    #: "__dpkit_len" (filled by :func:`table_clean`, once per Session and column); None
+    #: when the engine's data may change between releases (checked in every release)
     table: nw.LazyFrame[Any] | None = None
-    known_clean: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
+    known_clean: dict[str, tuple[Any, Any] | None] | None = field(default_factory=dict)
 
     def used_columns(self) -> list[str]:
         cols: list[str] = []
@@ -231,24 +232,28 @@ def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
     their ranges (``.spans``).
 
     Checked once per Session and column (one engine pass for the columns not yet known,
-    cached in ``ctx.known_clean``), like the Session's empty-table check: the table is the
-    Session's and fixed. Any rows of a clean table are clean, whatever the filter and the
-    bounding keep, so their lattice map needs no masking, and if the table's values lie
-    inside an aggregate's clip bounds, no clip either; a column with a null or a NaN
-    somewhere is masked in every query. Masking a column that has none, or clipping values
-    already inside the bounds, changes no record's units: the released values are the same
-    either way, and so is every privacy guarantee (the function of the data computed is
-    the same). The range is used for that choice only; it is never released.
+    cached in ``ctx.known_clean``) when the Session's data is a snapshot no later change can
+    reach (:meth:`~dpkit.session.engines.Engine.snapshot`: a Polars DataFrame, a PyArrow
+    Table); otherwise (pandas, DuckDB, files, Spark: data that may change between releases)
+    on the query's filtered rows in every release, one pass before the aggregation, as
+    before. Any rows of a clean table are clean, whatever the filter and the bounding keep,
+    so their lattice map needs no masking, and if the table's values lie inside an
+    aggregate's clip bounds, no clip either; a column with a null or a NaN somewhere is
+    masked. Masking a column that has none, or clipping values already inside the bounds,
+    changes no record's units: the released values are the same either way, and so is
+    every privacy guarantee (the function of the data computed is the same). The range is
+    used for that choice only; it is never released.
     """
-    table = ctx.frame if ctx.table is None else ctx.table
-    todo = [c for c in cols if c not in ctx.known_clean]
+    known = {} if ctx.known_clean is None else ctx.known_clean
+    table = ctx.frame if ctx.table is None or ctx.known_clean is None else ctx.table
+    todo = [c for c in cols if c not in known]
     if todo:
         agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
-        ctx.known_clean.update(_spans(agg, todo))
-        ctx.known_clean[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
-    out = CleanColumns(c for c in cols if ctx.known_clean[c] is not None)
-    out.spans = {c: span for c in out if (span := ctx.known_clean[c]) is not None}
-    rows = ctx.known_clean.get(_LEN)
+        known.update(_spans(agg, todo))
+        known[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
+    out = CleanColumns(c for c in cols if known[c] is not None)
+    out.spans = {c: span for c in out if (span := known[c]) is not None}
+    rows = known.get(_LEN)
     out.rows = int(rows[0]) if rows is not None else None
     return out
 

@@ -81,6 +81,12 @@ class PolarsEngine(Engine):
         )
         return nw.from_native(native)
 
+    def snapshot(self, data: Any) -> bool:
+        """A Polars DataFrame: its lazy frame holds the columns as they were (Polars' buffers
+        are immutable; assigning to the DataFrame later replaces its columns, not the
+        snapshot's). A LazyFrame may scan a file: not a snapshot."""
+        return isinstance(data, pl.DataFrame)
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated lazy frame on Polars' streaming engine.
 
@@ -103,6 +109,9 @@ class PyArrowEngine(PolarsEngine):
     def matches(self, data: Any) -> bool:
         pa = sys.modules.get("pyarrow")
         return pa is not None and isinstance(data, pa.Table)
+
+    def snapshot(self, data: Any) -> bool:
+        return True  # Arrow buffers are immutable
 
     def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
         frame = pl.from_arrow(data)
