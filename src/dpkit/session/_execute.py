@@ -5,7 +5,8 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import narwhals as nw
@@ -18,13 +19,15 @@ from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
 __all__ = [
+    "CleanColumns",
     "Context",
     "aggregate_table",
     "bounded_rows",
-    "clean_columns",
     "grid_counts",
     "histogram_counts",
     "keys_only",
+    "summed_columns",
+    "table_clean",
 ]
 
 _ROW_RANK = "__dpkit_row_rank"
@@ -46,6 +49,12 @@ class Context:
     by: tuple[str, ...]
     keys: pl.DataFrame | None  # public keys, or None for private selection
     aggregates: tuple[Aggregate, ...]
+    #: the Session's whole table (unfiltered) and what is known of its columns: column ->
+    #: its (min, max) if it has no null and no NaN, else None, and the table's rows under
+    #: "__dpkit_len" (filled by :func:`table_clean`, once per Session and column); None
+    #: when the engine's data may change between releases (checked in every release)
+    table: nw.LazyFrame[Any] | None = None
+    known_clean: dict[str, tuple[Any, Any] | None] | None = field(default_factory=dict)
 
     def used_columns(self) -> list[str]:
         cols: list[str] = []
@@ -150,30 +159,103 @@ def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, An
     agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
     # integer-valued float sums below 2**53 and counts: exact as Int64
     agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    centred = [
+        (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
+        for k, spec in columns.items()
+        if isinstance(spec, Summed) and spec.centre and spec.count is not None
+    ]
+    if centred:  # |sum| and |centre * count| <= 2**53: exact in Int64
+        agg = agg.with_columns(centred)
     return _with_keys(agg, ctx, list(columns))
 
 
-def clean_columns(ctx: Context, rows: nw.LazyFrame[Any]) -> frozenset[str]:
-    """The summed numeric columns with no null and no NaN in ``rows`` (one cheap pass).
+_LEN = "__dpkit_len"
+_COUNT = "__dpkit_count_"
+_PROBE = "__dpkit_probe_"
+_MIN = "__dpkit_min_"
+_MAX = "__dpkit_max_"
 
-    Only a shortcut: masking a column that has none changes nothing, so the released values
-    are the same either way.
-    """
+
+def summed_columns(ctx: Context) -> list[str]:
+    """The numeric columns whose values the aggregates map to the lattice (sorted)."""
     from dpkit.session.aggregates import Count, Histogram
 
-    cols = sorted(
+    return sorted(
         {a.column for a in ctx.aggregates if a.column and not isinstance(a, Count | Histogram)}
     )
-    if not cols:
-        return frozenset()
-    exprs = []
+
+
+class CleanColumns(frozenset[str]):
+    """Column names with no null and no NaN in the table, with each one's ``spans``:
+    ``(min, max)`` over the whole table, and the table's number of ``rows`` (None if not
+    known): no group of any query has more."""
+
+    spans: dict[str, tuple[Any, Any]]
+    rows: int | None
+
+
+def _probes(ctx: Context, cols: list[str]) -> list[nw.Expr]:
+    """Aggregations telling whether a column has a null or a NaN, and its range.
+
+    ``len - count`` is its number of missing values (nulls; pandas counts NaN as missing
+    too), and a float column's plain sum is NaN (or null, where an engine hands NaN out as
+    null) as soon as one of its values is NaN: NaN propagates through every addition. The
+    sum may also be NaN without a NaN value (``inf + -inf``); the column then counts as
+    having one, which only costs the masking. ``min`` and ``max`` are read only for a column
+    with neither.
+    """
+    probes = [nw.len().alias(_LEN)]
     for i, c in enumerate(cols):
-        bad = nw.col(c).null_count()
+        probes.append(nw.col(c).count().alias(f"{_COUNT}{i}"))
+        probes.append(nw.col(c).min().alias(f"{_MIN}{i}"))
+        probes.append(nw.col(c).max().alias(f"{_MAX}{i}"))
         if ctx.schema[c].is_float():
-            bad = bad + nw.col(c).is_nan().cast(nw.Int64).sum()  # Spark sums no booleans
-        exprs.append(bad.alias(f"b{i}"))
-    got = ctx.engine.collect(rows.select(*exprs)).row(0)
-    return frozenset(c for c, b in zip(cols, got, strict=True) if not b)
+            probes.append(nw.col(c).sum().alias(f"{_PROBE}{i}"))
+    return probes
+
+
+def _spans(agg: pl.DataFrame, cols: list[str]) -> dict[str, tuple[Any, Any] | None]:
+    """Per column of ``cols``: ``(min, max)`` if :func:`_probes` found no null and no NaN
+    in it, else None."""
+    got = agg.row(0, named=True)
+    out: dict[str, tuple[Any, Any] | None] = {}
+    for i, c in enumerate(cols):
+        bad = int(got[f"{_COUNT}{i}"]) != int(got[_LEN])
+        probe = got.get(f"{_PROBE}{i}", 0.0)
+        bad = bad or probe is None or math.isnan(float(probe))
+        out[c] = None if bad else (got[f"{_MIN}{i}"], got[f"{_MAX}{i}"])
+    return out
+
+
+def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
+    """The columns of ``cols`` with no null and no NaN in the Session's whole table, with
+    their ranges (``.spans``).
+
+    Checked once per Session and column (one engine pass for the columns not yet known,
+    cached in ``ctx.known_clean``) when the Session's data is a snapshot no later change can
+    reach (:meth:`~dpkit.session.engines.Engine.snapshot`: a Polars DataFrame, a PyArrow
+    Table); otherwise (pandas, DuckDB, files, Spark: data that may change between releases)
+    on the query's filtered rows in every release, one pass before the aggregation, as
+    before. Any rows of a clean table are clean, whatever the filter and the bounding keep,
+    so their lattice map needs no masking, and if the table's values lie inside an
+    aggregate's clip bounds, no clip either; a column with a null or a NaN somewhere is
+    masked. Masking a column that has none, or clipping values already inside the bounds,
+    changes no record's units: the released values are the same either way, and so is
+    every privacy guarantee (the function of the data computed is the same). The range is
+    used for that choice only; it is never released.
+    """
+    known = {} if ctx.known_clean is None else ctx.known_clean
+    table = ctx.frame if ctx.table is None or ctx.known_clean is None else ctx.table
+    todo = [c for c in cols if c not in known]
+    if todo:
+        agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
+        known.update(_spans(agg, todo))
+        known[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
+    out = CleanColumns(c for c in cols if known[c] is not None)
+    out.spans = {c: span for c in out if (span := known[c]) is not None}
+    rows = known.get(_LEN)
+    out.rows = int(rows[0]) if rows is not None else None
+    return out
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:

@@ -80,10 +80,35 @@ class Lattice:
             ok = ok & ~nw.col(column).is_nan()
         return ok
 
-    def offsets(self, column: str, valid: nw.Expr | None, fill: float | None) -> nw.Expr:
+    def inside(self, span: tuple[Any, Any] | None) -> bool:
+        """Whether every value in ``span = (min, max)`` (a column's range, no null and no
+        NaN) lies in ``[low * unit, high * unit]``, where the clip of :meth:`offsets` leaves
+        every value as it is (exact comparisons of Python numbers)."""
+        if span is None:
+            return False
+        lo, hi = span
+        ok = (int, float)
+        if not (isinstance(lo, ok) and isinstance(hi, ok)) or isinstance(lo, bool):
+            return False
+        return bool(self.low * self.unit <= lo and hi <= self.high * self.unit)
+
+    def offsets(
+        self,
+        column: str,
+        valid: nw.Expr | None,
+        fill: float | None,
+        *,
+        clip: bool = True,
+        centred: bool = True,
+    ) -> nw.Expr:
         """``units(x) - centre`` per record as an integer-valued Float64; null where
         ``valid`` is false (nulls and NaN), unless ``fill`` replaces them. ``valid=None``
         says the column has neither (checked on the data), and saves the masking.
+        ``clip=False`` leaves out the clip, for a column known to lie inside the clip's
+        bounds (:meth:`inside`: the clip is then the identity on every record, so the units
+        are the same numbers; ``valid`` must be None). ``centred=False`` gives ``units(x)``
+        itself (the centre is then subtracted from the sum: see
+        :class:`dpkit.session._specs.Summed`).
 
         The clip is to the outermost lattice points inside the bounds,
         ``[low * unit, high * unit]``, which gives the contract's ``units(x)`` exactly without
@@ -100,6 +125,11 @@ class Lattice:
         elif fill is not None:
             x = nw.when(valid).then(x).otherwise(nw.lit(float(fill)))
         lo, hi = self.low * self.unit, self.high * self.unit  # exact: a power-of-two unit
-        clipped = nw.max_horizontal(nw.min_horizontal(x, nw.lit(hi)), nw.lit(lo))
-        off = (clipped / self.unit + 0.5).floor() - float(self.centre)
+        if clip or valid is not None:
+            clipped = nw.max_horizontal(nw.min_horizontal(x, nw.lit(hi)), nw.lit(lo))
+        else:  # every value lies in [lo, hi] (checked on the table): the clip changes none
+            clipped = x
+        off = (clipped / self.unit + 0.5).floor()
+        if centred:
+            off = off - float(self.centre)
         return off if fill is not None or valid is None else nw.when(valid).then(off)

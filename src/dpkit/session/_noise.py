@@ -20,6 +20,7 @@ L1 norm at most ``l1`` (Laplace) or L2 norm at most ``sqrt(l2_sq)`` (Gaussian), 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -204,6 +205,13 @@ class Noise:
         The noise part is the smallest ``k`` with ``2 P[Z >= k + 1] <= alpha`` (symmetric
         noise); the rounding to the step adds at most ``step / 2``.
         """
-        tail = laplace_tail if self.kind == "laplace" else gaussian_tail
-        k = _smallest(lambda j: 2 * tail(self.scale, j) <= alpha, 8) - 1
-        return k * self.step + self.step // 2
+        return _half_width(self.kind, self.scale, self.step, alpha)
+
+
+@functools.lru_cache(maxsize=1024)
+def _half_width(kind: str, scale: Fraction, step: int, alpha: float) -> int:
+    """:meth:`Noise.half_width` (a search over tail bounds, public parameters only; cached:
+    every release of a query asks for the same few)."""
+    tail = laplace_tail if kind == "laplace" else gaussian_tail
+    k = _smallest(lambda j: 2 * tail(scale, j) <= alpha, 8) - 1
+    return k * step + step // 2

@@ -60,7 +60,7 @@ class Aggregated:
 def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
     """Every engine aggregation the release needs, on the bounded ``rows``."""
     columns: dict[str, Any] = {}
-    clean = ex.clean_columns(ctx, rows)
+    clean = ex.table_clean(ctx, ex.summed_columns(ctx))
     for i, a in enumerate(ctx.aggregates):
         if hasattr(a, "columns"):
             columns.update(a.columns(ctx.schema, f"__a{i}_", clean))

@@ -16,9 +16,17 @@ __all__ = ["CountOf", "DistinctUnits", "Rows", "Summed", "aggregation"]
 
 @dataclass(frozen=True)
 class Summed:
-    """The per-group sum of a row-level expression (integer-valued; nulls skipped)."""
+    """The per-group sum of a row-level expression (integer-valued; nulls skipped).
+
+    With ``centre``, the engine sums ``expr`` and the figure is ``sum - centre * count``,
+    ``count`` naming the :class:`CountOf` column of the same values (exact Int64
+    arithmetic on the exact sum): the sum of ``expr - centre`` without its subtraction on
+    every row.
+    """
 
     expr: nw.Expr
+    centre: int = 0
+    count: str | None = None
 
 
 @dataclass(frozen=True)

@@ -198,9 +198,16 @@ class _Bounded(Aggregate):
         assert self.column is not None
         lat = self.lattice
         valid = None if self.column in clean else lat.valid(self.column, schema[self.column])
-        off = lat.offsets(self.column, valid, self.fill)
+        span = getattr(clean, "spans", {}).get(self.column)  # the column's range, if known
+        # uncentred units when their float64 sums are exact too: at most `rows` values per
+        # group (the table's rows), each of magnitude <= lat.magnitude
+        rows = getattr(clean, "rows", None)
+        plain = not squares and rows is not None and rows * lat.magnitude <= 2**53
+        off = lat.offsets(
+            self.column, valid, self.fill, clip=not lat.inside(span), centred=not plain
+        )
         out: dict[str, Any] = {
-            f"{prefix}s": Summed(off),
+            f"{prefix}s": Summed(off, lat.centre, f"{prefix}n") if plain else Summed(off),
             f"{prefix}n": CountOf(f"{prefix}s"),  # the non-null offsets: the valid values
         }
         if squares:

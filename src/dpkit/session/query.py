@@ -330,6 +330,8 @@ class Query:
             self._by,
             self._keys,
             self._aggs,
+            table=s._frame,
+            known_clean=s._known_clean,
         )
 
     def _plan(

@@ -131,6 +131,11 @@ class Session:
         self.max_rows_per_unit = max_rows_per_unit
         self.max_groups_per_unit = max_groups_per_unit
         self._data_checked = False
+        # column -> its (min, max) if it has no null and no NaN, else None (see table_clean);
+        # kept across releases only for a snapshot of the data
+        self._known_clean: dict[str, tuple[Any, Any] | None] | None = (
+            {} if self._engine.snapshot(data) else None
+        )
 
     @property
     def engine(self) -> str:

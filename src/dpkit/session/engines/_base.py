@@ -54,6 +54,12 @@ class Engine:
         """
         raise NotImplementedError
 
+    def snapshot(self, data: Any) -> bool:
+        """Whether :meth:`to_lazy` of ``data`` is a snapshot that no later change to the
+        caller's objects, files or tables can reach (facts read from it once, such as a
+        column's range, then hold for every later release). False unless an adapter knows."""
+        return False
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         """Whether the lazy frame has no row (reads at most one row; returns no data)."""
         return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
