@@ -124,11 +124,13 @@ class PartPlan:
 
 @dataclass(frozen=True, slots=True)
 class QuantilePlan:
-    """The exponential mechanism of one quantile aggregate: epsilon per group."""
+    """The quantile mechanism of one aggregate (all its levels at once): epsilon per group,
+    and the statistics layer's ``method``."""
 
     aggregate: str
     share: Fraction
     epsilon: float
+    method: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +192,8 @@ def split(
     for agg, w in zip(aggregates, weights, strict=True):
         share = w / total
         if isinstance(agg, Quantile):
-            quants.append(QuantilePlan(agg.name, share, _quantile_epsilon(budget, share, k)))
+            eps_q = _quantile_epsilon(budget, share, k)
+            quants.append(QuantilePlan(agg.name, share, eps_q, agg.method))
             continue
         cells = k if isinstance(agg, Histogram) else groups
         a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
@@ -303,7 +306,7 @@ def explain_text(plan: Plan) -> str:
         )
     for q in plan.quantiles:
         lines.append(
-            f"{q.aggregate:<{w}}{'exp. mechanism':<16}{float(q.share):>8.3f}"
+            f"{q.aggregate:<{w}}{'quantiles ' + q.method:<16}{float(q.share):>8.3f}"
             f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
         )
     s = plan.selection

@@ -41,6 +41,7 @@ from dpkit._validate import check_bounds, check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
+from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 
 __all__ = [
     "Aggregate",
@@ -386,12 +387,16 @@ class Quantile(_Bounded):
 
     Released by :func:`dpkit.statistics.quantiles_from_counts` on the group's counts over a
     power-of-two grid of the bounds (computed in the engine); several levels are one
-    mechanism. Columns are ``<name>_<q>`` (``q`` written ``f"{q:g}"``), or ``name`` alone for
-    :func:`median`.
+    mechanism (``method``: ApproximateQuantiles by default, JointExp, independent draws or
+    one noisy histogram; see :func:`quantile`). Columns are ``<name>_<q>`` (``q`` written
+    ``f"{q:g}"``), or ``name`` alone for :func:`median`. An integer-typed column (a schema
+    fact, never read from the values) puts the mechanism's atoms on the integers
+    (``support=1.0``), so tied values such as integer ages are released exactly.
     """
 
     levels: tuple[float, ...] = (0.5,)
     single: bool = False
+    method: str = "auto"
 
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return []
@@ -626,6 +631,12 @@ def _levels(owner: str, q: Any) -> tuple[tuple[float, ...], bool]:
     return levels, single
 
 
+def _check_method(owner: str, method: Any) -> str:
+    if not isinstance(method, str) or method not in QUANTILE_METHODS:
+        raise ParameterError(f"{owner}: `method` must be one of {QUANTILE_METHODS}; got {method!r}")
+    return method
+
+
 def quantile(
     column: str,
     q: float | Sequence[float],
@@ -634,11 +645,39 @@ def quantile(
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    method: str = "auto",
 ) -> Quantile:
     """Private quantiles of ``column`` at level(s) ``q``, all in one mechanism.
 
     Columns are ``<name>_<q>`` with ``q`` written ``f"{q:g}"`` (``name`` defaults to
-    ``column``), each with ``_low`` / ``_high``.
+    ``column``), each with ``_low`` / ``_high``; the released values are sorted.
+
+    Parameters
+    ----------
+    column : str
+    q : float or sequence of float
+        Levels in (0, 1), strictly increasing.
+    bounds : (lower, upper)
+        Required; public.
+    name : str, optional
+        Prefix of the output columns (default ``column``).
+    weight : float > 0, default 1.0
+    fill : float, optional
+        Value used for nulls and NaN (by default they are left out).
+    method : {"auto", "aq", "joint", "independent", "cdf"}
+        Passed to :func:`dpkit.statistics.quantiles_from_counts`: ``"auto"`` is one draw for
+        one level and, for several, ApproximateQuantiles (Kaplan, Schnapp and Stemmer 2022)
+        or, on an integer-typed column with at most 4096 integers in the bounds, one noisy
+        histogram (``"cdf"``); ``"joint"`` is JointExp (Gillenwater, Joseph and Kulesza 2021);
+        ``"independent"`` one draw per level at ``epsilon / m``. ``"cdf"`` needs an
+        integer-typed column (checked before anything is spent).
+
+    Privacy
+    -------
+    Pure ``epsilon_q``-DP per group for the whole tuple of levels under add/remove of one
+    record, with ``epsilon_q`` the aggregate's share divided by the rows a unit keeps (group
+    privacy); groups are disjoint (parallel composition). See
+    :func:`dpkit.statistics.quantiles_from_counts` for the theorems.
 
     Examples
     --------
@@ -648,7 +687,7 @@ def quantile(
     kw = _bounded("dp.quantile", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or kw["column"]
     levels, _single = _levels("dp.quantile", q)
-    return Quantile(**kw, levels=levels)
+    return Quantile(**kw, levels=levels, method=_check_method("dp.quantile", method))
 
 
 def median(
@@ -658,8 +697,11 @@ def median(
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    method: str = "auto",
 ) -> Quantile:
     """A private median of ``column``: :func:`quantile` at 0.5, one column ``<column>_median``.
+
+    ``method`` as for :func:`quantile` (``"auto"``: one exponential-mechanism draw).
 
     Examples
     --------
@@ -668,7 +710,7 @@ def median(
     """
     kw = _bounded("dp.median", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or f"{kw['column']}_median"
-    return Quantile(**kw, levels=(0.5,), single=True)
+    return Quantile(**kw, levels=(0.5,), single=True, method=_check_method("dp.median", method))
 
 
 def histogram(

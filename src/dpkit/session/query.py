@@ -15,8 +15,8 @@ from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
 from dpkit.session._plan import Plan, make_budget, split
-from dpkit.session._run import execute, statistics_layer
-from dpkit.session.aggregates import Aggregate, Count, Histogram
+from dpkit.session._run import check_quantile, execute, statistics_layer
+from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
@@ -527,6 +527,9 @@ class Query:
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
+            for a in ctx.aggregates:
+                if isinstance(a, Quantile):
+                    check_quantile(ctx.schema, a)
         self._s._check_data()
         return ctx, plan
 
