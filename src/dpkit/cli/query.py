@@ -112,7 +112,13 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     aggs: list[Any] = []
     if args.count:
         aggs.append(dp.count())
-    makers = {"sum": dp.sum, "mean": dp.mean, "var": dp.var, "std": dp.std, "median": dp.median}
+    makers: dict[str, Any] = {
+        "sum": dp.sum,
+        "mean": dp.mean,
+        "var": dp.var,
+        "std": dp.std,
+        "median": dp.median,
+    }
     for name in _BOUNDED:
         for spec in getattr(args, name):
             col, bounds = _bounded(spec, name)
