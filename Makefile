@@ -40,8 +40,10 @@ $(STAMP): pyproject.toml
 demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
+# The suite runs on two workers (pytest-xdist); TEST_JOBS=0 runs it in one process.
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS)
 
 # Audit every mechanism, framework and Session query kind on its worst-case neighbours at sizes
 # that resolve epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints
