@@ -358,9 +358,9 @@ def test_auto_max_rows_settings_are_validated() -> None:
 
 
 def test_auto_stages_and_statistics_split_the_budget_exactly() -> None:
-    """With max_rows_per_unit='auto' (share 0.1) and bounds='auto' (share 0.25 of the mean's
-    share): the contribution stage runs at 0.1 epsilon; the mean's bounds at 0.9 epsilon
-    * 1/2 * 0.25 / k; every noisy part's discrete Laplace scale is its sensitivity over
+    """With max_rows_per_unit='auto' (share 0.1) and bounds='auto' (share 0.5 of the mean's
+    share, the default): the contribution stage runs at 0.1 epsilon; the mean's bounds at
+    0.9 epsilon * 1/2 * 0.5 / k; every noisy part's discrete Laplace scale is its sensitivity over
     0.9 epsilon times its share; and the shares of the rest add up to exactly 1 (sequential
     composition within the cost charged)."""
     from fractions import Fraction
@@ -374,7 +374,7 @@ def test_auto_stages_and_statistics_split_the_budget_exactly() -> None:
     assert plan.rows is not None and plan.rows.epsilon == 0.2 and plan.rows.chosen == k
     rest = Fraction(2) * (1 - Fraction(0.1))  # the share as given (a float), exactly
     (bp,) = plan.bounds
-    assert bp.share == Fraction(1, 2) * Fraction(1, 4)
+    assert bp.share == Fraction(1, 2) * Fraction(1, 2)
     assert bp.epsilon == float(rest * bp.share / k)
     total = bp.share
     for p in plan.parts:

@@ -11,8 +11,8 @@ Examples::
 ``DATA`` is a .csv or .parquet path, or ``adult`` for the bundled UCI Adult table. Aggregates
 are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``, ``--histogram
 COLUMN:E0,E1,...``); a column name may itself contain colons, since the fields are split
-from the right. ``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with a
-quarter of that aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
+from the right. ``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with
+half of that aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
 fraction are printed), and ``--max-rows auto`` chooses the rows kept per unit privately with a
 tenth of the release's budget::
 

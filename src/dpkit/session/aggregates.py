@@ -186,7 +186,7 @@ def _valid(column: str, dtype: Any) -> nw.Expr:
 
 
 #: default share of an aggregate's budget spent on choosing its bounds (``bounds="auto"``)
-AUTO_BOUNDS_SHARE = 0.25
+AUTO_BOUNDS_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -591,7 +591,7 @@ def sum(
     weight : float > 0, default 1.0
     fill : float, optional
         Value used for nulls and NaN (then clipped); by default they are left out.
-    bounds_share : float in (0, 1), default 0.25
+    bounds_share : float in (0, 1), default 0.5
         With ``bounds="auto"``: the share of this aggregate's budget spent on the bounds.
 
     Privacy

@@ -277,7 +277,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -287,8 +287,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -308,7 +308,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -318,8 +318,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -339,7 +339,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -349,8 +349,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -370,7 +370,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -380,8 +380,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
