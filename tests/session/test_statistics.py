@@ -134,19 +134,20 @@ def test_multi_quantile_neighbour_histogram_stays_within_e_to_the_epsilon() -> N
     ratio stays within exp(epsilon). The release's own draws (QuerySampler: the release's
     code, intervals aside), 2,000 per table; cells with >= 100 draws; slack 4 standard errors.
     The correct mechanism reaches a log ratio of about 1.75 of the allowed 2 on the cell
-    "upper quantile at 12"; without group privacy (epsilon not divided by K) it is about 5."""
+    "upper quantile at 12" (0.11 against 0.019: the bound allows 0.26 with the slack);
+    without group privacy (epsilon not divided by K) it is about 5.5 (0.24 against 0.001:
+    the bound allows 0.07)."""
     n = 2000
     d, d2 = _nb_cells(True, 1, n), _nb_cells(False, 2, n)
-    seen = 0
+    e = math.exp(EPS_NB)
     for o in set(d) | set(d2):
         if max(d[o], d2[o]) < 100:
             continue
-        seen += 1
         p, q = d[o] / n, d2[o] / n
-        se = math.sqrt(p / n) + math.sqrt(q / n)
-        assert p <= math.exp(EPS_NB) * (q + 4 * se), o
-        assert q <= math.exp(EPS_NB) * (p + 4 * se), o
-    assert seen >= 4
+        # each estimate within 4 binomial standard errors of its probability
+        sp, sq = math.sqrt(p * (1 - p) / n), math.sqrt(max(q * (1 - q), 1 / n) / n)
+        assert p <= e * q + 4 * (sp + e * sq), o
+        assert q <= e * p + 4 * (sq + e * sp), o
 
 
 # ----------------------------------------------------------------------------- bounds="auto"
