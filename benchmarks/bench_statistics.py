@@ -32,6 +32,9 @@ Tasks:
     PyDP ``BoundedMean`` without bounds (Google's ApproximateBounds inside: the reference).
     Target: within 1.5x of the reference and no 4-8% floor.
 
+``dpkit Session`` rows (deciles at eps 1, means with automatic bounds) run the same tasks
+through :class:`dpkit.Session` on a Polars frame (quantiles pay their intervals there).
+
 The inverse-sensitivity median on 10^6 values against ``np.sort`` is the ``inverse median 1e6``
 task of bench_frameworks.py.
 """
@@ -327,9 +330,69 @@ def bench_means(table: Table) -> None:
             )
 
 
+def bench_session(table: Table) -> None:
+    """The same tasks through the Session on a Polars frame (engine-side grid counts and log2
+    histograms; every release also pays its intervals)."""
+    import polars as pl
+
+    import dpkit as dp
+
+    data = _datasets(10**4)
+    for name in ("normal", "lognormal", "ints"):
+        x, bounds = data[name]
+        task = f"deciles 1e4 eps1 {name}"
+        xs = np.sort(np.clip(x, *bounds).astype(np.float64))
+        df = pl.DataFrame({"x": x})
+        cols = [f"x_{q:g}" for q in DECILES]
+
+        def session_deciles(
+            t: int, df: pl.DataFrame = df, b: Any = bounds, cols: list[str] = cols
+        ) -> Any:
+            s = dp.Session(df, budget=dp.PureDP(1e9), rng=t)
+            out = s.query().agg(dp.quantile("x", DECILES, bounds=b)).release(epsilon=1.0)
+            return out.select(cols).row(0)
+
+        _accuracy(
+            table,
+            task,
+            "dpkit Session",
+            session_deciles,
+            xs,
+            DECILES,
+            "dp.quantile(x, deciles) in a Session (3/4 of epsilon on the values)",
+        )
+    for n in (10**4, 10**5):
+        rng = np.random.default_rng(SEED + 7 * n)
+        means = {
+            "normal": rng.normal(50, 15, n),
+            "lognormal": rng.lognormal(10, 1, n),
+            "pareto": (rng.pareto(2, n) + 1) * 1000,
+        }
+        for name, x in means.items():
+            task = f"mean auto {name} 1e{int(np.log10(n))}"
+            truth = float(x.mean())
+            df = pl.DataFrame({"x": x})
+            for share in (0.25, 0.5):
+
+                def session_mean(t: int, df: pl.DataFrame = df, share: float = share) -> float:
+                    s = dp.Session(df, budget=dp.PureDP(1e9), rng=t)
+                    agg = dp.mean("x", bounds="auto", bounds_share=share)
+                    return float(s.query().agg(agg).release(epsilon=1.0)["x_mean"][0])
+
+                errs = [abs(session_mean(t) - truth) / abs(truth) for t in range(TRIALS)]
+                table.add(
+                    task,
+                    f"dpkit Session {share:g}",
+                    timeit(lambda f=session_mean: f(0), repeat=3, warmup=0),
+                    error=100 * float(np.median(errs)),
+                    note=f"dp.mean(bounds='auto', bounds_share={share:g}) in a Session",
+                )
+
+
 def run(table: Table) -> None:
     """Add the quantile, decile and automatic-bounds mean rows to ``table``."""
     bench_median(table)
     bench_deciles(table)
     bench_decile_time(table)
     bench_means(table)
+    bench_session(table)

@@ -155,3 +155,23 @@ def test_missing_file_and_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_bundled_adult(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["query", "adult", "--epsilon", "1", "--count", "--seed", "2"]) == 0
     assert "count_high" in capsys.readouterr().out
+
+
+def test_query_auto_bounds_and_auto_rows(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--mean COL:auto and --max-rows auto: the chosen bounds, the DP clipped fraction and
+    the chosen bound are printed (and in --json); --explain names the shares."""
+    argv = ["query", str(data), "--epsilon", "2", "--unit", "pid", "--max-rows", "auto"]
+    argv += ["--mean", "Age:auto", "--quantile", "Age:0.25,0.75:0:100", "--seed", "2"]
+    assert main([*argv, "--explain"]) == 0
+    plan = capsys.readouterr().out
+    assert "max_rows_per_unit='auto'" in plan and "bounds (auto)" in plan
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Age_mean: bounds chosen privately" in out and "Age_0.25_low" in out
+    assert "max_rows_per_unit chosen privately" in out
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert set(got["bounds"]) == {"Age_mean"} and got["max_rows_per_unit"] >= 1
+    bad = ["query", str(data), "--epsilon", "1", "--unit", "pid", "--max-rows", "x", "--count"]
+    assert main(bad) != 0
+    assert "--max-rows takes an int or 'auto'" in capsys.readouterr().err

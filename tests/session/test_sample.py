@@ -60,6 +60,13 @@ QUERIES = {
         lambda q: q.agg(dp.quantile("x", [0.25, 0.75], bounds=(0, 100))),
         {"epsilon": 1.0},
     ),
+    "three quantiles of an integer column, and JointExp": (
+        lambda q: q.agg(
+            dp.quantile("k", [0.1, 0.5, 0.9], bounds=(0, 100)),
+            dp.quantile("x", [0.25, 0.75], bounds=(0, 100), method="joint"),
+        ),
+        {"epsilon": 1.0},
+    ),
     "histogram": (
         lambda q: q.group_by("g", keys=list("abc")).agg(dp.histogram("x", bins=[0, 50, 100])),
         {"epsilon": 1.0},
@@ -190,12 +197,24 @@ def test_the_sampler_validates_like_a_release_and_spends_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("levels", "support"), [(0.5, 1.0), (0.5, "auto"), ([0.1, 0.5, 0.9], "auto")]
+    ("levels", "support", "method"),
+    [
+        (0.5, 1.0, "auto"),
+        (0.5, "auto", "auto"),
+        ([0.1, 0.5, 0.9], "auto", "auto"),
+        ([0.1, 0.5, 0.9], 1.0, "auto"),  # the noisy-histogram method ("cdf")
+        (0.5, 1.0, "cdf"),
+        ([0.1, 0.5, 0.9], "auto", "joint"),
+        (0.5, "auto", "joint"),
+        ([0.1, 0.5, 0.9], "auto", "independent"),
+    ],
 )
-def test_quantile_samples_are_the_release_values_of_the_same_seed(levels: Any, support) -> None:
+def test_quantile_samples_are_the_release_values_of_the_same_seed(
+    levels: Any, support: Any, method: str
+) -> None:
     points = np.array([3.0, 10.0, 17.0, 40.0, 41.0, 90.0])
     counts = np.array([5, 0, 12, 7, 1, 30])
-    kw = {"epsilon": 0.7, "bounds": (0, 100), "support": support}
+    kw = {"epsilon": 0.7, "bounds": (0, 100), "support": support, "method": method}
     for seed in range(20):
         rel = quantiles_from_counts(points, counts, levels, rng=seed, **kw)
         got = quantiles_from_counts_samples(points, counts, levels, size=1, rng=seed, **kw)

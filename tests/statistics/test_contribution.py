@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,65 @@ def test_the_cap_bounds_the_answer() -> None:
 def test_errors(call, exc, match) -> None:
     with pytest.raises(exc, match=match):
         call()
+
+
+def _dlap_pmf(scale: float, z: np.ndarray) -> np.ndarray:
+    a = math.exp(-1 / scale)
+    return (1 - a) / (1 + a) * a ** np.abs(z)
+
+
+def _threshold_law(rows, persons, eps: float, level: float, cap: int) -> np.ndarray:
+    """The exact law of the threshold method's output c in 1..cap by enumeration over the
+    threshold noise rho: P[c] = sum_rho P[rho] prod_{j < c} P[f_j + nu_j < rho]
+    P[f_c + nu_c >= rho] (cap gets the rest), f_c = Q #{<= c} - P n, D = max(P, Q - P)."""
+    from fractions import Fraction
+
+    q = Fraction(level).limit_denominator(2**20)
+    big_p, big_q = q.numerator, q.denominator
+    d = max(big_p, big_q - big_p)
+    s_rho, s_nu = d / (eps / 2), 2 * d / (eps / 2)
+    rows, persons = np.asarray(rows), np.asarray(persons)
+    n = persons.sum()
+    f = np.array([big_q * persons[rows <= c].sum() - big_p * n for c in range(1, cap + 1)])
+    zs = np.arange(-4000, 4001)
+    p_nu = _dlap_pmf(s_nu, zs)
+    cdf_nu = np.cumsum(p_nu)  # P[nu <= z]
+    law = np.zeros(cap)
+    for rho, pr in zip(zs, _dlap_pmf(s_rho, zs), strict=True):
+        # P[f + nu >= rho] = P[nu >= rho - f] = 1 - P[nu <= rho - f - 1]
+        idx = np.clip(rho - f - 1 - zs[0], -1, zs.size - 1)
+        below = np.where(idx < 0, 0.0, cdf_nu[np.maximum(idx, 0)])
+        hit = 1 - below
+        miss = np.concatenate(([1.0], np.cumprod(1 - hit)[:-1]))
+        law += pr * miss * hit
+    law[-1] += 1 - law.sum()  # nobody passes: the cap
+    return law
+
+
+def test_threshold_method_follows_its_exact_law(chi2_pvalue) -> None:
+    """6,000 draws of the threshold method on 10 persons (cap 6, epsilon 2, level 0.8)
+    against the enumerated law: chi-square p > 0.001. A query noise scale 10% off moves the
+    law enough to fail (checked by the mutation guard)."""
+    rows, persons = [1, 2, 3, 5], [3, 3, 2, 2]
+    law = _threshold_law(rows, persons, 2.0, 0.8, 6)
+    src = dpkit.samplers.as_source(3)
+    draws = np.array(
+        [
+            contribution_bound_from_counts(
+                rows, persons, epsilon=2.0, level=0.8, max_bound=6, rng=src, method="threshold"
+            ).bound
+            for _ in range(6000)
+        ]
+    )
+    assert chi2_pvalue(draws, np.arange(1, 7), law) > 1e-3
+
+
+def test_threshold_method_is_private_on_neighbours() -> None:
+    """The exact laws on a table and on it without the person with 5 rows: every output's
+    probability ratio within exp(epsilon)."""
+    eps = 1.0
+    a = _threshold_law([1, 2, 3, 5], [3, 3, 2, 1], eps, 0.8, 6)
+    b = _threshold_law([1, 2, 3], [3, 3, 2], eps, 0.8, 6)
+    assert np.all(a <= math.exp(eps) * b * (1 + 1e-9)) and np.all(
+        b <= math.exp(eps) * a * (1 + 1e-9)
+    )

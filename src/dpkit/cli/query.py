@@ -11,7 +11,13 @@ Examples::
 ``DATA`` is a .csv or .parquet path, or ``adult`` for the bundled UCI Adult table. Aggregates
 are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``, ``--histogram
 COLUMN:E0,E1,...``); a column name may itself contain colons, since the fields are split
-from the right.
+from the right. ``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with
+half of that aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
+fraction are printed), and ``--max-rows auto`` chooses the rows kept per unit privately with a
+tenth of the release's budget::
+
+    dpkit query adult --epsilon 1 --mean Age:auto --std "Hours per week":auto
+    dpkit query data.csv --epsilon 1 --unit pid --max-rows auto --count
 
 ``--engine spark`` reads the file with a local Spark (``local[2]``, 127.0.0.1, see
 :func:`dpkit.session.engines.spark.local_session`) and runs the query there; only the
@@ -57,7 +63,12 @@ def register(sub: Any) -> None:
     p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
     p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
     p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
-    p.add_argument("--max-rows", type=int, default=None, help="rows kept per unit")
+    p.add_argument(
+        "--max-rows",
+        default=None,
+        metavar="K",
+        help="rows kept per unit (an int), or 'auto' to choose it privately",
+    )
     p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
     p.add_argument("--group-by", default=None, help="comma-separated key columns")
     p.add_argument("--keys", default=None, help="CSV file of public keys (the key columns)")
@@ -67,8 +78,9 @@ def register(sub: Any) -> None:
             f"--{name}",
             action="append",
             default=[],
-            metavar="COL:LOWER:UPPER",
-            help=f"{name} of a column clipped to [LOWER, UPPER] (repeatable)",
+            metavar="COL:LOWER:UPPER" if name == "median" else "COL:LOWER:UPPER|COL:auto",
+            help=f"{name} of a column clipped to [LOWER, UPPER] (repeatable)"
+            + ("" if name == "median" else "; COL:auto chooses the bounds privately"),
         )
     p.add_argument(
         "--quantile",
@@ -98,7 +110,10 @@ def _number(text: str, what: str) -> float:
     return value
 
 
-def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float]]:
+def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float] | str]:
+    col, _, last = spec.rpartition(":")
+    if flag != "median" and last == "auto" and col:
+        return col, "auto"
     parts = spec.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
         raise ParameterError(f"query: --{flag} takes COLUMN:LOWER:UPPER; got {spec!r}")
@@ -112,7 +127,13 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     aggs: list[Any] = []
     if args.count:
         aggs.append(dp.count())
-    makers = {"sum": dp.sum, "mean": dp.mean, "var": dp.var, "std": dp.std, "median": dp.median}
+    makers: dict[str, Any] = {
+        "sum": dp.sum,
+        "mean": dp.mean,
+        "var": dp.var,
+        "std": dp.std,
+        "median": dp.median,
+    }
     for name in _BOUNDED:
         for spec in getattr(args, name):
             col, bounds = _bounded(spec, name)
@@ -222,6 +243,15 @@ def _keys(args: argparse.Namespace, by: list[str]) -> Any:
     return frame.select(by)
 
 
+def _max_rows(text: str | None) -> int | str | None:
+    if text is None or text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ParameterError(f"query: --max-rows takes an int or 'auto'; got {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -236,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
         privacy_unit=args.unit,
         accountant=acct,
         rng=args.seed,
-        max_rows_per_unit=args.max_rows,
+        max_rows_per_unit=_max_rows(args.max_rows),
         max_groups_per_unit=args.max_groups,
     )
     q = session.query()
@@ -261,6 +291,11 @@ def run(args: argparse.Namespace) -> int:
             "label": rel.label,
             "threshold": rel.threshold,
             "alpha": args.alpha,
+            "bounds": {
+                name: {"bounds": list(b.bounds), "clipped_fraction": b.clipped_fraction}
+                for name, b in rel.bounds.items()
+            },
+            "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
         }
         print(json.dumps(out, default=str))
         return 0
@@ -273,4 +308,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if rel.threshold is not None:
         print(f"groups released only if their noisy count of units reached {rel.threshold}")
+    for name, b in rel.bounds.items():
+        print(
+            f"{name}: bounds chosen privately {b.bounds} (global); DP estimate of the "
+            f"fraction of values outside them {b.clipped_fraction:.3g}"
+        )
+    if rel.contribution is not None:
+        print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
     return 0

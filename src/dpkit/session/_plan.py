@@ -17,7 +17,18 @@ from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
 
-__all__ = ["Budget", "PartPlan", "Plan", "QuantilePlan", "SelectionPlan", "make_budget"]
+__all__ = [
+    "BoundsPlan",
+    "Budget",
+    "PartPlan",
+    "Plan",
+    "QuantilePlan",
+    "RowsPlan",
+    "SelectionPlan",
+    "make_budget",
+    "pure_epsilon",
+    "scaled",
+]
 
 _NOISES = ("laplace", "gaussian")
 
@@ -124,7 +135,43 @@ class PartPlan:
 
 @dataclass(frozen=True, slots=True)
 class QuantilePlan:
-    """The exponential mechanism of one quantile aggregate: epsilon per group."""
+    """The quantile mechanism of one aggregate (all its levels at once): epsilon per group,
+    and the statistics layer's ``method``."""
+
+    aggregate: str
+    share: Fraction
+    epsilon: float
+    method: str = "auto"
+
+
+def scaled(budget: Budget, factor: Fraction) -> Budget:
+    """``budget`` with ``factor`` of its epsilon or rho (the cost charged is unchanged): what
+    the aggregates share once an automatic parameter has taken its part."""
+    return Budget(
+        budget.noise,
+        budget.cost,
+        None if budget.epsilon is None else budget.epsilon * factor,
+        None if budget.rho is None else budget.rho * factor,
+        budget.delta_select,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RowsPlan:
+    """``max_rows_per_unit="auto"``: the settings (share, level, public cap), the pure
+    epsilon of the contribution-bound stage, and (after a release) the chosen bound."""
+
+    auto: Any
+    share: Fraction
+    epsilon: float
+    chosen: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundsPlan:
+    """``bounds="auto"`` of one aggregate: its share of the release's budget and the pure
+    epsilon of its signed log2 histogram (per record: the histogram's noise has scale
+    ``1 / epsilon``, which is ``k / (epsilon k)`` for the ``k`` rows a unit keeps)."""
 
     aggregate: str
     share: Fraction
@@ -165,6 +212,10 @@ class Plan:
     quantiles: tuple[QuantilePlan, ...] = ()
     selection: SelectionPlan | None = None
     notes: tuple[str, ...] = field(default=())
+    #: ``bounds="auto"`` stages, and (after a release) the chosen bounds per aggregate
+    bounds: tuple[BoundsPlan, ...] = ()
+    chosen: tuple[tuple[str, Any], ...] = ()
+    rows: RowsPlan | None = None
 
     def __str__(self) -> str:
         return explain_text(self)
@@ -179,18 +230,29 @@ def split(
     alpha: float,
     selection_weight: float,
     reuse: str | None,
-) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None]:
-    """Split the budget by weight and build each part's noise (see :func:`make_budget`)."""
+) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None, list[BoundsPlan]]:
+    """Split the budget by weight and build each part's noise (see :func:`make_budget`);
+    an aggregate with ``bounds="auto"`` gives its bounds stage ``bounds_share`` of its share
+    and its statistics the rest (once its bounds are chosen)."""
     weights = [Fraction(a.weight) for a in aggregates]
     private = budget.delta_select > 0
     sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
     total = sum(weights, Fraction(0)) + sel_w
     parts: list[PartPlan] = []
     quants: list[QuantilePlan] = []
+    auto: list[BoundsPlan] = []
     for agg, w in zip(aggregates, weights, strict=True):
         share = w / total
+        b_share = Fraction(getattr(agg, "bounds_share", 0.0))
+        if getattr(agg, "auto", False):  # bounds chosen at release time: no parts yet
+            auto.append(
+                BoundsPlan(agg.name, share * b_share, pure_epsilon(budget, share * b_share, k))
+            )
+            continue
+        share = share * (1 - b_share)  # what the bounds (if chosen privately) left
         if isinstance(agg, Quantile):
-            quants.append(QuantilePlan(agg.name, share, _quantile_epsilon(budget, share, k)))
+            eps_q = _quantile_epsilon(budget, share, k)
+            quants.append(QuantilePlan(agg.name, share, eps_q, agg.method))
             continue
         cells = k if isinstance(agg, Histogram) else groups
         a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
@@ -216,7 +278,7 @@ def split(
         delta_single = budget.delta_select / keys  # union bound over the unit's own keys
         tau = threshold(noise.kind, noise.scale, delta_single, top=1)
         selection = SelectionPlan(noise.kind, share, noise, budget.delta_select, keys, tau, reuse)
-    return parts, quants, selection
+    return parts, quants, selection, auto
 
 
 def _noise(
@@ -251,6 +313,26 @@ def _quantile_epsilon(budget: Budget, share: Fraction, k: int) -> float:
     return out
 
 
+def pure_epsilon(budget: Budget, share: Fraction, k: int) -> float:
+    """The per-record pure epsilon of a discrete-Laplace stage with ``share`` of the budget,
+    rounded down to a float: ``epsilon * share / k`` (Laplace budgets), or
+    ``sqrt(2 rho share) / k`` under zCDP (pure epsilon-DP is epsilon**2 / 2-zCDP: Bun and
+    Steinke 2016, Proposition 1.4). A unit's ``k`` rows move the histogram by ``k`` in L1
+    (group privacy)."""
+    if budget.noise == "laplace":
+        assert budget.epsilon is not None
+        exact = budget.epsilon * share / k
+    else:
+        assert budget.rho is not None
+        exact = Fraction(math.sqrt(float(2 * budget.rho * share))) / k
+        while exact * exact * k * k > 2 * budget.rho * share:
+            exact = Fraction(math.nextafter(float(exact), 0))
+    out = float(exact)
+    if Fraction(out) > exact:
+        out = math.nextafter(out, 0)
+    return out
+
+
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
@@ -263,6 +345,19 @@ def explain_text(plan: Plan) -> str:
     lines.append(f"neighbours       add/remove {unit}  (relation 'unbounded')")
     if plan.privacy_unit is None:
         lines.append("bounding         1 row per unit by construction")
+    elif plan.rows is not None:
+        r = plan.rows
+        chosen = (
+            "not chosen yet"
+            if r.chosen is None
+            else f"chosen: {r.chosen}, at most {plan.max_groups} group(s) per unit"
+        )
+        lines.append(
+            f"bounding         max_rows_per_unit='auto' ({chosen}): a DP {r.auto.level:g}-quantile "
+            f"of rows per unit (Amin et al. 2019) from an engine-side histogram of rows per "
+            f"unit, capped at {r.auto.max_bound}; share {float(r.share):.3f} of the budget, "
+            f"epsilon {_fmt(r.epsilon)}; then rows kept at random per unit for each release"
+        )
     else:
         lines.append(
             f"bounding         at most {plan.max_rows} row(s) per unit in total and at most "
@@ -303,9 +398,27 @@ def explain_text(plan: Plan) -> str:
         )
     for q in plan.quantiles:
         lines.append(
-            f"{q.aggregate:<{w}}{'exp. mechanism':<16}{float(q.share):>8.3f}"
+            f"{q.aggregate:<{w}}{'quantiles ' + q.method:<16}{float(q.share):>8.3f}"
             f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
         )
+    picked = dict(plan.chosen)
+    for bp in plan.bounds:
+        lines.append(
+            f"{bp.aggregate:<{w}}{'bounds (auto)':<16}{float(bp.share):>8.3f}"
+            f"{'epsilon per row ' + _fmt(bp.epsilon):>40}"
+        )
+        lines.append(
+            "                 chosen privately at release time from a noisy signed log2 "
+            "histogram of the values (ApproximateBounds-style), one choice for all groups: "
+            "data-dependent but differentially private"
+        )
+        got = picked.get(bp.aggregate)
+        if got is not None:
+            frac = got.clipped_fraction
+            lines.append(
+                f"                 chosen bounds {got.bounds}; DP estimate of the fraction "
+                f"of values outside them: {'n/a' if frac is None else _fmt(frac)}"
+            )
     s = plan.selection
     if s is not None:
         src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"

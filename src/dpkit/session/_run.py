@@ -25,7 +25,15 @@ from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
-__all__ = ["Aggregated", "aggregate", "draw", "execute", "statistics_layer"]
+__all__ = [
+    "Aggregated",
+    "aggregate",
+    "check_quantile",
+    "draw",
+    "execute",
+    "quantile_support",
+    "statistics_layer",
+]
 
 #: Part of each quantile's epsilon spent on its interval stage (statistics layer's default).
 QUANTILE_INTERVAL_SHARE = 0.25
@@ -194,6 +202,37 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
     )
 
 
+def quantile_support(schema: Any, agg: Quantile) -> str | float:
+    """The base measure of a quantile aggregate: an integer-typed column (a public schema
+    fact, never the values) puts the atoms on the integers (``support=1.0``, when the grid
+    holds them); any other column gets ``"auto"`` (atoms on every dyadic grid)."""
+    assert agg.column is not None
+    if schema[agg.column].is_integer() and agg.grid().unit <= 1:
+        return 1.0
+    return "auto"
+
+
+def check_quantile(schema: Any, agg: Quantile) -> None:
+    """Refuse, before anything is spent, a ``method`` the column cannot take: ``"cdf"``
+    needs a resolution support (an integer-typed column) with a small grid."""
+    if agg.method != "cdf":
+        return
+    from dpkit.frameworks._quantile_em import Lattice as EmLattice
+    from dpkit.frameworks._quantile_em import Measure
+    from dpkit.statistics._cdf import MAX_GRID, cdf_grid
+
+    support = quantile_support(schema, agg)
+    lower, upper = agg.bounds
+    ok = not isinstance(support, str) and (
+        cdf_grid(Measure(EmLattice.for_bounds("dp.quantile", lower, upper), support)) is not None
+    )
+    if not ok:
+        raise ParameterError(
+            f"dp.quantile({agg.column!r}): method='cdf' needs an integer-typed column with at "
+            f"most {MAX_GRID} integers inside the bounds {agg.bounds}; use method='auto'"
+        )
+
+
 def _summaries(
     ctx: ex.Context, table: pl.DataFrame, counts: pl.DataFrame, unit: float
 ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -236,18 +275,14 @@ def _quantiles(
     """
     statistics = statistics_layer()
     grid = agg.grid()
-    # an integer-typed column (a public schema fact) puts atoms on the integers
-    assert agg.column is not None
-    support: str | float = "auto"
-    if ctx.schema[agg.column].is_integer() and grid.unit <= 1:
-        support = 1.0
+    support = quantile_support(ctx.schema, agg)
     summaries = _summaries(ctx, table, counts, grid.unit)
     outs = agg.outputs()
     m = len(outs)
     values = np.full((group.size, m), np.nan)
     low = np.full((group.size, m), np.nan)
     high = np.full((group.size, m), np.nan)
-    kw = {"epsilon": qp.epsilon, "bounds": agg.bounds, "support": support}
+    kw = {"epsilon": qp.epsilon, "bounds": agg.bounds, "support": support, "method": agg.method}
     if size is None:
         for i, g in enumerate(group.tolist()):
             pts, cnt = summaries[g]

@@ -93,6 +93,12 @@ class QuerySampler:
     ) -> None:
         self._query = query
         self.context, self.plan = query._prepare(epsilon, delta, alpha, rho, noise)
+        if self.plan.rows is not None or self.plan.bounds:
+            raise ParameterError(
+                "QuerySampler: a query with max_rows_per_unit='auto' or bounds='auto' chooses "
+                "them inside each release, which the batched path does not run; give fixed "
+                "values to sample it"
+            )
         self._cache: dict[Salt | None, Aggregated] = {}
 
     @property

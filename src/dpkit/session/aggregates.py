@@ -27,6 +27,7 @@ disjoint groups compose in parallel without any extra charge.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ from dpkit._validate import check_bounds, check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
+from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 
 __all__ = [
     "Aggregate",
@@ -183,14 +185,28 @@ def _valid(column: str, dtype: Any) -> nw.Expr:
     return ok
 
 
+#: default share of an aggregate's budget spent on choosing its bounds (``bounds="auto"``)
+AUTO_BOUNDS_SHARE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class _Bounded(Aggregate):
     bounds: tuple[float, float] = (0.0, 1.0)
     fill: float | None = None
     lattice: Lattice = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    #: ``bounds="auto"`` not yet resolved: ``bounds`` is a placeholder and there is no lattice
+    auto: bool = False
+    #: the share of this aggregate's budget spent on choosing its bounds (0 with given bounds;
+    #: kept after :meth:`resolve`, so the statistics get the rest)
+    bounds_share: float = 0.0
 
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
+
+    def resolve(self, bounds: tuple[float, float]) -> Any:
+        """This aggregate with privately chosen ``bounds`` (a DP output) in place of "auto"."""
+        out = dataclasses.replace(self, bounds=bounds, auto=False)
+        return _with_lattice(out, _VAR_BITS if isinstance(self, Var) else _SUM_BITS)
 
     def _base_columns(
         self, schema: Any, prefix: str, clean: frozenset[str], squares: bool = False
@@ -393,12 +409,16 @@ class Quantile(_Bounded):
 
     Released by :func:`dpkit.statistics.quantiles_from_counts` on the group's counts over a
     power-of-two grid of the bounds (computed in the engine); several levels are one
-    mechanism. Columns are ``<name>_<q>`` (``q`` written ``f"{q:g}"``), or ``name`` alone for
-    :func:`median`.
+    mechanism (``method``: ApproximateQuantiles by default, JointExp, independent draws or
+    one noisy histogram; see :func:`quantile`). Columns are ``<name>_<q>`` (``q`` written
+    ``f"{q:g}"``), or ``name`` alone for :func:`median`. An integer-typed column (a schema
+    fact, never read from the values) puts the mechanism's atoms on the integers
+    (``support=1.0``), so tied values such as integer ages are released exactly.
     """
 
     levels: tuple[float, ...] = (0.5,)
     single: bool = False
+    method: str = "auto"
 
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return []
@@ -498,14 +518,35 @@ def count(column: str | None = None, *, name: str | None = None, weight: float =
     return Count(column, _check_name(owner, name) or default, _check_weight(owner, weight))
 
 
-def _bounded(owner: str, column: Any, bounds: Any, fill: Any, name: Any, weight: Any) -> dict:
+def _bounded(
+    owner: str,
+    column: Any,
+    bounds: Any,
+    fill: Any,
+    name: Any,
+    weight: Any,
+    auto: bool = False,
+) -> dict:
     column = _check_column(owner, column)
+    hint = ", or bounds='auto' to choose them privately with a share of the budget" if auto else ""
     if bounds is None:
         raise ParameterError(
             f"{owner}({column!r}): `bounds` is required: pass bounds=(lower, upper) chosen "
-            "without looking at the data (for example (0, 100) for an age); bounds read from "
-            "the data are not private"
+            "without looking at the data (for example (0, 100) for an age)"
+            f"{hint}; bounds read from the data are not private"
         )
+    if isinstance(bounds, str):
+        if bounds != "auto" or not auto:
+            allowed = "a (lower, upper) pair or 'auto'" if auto else "a (lower, upper) pair"
+            raise TypeError(f"{owner}({column!r}): `bounds` must be {allowed}; got {bounds!r}")
+        return {
+            "column": column,
+            "bounds": (0.0, 1.0),  # a placeholder until the release chooses them
+            "fill": _check_fill(owner, fill),
+            "weight": _check_weight(owner, weight),
+            "name": _check_name(owner, name),
+            "auto": True,
+        }
     lo, hi = check_bounds(f"{owner}({column!r})", bounds)
     return {
         "column": column,
@@ -516,7 +557,19 @@ def _bounded(owner: str, column: Any, bounds: Any, fill: Any, name: Any, weight:
     }
 
 
+def _auto_share(owner: str, kw: dict, bounds_share: Any) -> dict:
+    """``bounds_share`` in (0, 1), recorded only for ``bounds="auto"``."""
+    share = check_number(owner, "bounds_share", bounds_share)
+    if not 0 < share < 1:
+        raise ParameterError(f"{owner}: `bounds_share` must be in (0, 1); got {bounds_share!r}")
+    if kw.get("auto"):
+        kw["bounds_share"] = share
+    return kw
+
+
 def _with_lattice(agg: Any, bits: int) -> Any:
+    if agg.auto:
+        return agg
     lower, upper = agg.bounds
     owner = "dp.std" if getattr(agg, "root", False) else f"dp.{type(agg).__name__.lower()}"
     lat = Lattice.for_bounds(owner, lower, upper, bits)
@@ -538,35 +591,52 @@ def _with_lattice(agg: Any, bits: int) -> Any:
 def sum(
     column: str,
     *,
-    bounds: tuple[float, float] | None = None,
+    bounds: tuple[float, float] | str | None = None,
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    bounds_share: float = AUTO_BOUNDS_SHARE,
 ) -> Sum:
     """A private sum of ``column``, each value clipped to ``bounds``.
 
     Parameters
     ----------
     column : str
-    bounds : (lower, upper)
-        Required; public, chosen without looking at the data.
+    bounds : (lower, upper) or "auto"
+        Required; public, chosen without looking at the data, or ``"auto"``: chosen
+        privately at release time with ``bounds_share`` of this aggregate's budget.
     name : str, optional
         Output column (default ``"<column>_sum"``).
     weight : float > 0, default 1.0
     fill : float, optional
         Value used for nulls and NaN (then clipped); by default they are left out.
+    bounds_share : float in (0, 1), default 0.5
+        With ``bounds="auto"``: the share of this aggregate's budget spent on the bounds.
 
     Privacy
     -------
     Add/remove sensitivity ``k * max(|lower|, |upper|)`` (on the value lattice, exactly). The
     sum is computed exactly as an integer number of lattice units, never as a float sum.
 
+    Automatic bounds: ``bounds="auto"`` spends ``bounds_share`` of this aggregate's budget on
+    choosing ``(lower, upper)`` privately, then releases the statistic with those bounds and
+    the rest of its budget: :func:`dpkit.statistics.bounds_from_counts` on a signed log2
+    histogram of the values counted in the engine (discrete Laplace noise of scale
+    ``k / epsilon_bounds``, a unit's ``k`` rows move it by ``k`` in L1; a threshold after
+    Google's ApproximateBounds), composed sequentially (Dwork and Roth 2014, Theorem 3.16).
+    The bounds are global: one choice over all rows of the query after filtering and
+    bounding, shared by every group. They are data-dependent but differentially private
+    and come back, with a DP estimate of the fraction of values they clip, in
+    ``QueryRelease.bounds`` and in the executed plan's text (``print(rel.plan)``). The same
+    holds for :func:`mean`, :func:`var` and :func:`std`.
+
     Examples
     --------
     >>> sum("Age", bounds=(0, 100)).name
     'Age_sum'
     """
-    kw = _bounded("dp.sum", column, bounds, fill, name, weight)
+    kw = _bounded("dp.sum", column, bounds, fill, name, weight, auto=True)
+    kw = _auto_share("dp.sum", kw, bounds_share)
     kw["name"] = kw["name"] or f"{kw['column']}_sum"
     return _with_lattice(Sum(**kw), _SUM_BITS)
 
@@ -574,19 +644,24 @@ def sum(
 def mean(
     column: str,
     *,
-    bounds: tuple[float, float] | None = None,
+    bounds: tuple[float, float] | str | None = None,
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    bounds_share: float = AUTO_BOUNDS_SHARE,
 ) -> Mean:
     """A private mean of ``column`` clipped to ``bounds`` (see :class:`Mean` for the estimator).
+
+    ``bounds="auto"`` chooses the bounds privately with ``bounds_share`` of the mean's budget
+    (see :func:`sum`).
 
     Examples
     --------
     >>> mean("Age", bounds=(0, 100)).name
     'Age_mean'
     """
-    kw = _bounded("dp.mean", column, bounds, fill, name, weight)
+    kw = _bounded("dp.mean", column, bounds, fill, name, weight, auto=True)
+    kw = _auto_share("dp.mean", kw, bounds_share)
     kw["name"] = kw["name"] or f"{kw['column']}_mean"
     return _with_lattice(Mean(**kw), _SUM_BITS)
 
@@ -594,19 +669,24 @@ def mean(
 def var(
     column: str,
     *,
-    bounds: tuple[float, float] | None = None,
+    bounds: tuple[float, float] | str | None = None,
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    bounds_share: float = AUTO_BOUNDS_SHARE,
 ) -> Var:
     """A private population variance (ddof = 0) of ``column`` clipped to ``bounds``.
+
+    ``bounds="auto"`` chooses the bounds privately with ``bounds_share`` of the budget (see
+    :func:`sum`).
 
     Examples
     --------
     >>> var("Age", bounds=(0, 100)).name
     'Age_var'
     """
-    kw = _bounded("dp.var", column, bounds, fill, name, weight)
+    kw = _bounded("dp.var", column, bounds, fill, name, weight, auto=True)
+    kw = _auto_share("dp.var", kw, bounds_share)
     kw["name"] = kw["name"] or f"{kw['column']}_var"
     return _with_lattice(Var(**kw), _VAR_BITS)
 
@@ -614,19 +694,24 @@ def var(
 def std(
     column: str,
     *,
-    bounds: tuple[float, float] | None = None,
+    bounds: tuple[float, float] | str | None = None,
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    bounds_share: float = AUTO_BOUNDS_SHARE,
 ) -> Var:
     """A private population standard deviation: the square root of :func:`var`'s estimate.
+
+    ``bounds="auto"`` chooses the bounds privately with ``bounds_share`` of the budget (see
+    :func:`sum`).
 
     Examples
     --------
     >>> std("Age", bounds=(0, 100)).name
     'Age_std'
     """
-    kw = _bounded("dp.std", column, bounds, fill, name, weight)
+    kw = _bounded("dp.std", column, bounds, fill, name, weight, auto=True)
+    kw = _auto_share("dp.std", kw, bounds_share)
     kw["name"] = kw["name"] or f"{kw['column']}_std"
     return _with_lattice(Var(**kw, root=True), _VAR_BITS)
 
@@ -645,6 +730,12 @@ def _levels(owner: str, q: Any) -> tuple[tuple[float, ...], bool]:
     return levels, single
 
 
+def _check_method(owner: str, method: Any) -> str:
+    if not isinstance(method, str) or method not in QUANTILE_METHODS:
+        raise ParameterError(f"{owner}: `method` must be one of {QUANTILE_METHODS}; got {method!r}")
+    return method
+
+
 def quantile(
     column: str,
     q: float | Sequence[float],
@@ -653,11 +744,39 @@ def quantile(
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    method: str = "auto",
 ) -> Quantile:
     """Private quantiles of ``column`` at level(s) ``q``, all in one mechanism.
 
     Columns are ``<name>_<q>`` with ``q`` written ``f"{q:g}"`` (``name`` defaults to
-    ``column``), each with ``_low`` / ``_high``.
+    ``column``), each with ``_low`` / ``_high``; the released values are sorted.
+
+    Parameters
+    ----------
+    column : str
+    q : float or sequence of float
+        Levels in (0, 1), strictly increasing.
+    bounds : (lower, upper)
+        Required; public.
+    name : str, optional
+        Prefix of the output columns (default ``column``).
+    weight : float > 0, default 1.0
+    fill : float, optional
+        Value used for nulls and NaN (by default they are left out).
+    method : {"auto", "aq", "joint", "independent", "cdf"}
+        Passed to :func:`dpkit.statistics.quantiles_from_counts`: ``"auto"`` is one draw for
+        one level and, for several, ApproximateQuantiles (Kaplan, Schnapp and Stemmer 2022)
+        or, on an integer-typed column with at most 4096 integers in the bounds, one noisy
+        histogram (``"cdf"``); ``"joint"`` is JointExp (Gillenwater, Joseph and Kulesza 2021);
+        ``"independent"`` one draw per level at ``epsilon / m``. ``"cdf"`` needs an
+        integer-typed column (checked before anything is spent).
+
+    Privacy
+    -------
+    Pure ``epsilon_q``-DP per group for the whole tuple of levels under add/remove of one
+    record, with ``epsilon_q`` the aggregate's share divided by the rows a unit keeps (group
+    privacy); groups are disjoint (parallel composition). See
+    :func:`dpkit.statistics.quantiles_from_counts` for the theorems.
 
     Examples
     --------
@@ -667,7 +786,7 @@ def quantile(
     kw = _bounded("dp.quantile", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or kw["column"]
     levels, _single = _levels("dp.quantile", q)
-    return Quantile(**kw, levels=levels)
+    return Quantile(**kw, levels=levels, method=_check_method("dp.quantile", method))
 
 
 def median(
@@ -677,8 +796,11 @@ def median(
     name: str | None = None,
     weight: float = 1.0,
     fill: float | None = None,
+    method: str = "auto",
 ) -> Quantile:
     """A private median of ``column``: :func:`quantile` at 0.5, one column ``<column>_median``.
+
+    ``method`` as for :func:`quantile` (``"auto"``: one exponential-mechanism draw).
 
     Examples
     --------
@@ -687,7 +809,7 @@ def median(
     """
     kw = _bounded("dp.median", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or f"{kw['column']}_median"
-    return Quantile(**kw, levels=(0.5,), single=True)
+    return Quantile(**kw, levels=(0.5,), single=True, method=_check_method("dp.median", method))
 
 
 def histogram(

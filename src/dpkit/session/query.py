@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
@@ -13,9 +14,10 @@ from dpkit._validate import check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
-from dpkit.session._plan import Plan, make_budget, split
-from dpkit.session._run import QUANTILE_INTERVAL_SHARE, execute, statistics_layer
-from dpkit.session.aggregates import Aggregate, Count, Histogram
+from dpkit.session._auto import WORST_BOUNDS, AutoRows, choose_bounds, choose_max_rows
+from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
+from dpkit.session._run import QUANTILE_INTERVAL_SHARE, check_quantile, execute, statistics_layer
+from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
@@ -151,14 +153,26 @@ class Query:
     Desfontaines, Voss, Gipson and Mandayam 2022 for the analysis).
     """
 
-    __slots__ = ("_aggs", "_by", "_filters", "_keys", "_max_groups", "_max_rows", "_s", "_sel_w")
+    __slots__ = (
+        "_aggs",
+        "_auto_rows",
+        "_by",
+        "_filters",
+        "_groups_given",
+        "_keys",
+        "_max_groups",
+        "_max_rows",
+        "_s",
+        "_sel_w",
+    )
 
     def __init__(
         self,
         session: Session,
         *,
-        max_rows_per_unit: int | None = None,
+        max_rows_per_unit: int | str | None = None,
         max_groups_per_unit: int | None = None,
+        auto_rows: AutoRows | None = None,
     ) -> None:
         self._s = session
         self._filters: tuple[nw.Expr, ...] = ()
@@ -166,6 +180,8 @@ class Query:
         self._keys: Any = None
         self._aggs: tuple[Aggregate, ...] = ()
         self._sel_w = 1.0
+        self._auto_rows: AutoRows | None = None
+        self._groups_given: int | None = None
         k = session.max_rows_per_unit if max_rows_per_unit is None else max_rows_per_unit
         m = session.max_groups_per_unit if max_groups_per_unit is None else max_groups_per_unit
         if session.privacy_unit is None:
@@ -180,10 +196,21 @@ class Query:
                 raise ParameterError(
                     f"query: privacy_unit={session.privacy_unit!r} needs `max_rows_per_unit` "
                     "(the most rows one unit may contribute; its rows beyond that are dropped "
-                    "at random), given to dp.Session(...) or to s.query(...)"
+                    "at random), given to dp.Session(...) or to s.query(...), or "
+                    "max_rows_per_unit='auto' to choose it privately"
                 )
+            if isinstance(k, str):
+                if k != "auto":
+                    raise ParameterError(
+                        f"query: `max_rows_per_unit` must be an int >= 1 or 'auto'; got {k!r}"
+                    )
+                self._auto_rows = auto_rows or session._auto_rows
+                k = self._auto_rows.max_bound  # the worst case, until a release chooses it
             k = _check_bound("query", "max_rows_per_unit", k)
-            m = k if m is None else _check_bound("query", "max_groups_per_unit", m)
+            if m is not None:
+                m = _check_bound("query", "max_groups_per_unit", m)
+                self._groups_given = m
+            m = k if m is None else m
         self._max_rows, self._max_groups = k, min(m, k)
 
     def _copy(self, **changes: Any) -> Query:
@@ -335,59 +362,94 @@ class Query:
         )
 
     def _plan(
-        self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any, required: bool = False
+        self,
+        epsilon: Any,
+        delta: Any,
+        rho: Any,
+        noise: Any,
+        alpha: Any,
+        required: bool = False,
+        *,
+        aggregates: tuple[Aggregate, ...] | None = None,
+        rows: int | None = None,
     ) -> Plan:
+        """The plan; ``aggregates`` (with their bounds chosen) and ``rows`` (the chosen
+        ``max_rows_per_unit``) replace the query's own once a release has chosen them."""
         a = check_positive("release", "alpha", alpha)
         if not a < 1:
             raise ParameterError(f"release: `alpha` must be in (0, 1); got {alpha!r}")
+        aggs = self._aggs if aggregates is None else aggregates
+        k = self._max_rows if rows is None else rows
+        m = self._max_groups if rows is None else min(self._groups_given or rows, rows)
         private = bool(self._by) and self._keys is None
         need = required or epsilon is not None or rho is not None
         budget = make_budget(epsilon, delta, rho, noise, private) if need else None
+        auto = self._auto_rows
         base = Plan(
             self._s._engine.name,
             self._s.privacy_unit,
-            self._max_rows,
-            self._max_groups,
+            k,
+            m,
             self._by,
             self._keys is not None,
             budget,
             a,
-            self._aggs,
-            notes=self._notes(),
+            aggs,
+            notes=self._notes(aggs),
         )
         if budget is None:
+            if auto is not None:
+                base = dataclasses.replace(base, rows=RowsPlan(auto, Fraction(auto.share), 0.0))
             return base
-        groups = self._max_groups if self._by else 1
-        parts, quants, sel = split(
-            self._aggs,
-            budget,
-            k=self._max_rows,
+        rest = budget
+        if auto is not None:  # the contribution bound's share of the whole budget
+            share = Fraction(auto.share)
+            base = dataclasses.replace(
+                base, rows=RowsPlan(auto, share, pure_epsilon(budget, share, 1))
+            )
+            rest = scaled(budget, 1 - share)
+        groups = m if self._by else 1
+        parts, quants, sel, bounds = split(
+            aggs,
+            rest,
+            k=k,
             groups=groups,
             alpha=a,
             selection_weight=self._sel_w,
-            reuse=self._reuse(),
+            reuse=self._reuse(aggs, k),
         )
-        return dataclasses.replace(base, parts=tuple(parts), quantiles=tuple(quants), selection=sel)
+        return dataclasses.replace(
+            base,
+            parts=tuple(parts),
+            quantiles=tuple(quants),
+            selection=sel,
+            bounds=tuple(bounds),
+        )
 
-    def _reuse(self) -> str | None:
+    def _reuse(self, aggs: tuple[Aggregate, ...], k: int) -> str | None:
         """A ``dp.count()`` that can double as the selection count (one row per unit)."""
-        if self._max_rows != 1:
+        if k != 1:
             return None
-        for a in self._aggs:
+        for a in aggs:
             if isinstance(a, Count) and a.column is None:
                 return a.name
         return None
 
-    def _notes(self) -> tuple[str, ...]:
+    def _notes(self, aggs: tuple[Aggregate, ...]) -> tuple[str, ...]:
         notes = []
-        for a in self._aggs:
+        for a in aggs:
             if a.column is None or isinstance(a, Histogram):
                 continue
             fill = getattr(a, "fill", None)
             rule = "left out" if fill is None else f"replaced by {fill!r}"
+            clip = (
+                "the bounds the release chooses privately (bounds='auto')"
+                if getattr(a, "auto", False)
+                else repr(getattr(a, "bounds", None))
+            )
             notes.append(
                 f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
-                f"are clipped to {getattr(a, 'bounds', None)}"
+                f"are clipped to {clip}"
             )
             lat = getattr(a, "lattice", None)
             if lat is not None:
@@ -513,8 +575,40 @@ class Query:
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
         source = self._source(rng)
+        contribution = None
+        if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
+            auto = plan.rows.auto
+            contribution = choose_max_rows(
+                ctx, plan.rows.epsilon, auto.level, auto.max_bound, source
+            )
+            k = contribution.bound
+            plan = dataclasses.replace(
+                self._plan(epsilon, delta, rho, noise, alpha, True, rows=k),
+                rows=dataclasses.replace(plan.rows, chosen=k),
+            )
+            ctx = dataclasses.replace(ctx, max_rows=plan.max_rows, max_groups=plan.max_groups)
         rows = ex.bounded_rows(ctx, fresh_salt(ctx, source))
-        return execute(ctx, plan, rows, source, label, self._s._engine)
+        chosen: dict[str, Any] = {}
+        if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
+            ctx, chosen = choose_bounds(ctx, rows, plan, source)
+            replanned = self._plan(
+                epsilon,
+                delta,
+                rho,
+                noise,
+                alpha,
+                True,
+                aggregates=ctx.aggregates,
+                rows=plan.max_rows if plan.rows is not None else None,
+            )
+            plan = dataclasses.replace(
+                replanned,
+                rows=plan.rows,
+                bounds=plan.bounds,
+                chosen=tuple((name, rel) for name, rel in chosen.items()),
+            )
+        out = execute(ctx, plan, rows, source, label, self._s._engine)
+        return dataclasses.replace(out, bounds=chosen, contribution=contribution)
 
     def _prepare(
         self, epsilon: Any, delta: Any, alpha: Any, rho: Any, noise: Any
@@ -523,12 +617,21 @@ class Query:
         data (empty table, nulls in the privacy unit). Shared with the audit's sampler."""
         ctx = self._context()
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
+        if plan.bounds:  # the statistics once bounds are chosen: checked on the worst lattice
+            worst = tuple(
+                a.resolve(WORST_BOUNDS) if getattr(a, "auto", False) else a  # type: ignore[attr-defined]
+                for a in self._aggs
+            )
+            self._plan(epsilon, delta, rho, noise, alpha, True, aggregates=worst)
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
             from dpkit.statistics._quantiles import check_noise_range
 
             for qp in plan.quantiles:  # each group's quantile noise is within the sampler's
                 check_noise_range(f"Session ({qp.aggregate})", qp.epsilon, QUANTILE_INTERVAL_SHARE)
+            for a in ctx.aggregates:
+                if isinstance(a, Quantile):
+                    check_quantile(ctx.schema, a)
         self._s._check_data()
         return ctx, plan
 

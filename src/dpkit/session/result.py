@@ -37,6 +37,15 @@ class QueryRelease:
         ``"<aggregate>: <statistic>"``.
     threshold
         The key-selection threshold, or ``None`` with public keys.
+    bounds
+        Per aggregate with ``bounds="auto"``, the :class:`~dpkit.statistics.BoundsRelease`
+        of its privately chosen bounds (``.bounds``, and ``.clipped_fraction``: a DP estimate
+        of the fraction of its values outside them). They are global (one choice for all
+        groups) and also printed by ``print(rel.plan)``; the frame itself holds no extra
+        columns.
+    contribution
+        With ``max_rows_per_unit="auto"``, the :class:`~dpkit.statistics.ContributionBound`
+        chosen for this release (``.bound``), else ``None``.
     """
 
     frame: Any
@@ -47,3 +56,5 @@ class QueryRelease:
     plan: Plan
     releases: dict[str, Release] = field(default_factory=dict)
     threshold: int | None = None
+    bounds: dict[str, Any] = field(default_factory=dict)
+    contribution: Any = None

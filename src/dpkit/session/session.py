@@ -12,6 +12,7 @@ from dpkit.accounting.accountant import LabelledAccountant
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
+from dpkit.session._auto import auto_rows
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
 
@@ -39,9 +40,21 @@ class Session:
     rng : None, int or BitSource
         ``None`` (default): secure randomness. An int seed makes releases reproducible
         (``secure=False``; tests and demos only).
-    max_rows_per_unit : int >= 1, optional
+    max_rows_per_unit : int >= 1 or "auto", optional
         With a privacy unit, the default number of rows one unit keeps (at random, freshly for
-        each release); required there, by the Session or by each query.
+        each release); required there, by the Session or by each query. ``"auto"``: each
+        release chooses it privately, as a DP ``max_rows_level``-quantile of the number of
+        rows per unit (Amin, Kulesza, Munoz Medina and Vassilvitskii 2019; the engine counts
+        the rows per unit and hands Python a histogram of those counts), with
+        ``max_rows_share`` of the release's budget; ``explain()`` shows that cost and the
+        release's plan the chosen bound (``QueryRelease.contribution``).
+    max_rows_share : float in (0, 1), default 0.1
+        With ``max_rows_per_unit="auto"``: the share of each release's budget spent on it.
+    max_rows_level : float in (0, 1), default 0.95
+        With ``max_rows_per_unit="auto"``: the quantile of rows per unit to keep.
+    max_rows_cap : int, default 1000
+        With ``max_rows_per_unit="auto"``: a public cap on the bound (units with more rows
+        count as that many in the search).
     max_groups_per_unit : int >= 1, optional
         With a privacy unit, the default number of groups one unit appears in (default: no
         more than ``max_rows_per_unit``).
@@ -87,9 +100,13 @@ class Session:
         budget: PrivacyLoss | None = None,
         accountant: Accountant | LabelledAccountant | None = None,
         rng: Any = None,
-        max_rows_per_unit: int | None = None,
+        max_rows_per_unit: int | str | None = None,
         max_groups_per_unit: int | None = None,
+        max_rows_share: float = 0.1,
+        max_rows_level: float = 0.95,
+        max_rows_cap: int = 1000,
     ) -> None:
+        self._auto_rows = auto_rows("Session", max_rows_share, max_rows_level, max_rows_cap)
         self._engine = engine_for(data)
         if (budget is None) == (accountant is None):
             raise ParameterError(
@@ -150,15 +167,23 @@ class Session:
     def query(
         self,
         *,
-        max_rows_per_unit: int | None = None,
+        max_rows_per_unit: int | str | None = None,
         max_groups_per_unit: int | None = None,
+        max_rows_share: float | None = None,
+        max_rows_level: float | None = None,
+        max_rows_cap: int | None = None,
     ) -> Query:
         """A new, empty query on this table.
 
         Parameters
         ----------
-        max_rows_per_unit, max_groups_per_unit : int >= 1, optional
+        max_rows_per_unit : int >= 1 or "auto", optional
+            Override the Session's bounding for this query (privacy unit set only);
+            ``"auto"`` chooses it privately in each release (see :class:`Session`).
+        max_groups_per_unit : int >= 1, optional
             Override the Session's bounding for this query (privacy unit set only).
+        max_rows_share, max_rows_level, max_rows_cap : optional
+            Override the Session's settings of ``max_rows_per_unit="auto"``.
 
         Returns
         -------
@@ -172,8 +197,18 @@ class Session:
         TypeError
             A bound that is not an int.
         """
+        base = self._auto_rows
+        settings = auto_rows(
+            "query",
+            base.share if max_rows_share is None else max_rows_share,
+            base.level if max_rows_level is None else max_rows_level,
+            base.max_bound if max_rows_cap is None else max_rows_cap,
+        )
         return Query(
-            self, max_rows_per_unit=max_rows_per_unit, max_groups_per_unit=max_groups_per_unit
+            self,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
+            auto_rows=settings,
         )
 
     def _check_data(self) -> None:
@@ -247,7 +282,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -257,8 +292,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -278,7 +313,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -288,8 +323,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -309,7 +344,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -319,8 +354,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 
@@ -340,7 +375,7 @@ class Session:
         self,
         column: str,
         *,
-        bounds: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | str | None = None,
         by: Sequence[str] | str | None = None,
         keys: Any = None,
         **release: Any,
@@ -350,8 +385,8 @@ class Session:
         Parameters
         ----------
         column : str
-        bounds : (lower, upper)
-            Required, public.
+        bounds : (lower, upper) or "auto"
+            Required: public, or ``"auto"`` (chosen privately with half of the budget).
         by, keys, **release
             As for :meth:`count`.
 

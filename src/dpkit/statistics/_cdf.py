@@ -9,7 +9,8 @@ under add/remove (Ghosh, Roughgarden and Sundararajan 2009). Everything else is
 post-processing:
 
 * the ``q``-quantile is the smallest grid point whose noisy cumulative count reaches
-  ``q`` times the noisy total (monotone in ``q``, so the outputs are sorted);
+  ``q`` times the noisy total, the points then sorted (the noisy cumulative counts need not
+  increase, so the crossings alone can come out of order on small or empty groups);
 * with ``C_t`` the records at or below grid point ``t``, ``T = (1 - q) C~_t - q (n~ - C~_t)``
   estimates ``C_t - q n`` with noise a weighted sum of the ``K`` Laplace variables
   (Chernoff half-width ``h``, union bound over every ``(level, t)``); ``T + h < 0`` certifies
@@ -118,6 +119,11 @@ def cdf_quantiles(
                 hi_i = min(hi_i, t)
         low[j] = max(float(values[lo_i]) - half, lat.lower)
         high[j] = min(float(values[hi_i]) + half, lat.upper)
+    # a noisy cumulative count need not be monotone (negative noisy counts; a noisy total
+    # <= 0 reverses the targets q n~), so the first crossings may come out of order: sort
+    # them (post-processing; each level's interval above certifies its own level, whatever
+    # point is released)
+    points.sort()
     # rank intervals: records strictly below each released point, over the total
     beta_r = alpha / (m + 1)
     h_n = laplace_sum_halfwidth(size, sf, beta_r)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.errors import ParameterError
 from dpkit.frameworks._quantile_em import Lattice
 from dpkit.mechanisms._common import check_size
 from dpkit.samplers import as_source
@@ -25,7 +26,9 @@ from dpkit.statistics._approximate import (
     draw_target,
     independent_quantiles,
 )
+from dpkit.statistics._cdf import cdf_grid, cdf_quantiles
 from dpkit.statistics._input import as_rational_level, counts_from_summary
+from dpkit.statistics._joint import joint_exp_samples
 from dpkit.statistics._quantiles import _check_common, _measure
 
 __all__ = ["quantiles_from_counts_samples"]
@@ -86,10 +89,29 @@ def quantiles_from_counts_samples(
     source = as_source(rng)
     rational = [as_rational_level(q) for q in lv]
     eps_points = Fraction(eps) * (1 - Fraction(share))
-    if len(rational) == 1:  # one level: one exponential-mechanism draw per release
+    m = len(rational)
+    if meth == "auto":  # the release's choice (dpkit.statistics._quantiles._release)
+        meth = ("cdf" if cdf_grid(measure) is not None else "aq") if m > 1 else "exponential"
+    if m == 1 and meth not in ("joint", "cdf"):
+        meth = "exponential"
+    if meth == "cdf":  # the whole epsilon on one noisy histogram, as in a release
+        if cdf_grid(measure) is None:
+            raise ParameterError(
+                f"{owner}: method='cdf' needs a power-of-two resolution `support` (such as "
+                "1.0) with a small grid inside the bounds"
+            )
+        rows = [
+            cdf_quantiles(summary, measure, lv, Fraction(eps), 0.05, source).points
+            for _ in range(n)
+        ]
+        return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
+    if meth == "exponential":  # one level: one exponential-mechanism draw per release
         lo, hi, level = lattice.lo, lattice.hi, rational[0]
         pts = draw_target(summary, measure, lo, hi, level, Fraction(0), eps_points, source, n)
         return lattice.values(np.asarray(pts, dtype=np.int64)).reshape(n, 1)
+    if meth == "joint":
+        rows = joint_exp_samples(summary, measure, rational, eps_points, source, n)
+        return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
     several = independent_quantiles if meth == "independent" else approximate_quantiles
     rows = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
     return lattice.values(np.array(rows, dtype=np.int64))

@@ -174,7 +174,10 @@ def _from_histogram(
     mags = np.abs(ids) - _OFFSET
     pass_mags = np.abs(passing - _TOP) - _OFFSET
     near = (mags >= pass_mags.min() - _NEAR) & (mags <= pass_mags.max() + _NEAR) | (ids == 0)
-    outside = near & ((highs < lo_v) | (lows > hi_v))
+    # a bucket is outside when all its values are beyond a bound (but for a value equal to
+    # the bound itself: the buckets' edges are closed, so [64, 128] beyond an upper bound of
+    # 64 counts, the exact-zero bucket below a lower bound of 0 does not)
+    outside = near & (((lows >= hi_v) & (highs > hi_v)) | ((highs <= lo_v) & (lows < lo_v)))
     total = float(noisy[near].sum())
     clipped = min(max(float(noisy[outside].sum()) / total, 0.0), 1.0) if total >= 1 else 0.0
     return BoundsRelease(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -27,7 +28,11 @@ import numpy as np
 from dpkit._validate import check_number, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
+from dpkit.frameworks._common import spend
+from dpkit.samplers import as_source, discrete_laplace
+from dpkit.statistics._input import as_rational_level
 from dpkit.statistics._quantiles import quantiles_from_counts
+from dpkit.statistics.bounds import above_threshold_scales
 
 __all__ = ["ContributionBound", "contribution_bound", "contribution_bound_from_counts"]
 
@@ -88,6 +93,33 @@ def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float,
     return eps, lv, int(max_bound)
 
 
+#: ``method=`` of the contribution bound: the exponential mechanism over 0 .. max_bound, or
+#: AboveThreshold upward from 1 (no mass lands in the empty range above the largest count)
+CONTRIBUTION_METHODS = ("quantile", "threshold")
+
+
+def _threshold_bound(
+    r: np.ndarray, p: np.ndarray, eps: float, level: float, cap: int, source: Any
+) -> int:
+    """AboveThreshold over the candidates ``c = 1, 2, ..., cap``: the first ``c`` whose noisy
+    ``Q #{persons with <= c rows} - P n`` reaches a noisy 0 (``level = P / Q``), ``cap`` if
+    none does. Sensitivity ``D = max(P, Q - P)`` per person (add/remove changes the count by
+    0 or 1 and ``n`` by 1); noise scales ``D / (eps / 2)`` and ``2 D / (eps / 2)`` (Lyu, Su
+    and Li 2017, Algorithm 1), as Durfee's unbounded quantile estimation (NeurIPS 2023)."""
+    q = as_rational_level(level)
+    big_p, big_q = q.numerator, q.denominator
+    d = max(big_p, big_q - big_p)
+    rho_scale, nu_scale = above_threshold_scales(d, Fraction(eps))
+    clipped = np.minimum(r, cap)
+    below = np.cumsum(np.bincount(clipped, weights=p, minlength=cap + 1).astype(np.int64))
+    n = int(p.sum())
+    f = big_q * below[1 : cap + 1] - big_p * n  # candidates 1 .. cap
+    rho = int(discrete_laplace(rho_scale, 1, source)[0])
+    nu = discrete_laplace(nu_scale, cap, source)
+    hit = np.flatnonzero(f + nu >= rho)
+    return int(hit[0]) + 1 if hit.size else cap
+
+
 def contribution_bound_from_counts(
     rows: Any,
     persons: Any,
@@ -97,6 +129,7 @@ def contribution_bound_from_counts(
     max_bound: int = 1000,
     rng: Any = None,
     accountant: Any = None,
+    method: str = "quantile",
 ) -> ContributionBound:
     """Choose ``max_rows_per_unit`` from a histogram of rows per person.
 
@@ -116,6 +149,13 @@ def contribution_bound_from_counts(
         A public cap: persons with more rows count as ``max_bound`` (it bounds the search).
     rng, accountant
         As everywhere (the accountant is charged before anything is drawn).
+    method : {"quantile", "threshold"}
+        ``"quantile"``: the exponential mechanism over ``0 .. max_bound`` with integer
+        support. ``"threshold"``: AboveThreshold over ``1, 2, ..., max_bound`` upward (Durfee
+        2023's unbounded quantile estimation on the integers), which never puts mass in the
+        empty range above the largest row count: better with few persons or a loose cap
+        (at 600 persons, epsilon 0.2 and cap 1000 the exponential mechanism lands above every
+        count in most releases). The Session uses ``"threshold"``.
 
     Returns
     -------
@@ -124,7 +164,9 @@ def contribution_bound_from_counts(
     Privacy
     -------
     Pure ``epsilon``-DP under add/remove of one person (module docstring; the quantile
-    mechanism of :func:`~dpkit.statistics.quantiles_from_counts` with integer support).
+    mechanism of :func:`~dpkit.statistics.quantiles_from_counts` with integer support, or
+    AboveThreshold, Dwork and Roth 2014, Theorem 3.23, on counting queries of sensitivity
+    ``max(P, Q - P)`` for ``level = P / Q``).
 
     Examples
     --------
@@ -142,6 +184,19 @@ def contribution_bound_from_counts(
         raise ParameterError(f"{owner}: every row count must be >= 1; got {int(r.min())}")
     if p.size and p.min() < 0:
         raise ParameterError(f"{owner}: `persons` must be >= 0; got {int(p.min())}")
+    if method not in CONTRIBUTION_METHODS:
+        raise ParameterError(
+            f"{owner}: `method` must be one of {CONTRIBUTION_METHODS}; got {method!r}"
+        )
+    if method == "threshold":
+        spend(accountant, PureDP(eps), owner)
+        bound = _threshold_bound(r, p, eps, lv, cap, as_source(rng))
+        return ContributionBound(
+            bound=bound,
+            level=lv,
+            privacy=PureDP(eps),
+            details={"max_bound": cap, "method": "threshold"},
+        )
     rel = quantiles_from_counts(
         r.astype(np.float64),
         p,

@@ -1,0 +1,181 @@
+"""Parameters a release chooses privately: ``bounds="auto"`` and ``max_rows_per_unit="auto"``.
+
+Both run inside a release, after it has spent its whole budget and before any other noise:
+
+* **Contribution bound** (:func:`choose_max_rows`): the engine counts each unit's rows and
+  then the units per row count (a histogram of rows per unit: at most one row per distinct
+  count reaches Python, never one per unit);
+  :func:`dpkit.statistics.contribution_bound_from_counts` releases a DP quantile of it
+  (Amin, Kulesza, Munoz Medina and Vassilvitskii 2019) with its share of the budget, by
+  AboveThreshold upward from one row (``method="threshold"``: robust to the loose public
+  cap, unlike the exponential mechanism over ``0 .. cap``). One unit is one record of that
+  histogram, so the stage is pure ``epsilon_k``-DP under add/remove of one unit whatever
+  the unit's row count.
+* **Clipping bounds** (:func:`choose_bounds`): the engine maps each kept value to its signed
+  log2 bucket (:func:`dpkit.statistics.log2_buckets`; the formula below) and counts rows per
+  bucket over all groups; :func:`dpkit.statistics.bounds_from_counts` releases the bounds
+  (discrete Laplace noise, threshold; after Google's ApproximateBounds) with a DP estimate of
+  the fraction of values outside them. A unit keeps at most ``k`` rows, so it moves the
+  histogram by at most ``k`` in L1: the stage runs at ``epsilon_b / k`` per record, which is
+  ``epsilon_b``-DP per unit (group privacy).
+
+The engine's bucket of a value ``x`` (finite after the null/NaN rule; infinities fall in the
+outermost bucket) is ``sign(x) * (clip(floor(log2 |x|) + 1, -1073, 1024) + 1075)`` and 0 for
+``x = 0``: the exponent of :func:`math.frexp`, offset. An engine whose ``log2`` rounds at an
+exact power of two moves that value to the neighbouring bucket: still a function of the
+record alone, so privacy is unaffected (only which bucket counts it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+
+from dpkit._validate import check_number
+from dpkit.errors import ParameterError
+from dpkit.session import _execute as ex
+
+__all__ = [
+    "WORST_BOUNDS",
+    "AutoRows",
+    "auto_rows",
+    "choose_bounds",
+    "choose_max_rows",
+    "log2_bucket",
+    "safe_bounds",
+]
+
+_BUCKET = "__dpkit_log2"
+_ROWS = "__dpkit_rows"
+_TINY = 5e-324  # the smallest positive double: log2 of it is -1074
+_HUGE = sys.float_info.max
+#: chosen bounds are kept within +-2**1020 and at least 2**-1000 apart (post-processing), so
+#: that the aggregate's lattice exists (finite width, a unit above the subnormals)
+_CAP = 2.0**1020
+_MIN_WIDTH = 2.0**-1000
+
+
+#: bounds whose lattice has the largest per-row range (checks made before spending use it)
+WORST_BOUNDS = (0.0, 2.0 - 2.0**-30)
+
+
+@dataclass(frozen=True, slots=True)
+class AutoRows:
+    """Settings of ``max_rows_per_unit="auto"``: the share of the release's budget spent on
+    the bound, the quantile level of rows per unit it estimates, and the public cap."""
+
+    share: float = 0.1
+    level: float = 0.95
+    max_bound: int = 1000
+
+
+def auto_rows(owner: str, share: Any, level: Any, max_bound: Any) -> AutoRows:
+    """Validated :class:`AutoRows` (TypeError / ParameterError naming ``owner``)."""
+    sh = check_number(owner, "max_rows_share", share)
+    if not 0 < sh < 1:
+        raise ParameterError(f"{owner}: `max_rows_share` must be in (0, 1); got {share!r}")
+    lv = check_number(owner, "max_rows_level", level)
+    if not 0 < lv < 1:
+        raise ParameterError(f"{owner}: `max_rows_level` must be in (0, 1); got {level!r}")
+    if isinstance(max_bound, bool) or not isinstance(max_bound, int | np.integer):
+        raise TypeError(f"{owner}: `max_rows_cap` must be an int >= 1; got {max_bound!r}")
+    if not 1 <= int(max_bound) <= 10**6:
+        raise ParameterError(f"{owner}: `max_rows_cap` must be in [1, 10**6]; got {max_bound!r}")
+    return AutoRows(sh, lv, int(max_bound))
+
+
+def log2_bucket(x: nw.Expr) -> nw.Expr:
+    """The signed log2 bucket of a Float64 expression (module docstring), as Int64."""
+    a = nw.min_horizontal(x.abs(), nw.lit(_HUGE))
+    e = (nw.max_horizontal(a, nw.lit(_TINY)).log(base=2).floor() + 1).clip(-1073, 1024)
+    magnitude = nw.when(a > 0).then(e + 1075).otherwise(nw.lit(0.0))
+    sign = (x > 0).cast(nw.Float64) - (x < 0).cast(nw.Float64)
+    return (sign * magnitude).cast(nw.Int64)
+
+
+def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[Any, Any]:
+    """``(buckets, counts)``: the kept rows per signed log2 bucket of ``agg``'s column, over
+    all groups (nulls and NaN left out, or replaced by ``fill``, as the aggregate does)."""
+    column = agg.column
+    x = nw.col(column).cast(nw.Float64)
+    valid = ~nw.col(column).is_null()
+    if ctx.schema[column].is_float():
+        valid = valid & ~nw.col(column).is_nan()
+    if agg.fill is None:
+        lf = rows.filter(valid)
+    else:
+        lf = rows.with_columns(nw.when(valid).then(x).otherwise(nw.lit(float(agg.fill))))
+        x = nw.col(column).cast(nw.Float64)
+    lf = lf.select(log2_bucket(x).alias(_BUCKET))
+    out = ctx.engine.collect(lf.group_by(_BUCKET).agg(nw.len().alias("__n")))
+    out = out.sort(_BUCKET)
+    return (
+        out[_BUCKET].to_numpy().astype(np.int64),
+        out["__n"].to_numpy().astype(np.int64),
+    )
+
+
+def safe_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    """The chosen bounds kept within ``+-2**1020`` and at least ``2**-1000`` apart (a public
+    rule applied to a DP output: post-processing)."""
+    lo = min(max(bounds[0], -_CAP), _CAP)
+    hi = min(max(bounds[1], -_CAP), _CAP)
+    if hi - lo < _MIN_WIDTH:
+        hi = lo + _MIN_WIDTH if lo < _CAP else lo
+        lo = hi - _MIN_WIDTH if hi - lo < _MIN_WIDTH else lo
+    return float(lo), float(hi)
+
+
+def choose_bounds(
+    ctx: ex.Context, rows: nw.LazyFrame[Any], plan: Any, source: Any
+) -> tuple[ex.Context, dict[str, Any]]:
+    """Resolve every ``bounds="auto"`` aggregate of ``ctx`` (in the query's order): its
+    bucket counts from the engine, then :func:`dpkit.statistics.bounds_from_counts` at the
+    plan's epsilon. Returns the context with resolved aggregates and the releases."""
+    from dpkit.statistics import bounds_from_counts
+
+    eps = {bp.aggregate: bp.epsilon for bp in plan.bounds}
+    chosen: dict[str, Any] = {}
+    resolved = []
+    for agg in ctx.aggregates:
+        if not getattr(agg, "auto", False):
+            resolved.append(agg)
+            continue
+        buckets, counts = bucket_counts(ctx, rows, agg)
+        rel = bounds_from_counts(buckets, counts, epsilon=eps[agg.name], rng=source)
+        chosen[agg.name] = rel
+        resolved.append(agg.resolve(safe_bounds(rel.bounds)))  # type: ignore[attr-defined]
+    return dataclasses.replace(ctx, aggregates=tuple(resolved)), chosen
+
+
+def rows_per_unit(ctx: ex.Context) -> tuple[Any, Any]:
+    """``(rows, units)``: how many units have each row count, in the filtered table (two
+    group-bys in the engine; one row per distinct count reaches Python)."""
+    assert ctx.unit is not None
+    per_unit = ctx.frame.group_by(ctx.unit).agg(nw.len().alias(_ROWS))
+    hist = ctx.engine.collect(per_unit.group_by(_ROWS).agg(nw.len().alias("__n"))).sort(_ROWS)
+    return hist[_ROWS].to_numpy().astype(np.int64), hist["__n"].to_numpy().astype(np.int64)
+
+
+def choose_max_rows(
+    ctx: ex.Context, epsilon: float, level: float, max_bound: int, source: Any
+) -> Any:
+    """The private ``max_rows_per_unit`` of this release
+    (:func:`dpkit.statistics.contribution_bound_from_counts`)."""
+    from dpkit.statistics import contribution_bound_from_counts
+
+    rows, units = rows_per_unit(ctx)  # empty after a filter: released like any other
+    return contribution_bound_from_counts(
+        rows,
+        units,
+        epsilon=epsilon,
+        level=level,
+        max_bound=max_bound,
+        rng=source,
+        method="threshold",
+    )

@@ -1,0 +1,385 @@
+"""The statistics layer in the Session: many quantiles in one mechanism, ties on integer
+columns, private clipping bounds (``bounds="auto"``) and private contribution bounds
+(``max_rows_per_unit="auto"``), on every engine of the Session's fixture."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dpkit as dp
+from dpkit import statistics
+from dpkit.samplers import as_source
+from dpkit.session._sample import QuerySampler
+
+# ----------------------------------------------------------------------------- many quantiles
+
+
+def _quantile_table() -> pl.DataFrame:
+    rng = np.random.default_rng(11)
+    n = 600
+    return pl.DataFrame(
+        {
+            "age": rng.integers(18, 91, n),  # integer-typed: atoms on the integers
+            # floats on the quantile grid of (0, 100) (its unit is 1/64): the engine's grid
+            # counts are then the values' own counts
+            "x": np.round(rng.normal(50, 15, n).clip(0, 100) * 8) / 8,
+        }
+    )
+
+
+def test_multi_quantile_release_is_the_statistics_mechanism_on_every_engine(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """A query with two multi-level quantile aggregates releases exactly what the statistics
+    layer releases on the brute-force counts with the same seed: the engine's grid counts,
+    the budget split (epsilon / 2 each), the integer column's support (1.0: ties released
+    exactly, the noisy-histogram method), ``method=`` passed through, the column names
+    ``<name>_<q:g>`` with their intervals, and sorted values."""
+    df = _quantile_table()
+    s = dp.Session(engine(df), budget=dp.PureDP(4.0), rng=21)
+    q = s.query().agg(
+        dp.quantile("age", [0.1, 0.5, 0.9], bounds=(0, 100)),
+        dp.quantile("x", [0.25, 0.75], bounds=(0, 100), method="joint", name="xq"),
+    )
+    got = to_polars(q.release(epsilon=2.0))
+    assert got.columns == [
+        f"{n}{x}"
+        for n in ("age_0.1", "age_0.5", "age_0.9", "xq_0.25", "xq_0.75")
+        for x in ("", "_low", "_high")
+    ]
+    source = as_source(21)
+    want = []
+    for col, levels, method, support in (
+        ("age", [0.1, 0.5, 0.9], "auto", 1.0),
+        ("x", [0.25, 0.75], "joint", "auto"),
+    ):
+        pts, cnt = np.unique(df[col].to_numpy().astype(np.float64), return_counts=True)
+        rel = statistics.quantiles_from_counts(
+            pts,
+            cnt,
+            levels,
+            epsilon=1.0,
+            bounds=(0, 100),
+            method=method,
+            support=support,
+            interval_share=0.25,
+            rng=source,
+        )
+        want.append((rel, levels))
+    (age, _), (xq, _) = want
+    assert age.method == "cdf" and xq.method == "joint"
+    row = got.row(0, named=True)
+    for prefix, (rel, levels) in zip(("age", "xq"), want, strict=True):
+        for j, lv in enumerate(levels):
+            assert row[f"{prefix}_{lv:g}"] == rel.values[j]
+            assert row[f"{prefix}_{lv:g}_low"] == rel.value_intervals[j, 0]
+            assert row[f"{prefix}_{lv:g}_high"] == rel.value_intervals[j, 1]
+    ages = [row[f"age_{lv:g}"] for lv in (0.1, 0.5, 0.9)]
+    assert ages == sorted(ages) and all(float(a).is_integer() for a in ages)
+
+
+def test_integer_ages_are_released_on_the_tie_block() -> None:
+    """Integer ages: the Session's median of an integer-typed column lands on the tied value
+    itself. The true median's rank (1000 of 2000) lies 10 records inside the block of 40s
+    (ranks 990..1800). At epsilon = 0.2 (0.15 on the draw), each of the 63 lattice points
+    between 39 and 40 has weight exp(-1.5) relative to 40 under the lattice's even measure,
+    so without atoms (the interval mechanism's view: ``support="continuous"``) 40 comes out
+    in about 1% of releases; the integer column's support (atoms of weight 64 on the
+    integers) gives about 70% (measured 68 of 100; 61 with the dyadic default). Threshold
+    45 of 100: five standard deviations below 70%, far above 1%."""
+    rng = np.random.default_rng(5)
+    ages = np.concatenate([rng.integers(18, 40, 990), np.full(810, 40), rng.integers(41, 91, 200)])
+    s = dp.Session(pl.DataFrame({"age": ages}), budget=dp.PureDP(1e6), rng=3)
+    q = s.query().agg(dp.median("age", bounds=(0, 100)))
+    hits = sum(q.release(epsilon=0.2)["age_median"][0] == 40.0 for _ in range(100))
+    assert hits >= 45
+
+
+# neighbour histogram: a person with K rows at the top decides the upper quantile
+
+K = 4
+EPS_NB = 2.0
+
+
+def _nb_table(with_p: bool) -> pl.DataFrame:
+    vals = [4] * 12
+    pid = [f"p{i}" for i in range(12)]
+    if with_p:
+        vals, pid = vals + [12] * K, pid + ["P"] * K
+    return pl.DataFrame({"pid": pid, "x": vals})
+
+
+def _nb_cells(with_p: bool, seed: int, n: int) -> Counter:
+    s = dp.Session(
+        _nb_table(with_p), privacy_unit="pid", max_rows_per_unit=K, budget=dp.PureDP(1.0)
+    )
+    q = s.query().agg(dp.quantile("x", [0.25, 0.75], bounds=(0, 16)))
+    f = QuerySampler(q, epsilon=EPS_NB).sample(n, rng=seed)
+    edges = [3.5, 4.5, 11.5, 12.5]
+    lo = np.digitize(f["x_0.25"].to_numpy(), edges)
+    hi = np.digitize(f["x_0.75"].to_numpy(), edges)
+    return Counter(zip(lo.tolist(), hi.tolist(), strict=True))
+
+
+def test_multi_quantile_neighbour_histogram_stays_within_e_to_the_epsilon() -> None:
+    """Two levels in one mechanism on a table and on the same table without person P, whose
+    K = 4 rows all sit at 12 (above everyone else's 4): every joint output cell's probability
+    ratio stays within exp(epsilon). The release's own draws (QuerySampler: the release's
+    code, intervals aside), 2,000 per table; cells with >= 100 draws; slack 4 standard errors.
+    The correct mechanism reaches a log ratio of about 1.75 of the allowed 2 on the cell
+    "upper quantile at 12" (0.11 against 0.019: the bound allows 0.26 with the slack);
+    without group privacy (epsilon not divided by K) it is about 5.5 (0.24 against 0.001:
+    the bound allows 0.07)."""
+    n = 2000
+    d, d2 = _nb_cells(True, 1, n), _nb_cells(False, 2, n)
+    e = math.exp(EPS_NB)
+    for o in set(d) | set(d2):
+        if max(d[o], d2[o]) < 100:
+            continue
+        p, q = d[o] / n, d2[o] / n
+        # each estimate within 4 binomial standard errors of its probability
+        sp, sq = math.sqrt(p * (1 - p) / n), math.sqrt(max(q * (1 - q), 1 / n) / n)
+        assert p <= e * q + 4 * (sp + e * sq), o
+        assert q <= e * p + 4 * (sq + e * sp), o
+
+
+# ----------------------------------------------------------------------------- bounds="auto"
+
+
+def _bucket_table() -> pl.DataFrame:
+    x = [0.0, -0.0, 1.0, 2.0, 3.0, 4.0, 0.5, 0.75, -1.0, -2.0, -3.5, 1023.0, 1024.0, 1025.0]
+    x += [1e-300, -1e300, 2.0**-1022, 6.5e7, 100.0, 100.0, float("nan"), None]  # type: ignore[list-item]
+    return pl.DataFrame({"x": pl.Series(x, dtype=pl.Float64), "k": list(range(len(x)))})
+
+
+def test_log2_bucket_counts_equal_brute_force_on_every_engine(
+    engine: Callable[[pl.DataFrame], Any],
+) -> None:
+    """The engine's signed log2 buckets (powers of two, negatives, zeros, tiny and huge values;
+    NaN and null left out) counted per bucket equal dpkit.statistics.log2_buckets, and an
+    integer column's too."""
+    from dpkit.session import _execute as ex
+    from dpkit.session._auto import bucket_counts
+
+    df = _bucket_table()
+    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    q = s.query().agg(dp.mean("x", bounds="auto"), dp.sum("k", bounds="auto"))
+    ctx = q._context()
+    rows = ex.bounded_rows(ctx, None)
+    for agg, col in zip(ctx.aggregates, ("x", "k"), strict=True):
+        got = bucket_counts(ctx, rows, agg)
+        vals = df[col].drop_nulls().drop_nans().to_numpy() if col == "x" else df[col].to_numpy()
+        ids, cnt = np.unique(statistics.log2_buckets(vals), return_counts=True)
+        np.testing.assert_array_equal(got[0], ids)
+        np.testing.assert_array_equal(got[1], cnt)
+
+
+# the law of the chosen upper bound: 400 persons with 2 rows at 40 (bucket [32, 64), always
+# passing) and M persons with one row at 100 (bucket [64, 128)), M one below the threshold
+EPS_B = 2.0  # the release; the mean's bounds get half (bounds_share) over k = 2 rows: 0.5
+
+
+def _threshold(eps: float, buckets: int = 4199, beta: float = 1e-6) -> int:
+    """Smallest T >= 1 with buckets * P[Z >= T] <= beta, P[Z >= T] = a**T / (1 + a)."""
+    a = math.exp(-eps)
+    return next(t for t in range(1, 10_000) if buckets * a**t / (1 + a) <= beta)
+
+
+def test_auto_bounds_upper_bound_follows_the_stated_law() -> None:
+    """With bounds_share 0.5 of epsilon 2 over k = 2 rows per person, the histogram runs at
+    epsilon 0.5 per row (discrete Laplace scale 2). The bucket [64, 128) holds T - 1 rows, so
+    the upper bound is 128 exactly when its noise is >= 1: probability a / (1 + a) with
+    a = exp(-0.5), 0.3775 (no other bucket can change it but with probability < 1e-6).
+    200 releases: standard error 0.034, tolerance 4 of them (0.14). The epsilon not divided by
+    k (or the whole aggregate's share spent on bounds) gives scale 1 and probability ~1.
+    The releases' DP clipped fraction (when the upper bound is 64) averages near the true
+    (T - 1) / n within 0.03 (each estimate's noise: ~65 noisy buckets of scale 2 over n)."""
+    t = _threshold(0.5)
+    m = t - 1
+    x = [40.0] * 800 + [100.0] * m
+    pid = [f"a{i // 2}" for i in range(800)] + [f"b{i}" for i in range(m)]
+    df = pl.DataFrame({"pid": pid, "x": x})
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=2, budget=dp.PureDP(1e6), rng=9)
+    q = s.query().agg(dp.mean("x", bounds="auto", bounds_share=0.5))
+    uppers, clipped = [], []
+    for _ in range(200):
+        rel = q.measure(epsilon=EPS_B)
+        b = rel.bounds["x_mean"]
+        assert b.privacy == dp.PureDP(0.5) and b.bounds[0] == 32.0
+        uppers.append(b.bounds[1])
+        if b.bounds[1] == 64.0:
+            clipped.append(b.clipped_fraction)
+    assert set(uppers) <= {64.0, 128.0}
+    a = math.exp(-0.5)
+    p = a / (1 + a)
+    got = uppers.count(128.0) / len(uppers)
+    assert abs(got - p) <= 4 * math.sqrt(p * (1 - p) / len(uppers))
+    assert abs(np.mean(clipped) - m / (800 + m)) <= 0.03
+
+
+def test_auto_bounds_release_reports_bounds_and_spends_once(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """A mean, a variance and a sum with bounds='auto' per group: one accountant entry for the
+    whole release; the chosen bounds (global) and their DP clipped fraction in
+    QueryRelease.bounds and the executed plan; explain() before the release names the share
+    and says the bounds are data-dependent but private; the values are accurate (n = 4000)."""
+    rng = np.random.default_rng(3)
+    df = pl.DataFrame(
+        {"g": rng.choice(["a", "b"], 4000), "x": rng.normal(50, 15, 4000).clip(0, 100)}
+    )
+    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=4)
+    q = (
+        s.query()
+        .group_by("g", keys=["a", "b"])
+        .agg(
+            dp.mean("x", bounds="auto"),
+            dp.var("x", bounds="auto", name="v"),
+            dp.sum("x", bounds="auto", bounds_share=0.1, name="t"),
+        )
+    )
+    text = str(q.explain(epsilon=3.0))
+    assert "bounds (auto)" in text and "data-dependent but differentially private" in text
+    rel = q.measure(epsilon=3.0)
+    assert s.accountant.spent == dp.PureDP(3.0)
+    frame = to_polars(rel.frame)
+    assert frame.columns == [
+        "g",
+        *(f"{n}{x}" for n in ("x_mean", "v", "t") for x in ("", "_low", "_high")),
+    ]
+    assert set(rel.bounds) == {"x_mean", "v", "t"}
+    assert rel.bounds["t"].privacy == dp.PureDP(3.0 / 3 * 0.1)
+    for b in rel.bounds.values():
+        assert b.bounds[0] >= 0 and 64 <= b.bounds[1] <= 256 and 0 <= b.clipped_fraction < 0.1
+    assert "chosen bounds" in str(rel.plan)
+    truth = df.group_by("g").agg(pl.col("x").mean()).sort("g")["x"].to_numpy()
+    np.testing.assert_allclose(frame["x_mean"].to_numpy(), truth, atol=1.5)
+
+
+def test_auto_bounds_are_refused_where_they_do_not_apply() -> None:
+    with pytest.raises(TypeError, match="pair"):
+        dp.median("x", bounds="auto")
+    with pytest.raises(TypeError, match="'auto'"):
+        dp.mean("x", bounds="automatic")
+    with pytest.raises(dp.ParameterError, match="bounds_share"):
+        dp.mean("x", bounds="auto", bounds_share=1.0)
+    s = dp.Session(pl.DataFrame({"x": [1.0, 2.0]}), budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="batched"):
+        QuerySampler(s.query().agg(dp.mean("x", bounds="auto")), epsilon=1.0)
+    assert s.accountant.spent == dp.PureDP(0.0)
+
+
+# ------------------------------------------------------------------ max_rows_per_unit="auto"
+
+
+def _people(n: int = 3000) -> pl.DataFrame:
+    rng = np.random.default_rng(8)
+    rows = rng.geometric(0.3, 600)  # rows per person: 1, 2, ... (a long tail)
+    pid = np.repeat(np.arange(600), rows)[:n]
+    return pl.DataFrame(
+        {
+            "pid": pid,
+            "city": rng.choice(["Brest", "Lyon", "Paris"], pid.size),
+            "x": rng.uniform(0, 10, pid.size),
+        }
+    )
+
+
+def test_auto_max_rows_is_the_statistics_bound_on_every_engine(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """max_rows_per_unit='auto': the engine's histogram of rows per person equals the brute
+    force, the release's bound is dpkit.statistics.contribution_bound_from_counts of it at
+    the stated share of epsilon with the same seed (its law is tested there), the bounding
+    then keeps that many rows (the plan says so), and private keys with max_groups_per_unit
+    keep working (one accountant entry, the share shown by explain())."""
+    from dpkit.session._auto import rows_per_unit
+
+    df = _people()
+    data = engine(df)
+    per = df.group_by("pid").len()["len"].to_numpy()
+    want_rows, want_units = np.unique(per, return_counts=True)
+    for seed in (1, 2):
+        s = dp.Session(
+            data,
+            privacy_unit="pid",
+            max_rows_per_unit="auto",
+            max_groups_per_unit=2,
+            max_rows_level=0.9,
+            budget=dp.ApproxDP(10.0, 1e-5),
+            rng=seed,
+        )
+        q = s.query().group_by("city").agg(dp.count(), dp.mean("x", bounds=(0, 10)))
+        got_rows, got_units = rows_per_unit(q._context())
+        np.testing.assert_array_equal(got_rows, want_rows)
+        np.testing.assert_array_equal(got_units, want_units)
+        assert "max_rows_per_unit='auto'" in str(q.explain(epsilon=2.0, delta=1e-6))
+        rel = q.measure(epsilon=2.0, delta=1e-6, noise="laplace")
+        want = statistics.contribution_bound_from_counts(
+            want_rows,
+            want_units,
+            epsilon=0.2,
+            level=0.9,
+            max_bound=1000,
+            rng=seed,
+            method="threshold",
+        )
+        assert rel.contribution.details == want.details
+        assert rel.contribution.bound == want.bound == rel.plan.max_rows
+        assert rel.plan.max_groups == min(2, want.bound)
+        assert rel.plan.rows is not None and rel.plan.rows.chosen == want.bound
+        assert s.accountant.spent == dp.ApproxDP(2.0, 1e-6)
+        frame = to_polars(rel.frame)
+        assert set(frame["city"].to_list()) <= {"Brest", "Lyon", "Paris"}
+
+
+def test_auto_max_rows_settings_are_validated() -> None:
+    df = _people(100)
+    with pytest.raises(dp.ParameterError, match="max_rows_share"):
+        dp.Session(
+            df,
+            privacy_unit="pid",
+            max_rows_per_unit="auto",
+            max_rows_share=0.0,
+            budget=dp.PureDP(1.0),
+        )
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit="auto", budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="'auto'"):
+        s.query(max_rows_per_unit="many")
+    with pytest.raises(TypeError, match="max_rows_cap"):
+        s.query(max_rows_cap=2.5)  # type: ignore[arg-type]
+    assert s.query(max_rows_per_unit=3).agg(dp.count()).explain(epsilon=1.0).rows is None
+
+
+def test_auto_stages_and_statistics_split_the_budget_exactly() -> None:
+    """With max_rows_per_unit='auto' (share 0.1) and bounds='auto' (share 0.5 of the mean's
+    share, the default): the contribution stage runs at 0.1 epsilon; the mean's bounds at
+    0.9 epsilon * 1/2 * 0.5 / k; every noisy part's discrete Laplace scale is its sensitivity over
+    0.9 epsilon times its share; and the shares of the rest add up to exactly 1 (sequential
+    composition within the cost charged)."""
+    from fractions import Fraction
+
+    df = _people()
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit="auto", budget=dp.PureDP(10.0), rng=5)
+    q = s.query().agg(dp.count(), dp.mean("x", bounds="auto"))
+    rel = q.measure(epsilon=2.0)
+    plan = rel.plan
+    k = plan.max_rows
+    assert plan.rows is not None and plan.rows.epsilon == 0.2 and plan.rows.chosen == k
+    rest = Fraction(2) * (1 - Fraction(0.1))  # the share as given (a float), exactly
+    (bp,) = plan.bounds
+    assert bp.share == Fraction(1, 2) * Fraction(1, 2)
+    assert bp.epsilon == float(rest * bp.share / k)
+    total = bp.share
+    for p in plan.parts:
+        assert p.noise.step == 1
+        assert p.noise.scale == Fraction(p.sensitivity) / (rest * p.share)
+        total += p.share
+    assert total == 1
