@@ -41,8 +41,10 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import sqlite3
 import threading
+import time
 import weakref
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -169,6 +171,30 @@ def _fsync_dir(folder: Path) -> None:
 #: the decoding of what it returns (text that is not UTF-8, a number where text should be,
 #: a missing row). Every one of them becomes a LedgerError naming the file.
 _CORRUPT = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
+def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put a (version 1, rollback-journal) ledger into WAL mode, waiting out other openers.
+
+    The switch needs the database to itself, and SQLite reports "database is locked" at once,
+    without its busy handler, while another connection still reads the file in rollback mode
+    (several processes opening an old ledger together). That is contention, not corruption:
+    retry with short random sleeps until ``timeout`` seconds have passed, then let the error
+    propagate.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() == "wal":
+            return
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            locked = "locked" in str(exc) or "busy" in str(exc)
+            if not locked or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.001 + 0.009 * random.random())
 
 
 def _connect(path: Path, timeout: float, *, must_exist: bool) -> sqlite3.Connection:
@@ -308,9 +334,7 @@ class SQLiteStore:
                     "ledger's neighbour relation never changes: open it with its own "
                     "(Accountant.open) or start a new ledger file"
                 )
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(conn, self.timeout)
         except _CORRUPT as exc:
             _close_quietly(conn)
             raise LedgerError(f"{where} is unreadable or corrupt: {exc}") from exc
