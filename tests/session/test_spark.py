@@ -111,7 +111,7 @@ def test_quantiles_are_the_embedded_mechanism_on_the_grid(
     to_spark: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
 ) -> None:
     """Stated accuracy: Spark counts each group's values on the grid of width
-    ``u = 2**floor(log2((upper - lower) / 2**12))`` (here 1/64 for bounds (0, 100)); the
+    ``u = 2**floor(log2((upper - lower) / 2**16))`` (here 2**-10 for bounds (0, 100)); the
     release is then *exactly* the embedded mechanism (dpkit.statistics.quantiles on the array)
     run on the values moved to that grid, at the same seed. The rounding moves every value
     by at most u / 2 and keeps their order, so each empirical quantile moves by at most u / 2:
@@ -125,7 +125,7 @@ def test_quantiles_are_the_embedded_mechanism_on_the_grid(
     df = pl.DataFrame({"g": g, "x": x})
     agg = dp.quantile("x", [0.1, 0.5, 0.9], bounds=(0, 100))
     grid = agg.grid()
-    assert grid.unit == 1 / 64
+    assert grid.unit == 2.0**-10
     got = to_polars(
         dp.Session(to_spark(df), budget=dp.PureDP(10.0), rng=4)
         .query()

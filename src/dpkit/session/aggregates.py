@@ -66,8 +66,13 @@ __all__ = [
 #: lattice resolution (in bits over the bounds' width) for sums and means, and for moments
 _SUM_BITS = 20
 _VAR_BITS = 10
-#: resolution of the quantile grid: the bucket width is a power of two <= width / 2**12
-QUANTILE_BITS = 12
+#: resolution of the quantile grid: the bucket width is a power of two <= width / 2**16. The
+#: engine returns at most one count per (group, grid point) with data, so 2**16 keeps the
+#: summary independent of the rows while its rounding (half a step) costs little rank: with
+#: 2**12, a loose bound such as income in [0, 1e7] put 6% of lognormal(10, 1) records in one
+#: step near the 10th percentile (Session deciles 2.6% rank error at n = 1e4, epsilon 1;
+#: 0.2% with 2**16)
+QUANTILE_BITS = 16
 
 #: the mean's share for its sum: minimises the expected squared error when the true mean is
 #: uniform over the bounds (Laplace: 1 / (1 + 3**(-1/3)); Gaussian/zCDP: 1 / (1 + 3**(-1/2)))
