@@ -41,7 +41,6 @@ import contextlib
 import itertools
 import json
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -179,10 +178,11 @@ def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
     The switch needs the database to itself, and SQLite reports "database is locked" at once,
     without its busy handler, while another connection still reads the file in rollback mode
     (several processes opening an old ledger together). That is contention, not corruption:
-    retry with short random sleeps until ``timeout`` seconds have passed, then let the error
-    propagate.
+    retry with short, growing sleeps (1 ms, 2 ms, ... up to 20 ms) until ``timeout`` seconds
+    have passed, then let the error propagate.
     """
     deadline = time.monotonic() + timeout
+    attempt = 0
     while True:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() == "wal":
@@ -194,7 +194,8 @@ def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
             locked = "locked" in str(exc) or "busy" in str(exc)
             if not locked or time.monotonic() >= deadline:
                 raise
-        time.sleep(0.001 + 0.009 * random.random())
+        attempt += 1
+        time.sleep(min(0.001 * attempt, 0.02))
 
 
 def _connect(path: Path, timeout: float, *, must_exist: bool) -> sqlite3.Connection:
