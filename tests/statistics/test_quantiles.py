@@ -512,6 +512,42 @@ def test_aq_every_path_spends_exactly_epsilon(m: int, monkeypatch: pytest.Monkey
         assert len(smallest) == 5
 
 
+def test_aq_split_puts_the_fewest_levels_on_full_height_paths() -> None:
+    """split_index's closed form against a brute force over every split of every subtree:
+    the tree it builds has height ceil(log2(m + 1)) and the fewest levels on full-height
+    paths (the ones that get epsilon / height), which _on_full_paths counts."""
+    from functools import cache
+
+    from dpkit.statistics._approximate import _on_full_paths, aq_depth, split_index
+
+    def h(k: int) -> int:
+        return aq_depth(k) if k else 0
+
+    @cache
+    def fewest(k: int, d: int) -> int:
+        if h(k) < d:
+            return 0
+        if d == 1:
+            return 1
+        return 1 + min(
+            fewest(i, d - 1) + fewest(k - 1 - i, d - 1)
+            for i in range(k)
+            if max(h(i), h(k - 1 - i)) == d - 1
+        )
+
+    def built(k: int, d: int) -> tuple[int, int]:  # (height, levels on d-draw paths)
+        if k == 0:
+            return 0, 0
+        i = split_index(k)
+        (hl, cl), (hr, cr) = built(i, d - 1), built(k - 1 - i, d - 1)
+        height = 1 + max(hl, hr)
+        return height, (0 if height < d else 1 + cl + cr)
+
+    for m in range(1, 130):
+        d = aq_depth(m)
+        assert built(m, d) == (d, fewest(m, d)) == (d, _on_full_paths(m, d)), m
+
+
 # --------------------------------------------------------------------------- cdf method
 
 
