@@ -299,18 +299,7 @@ def _quantile_epsilon(budget: Budget, share: Fraction, k: int) -> float:
     2021). A unit's ``k`` rows may sit in one group, so each group's mechanism gets ``1/k`` of
     it (group privacy).
     """
-    if budget.noise == "laplace":
-        assert budget.epsilon is not None
-        exact = budget.epsilon * share / k
-    else:
-        assert budget.rho is not None
-        exact = Fraction(math.sqrt(float(8 * budget.rho * share))) / k
-        while exact * exact * k * k > 8 * budget.rho * share:
-            exact = Fraction(math.nextafter(float(exact), 0))
-    out = float(exact)
-    if Fraction(out) > exact:
-        out = math.nextafter(out, 0)
-    return out
+    return _epsilon_down(budget, share, k, 8)
 
 
 def pure_epsilon(budget: Budget, share: Fraction, k: int) -> float:
@@ -319,13 +308,19 @@ def pure_epsilon(budget: Budget, share: Fraction, k: int) -> float:
     ``sqrt(2 rho share) / k`` under zCDP (pure epsilon-DP is epsilon**2 / 2-zCDP: Bun and
     Steinke 2016, Proposition 1.4). A unit's ``k`` rows move the histogram by ``k`` in L1
     (group privacy)."""
+    return _epsilon_down(budget, share, k, 2)
+
+
+def _epsilon_down(budget: Budget, share: Fraction, k: int, per_rho: int) -> float:
+    """``epsilon * share / k`` (Laplace budgets) or ``sqrt(per_rho * rho * share) / k`` (zCDP
+    budgets, for a mechanism that is epsilon**2 / per_rho-zCDP), rounded down to a float."""
     if budget.noise == "laplace":
         assert budget.epsilon is not None
         exact = budget.epsilon * share / k
     else:
         assert budget.rho is not None
-        exact = Fraction(math.sqrt(float(2 * budget.rho * share))) / k
-        while exact * exact * k * k > 2 * budget.rho * share:
+        exact = Fraction(math.sqrt(float(per_rho * budget.rho * share))) / k
+        while exact * exact * k * k > per_rho * budget.rho * share:
             exact = Fraction(math.nextafter(float(exact), 0))
     out = float(exact)
     if Fraction(out) > exact:
