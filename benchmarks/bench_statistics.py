@@ -62,6 +62,16 @@ def _datasets(n: int) -> dict[str, tuple[np.ndarray, tuple[float, float]]]:
     }
 
 
+def _mean_datasets(n: int) -> dict[str, np.ndarray]:
+    """The columns whose means are released with ``bounds="auto"`` (array and Session rows)."""
+    rng = np.random.default_rng(SEED + 7 * n)
+    return {
+        "normal": rng.normal(50, 15, n),
+        "lognormal": rng.lognormal(10, 1, n),
+        "pareto": (rng.pareto(2, n) + 1) * 1000,
+    }
+
+
 def rank_error(sorted_x: np.ndarray, est: Any, levels: list[float]) -> float:
     """Largest tie-aware normalised rank error of the estimates (one per level)."""
     n = sorted_x.size
@@ -275,13 +285,7 @@ def bench_means(table: Table) -> None:
     from dpkit.statistics import mean
 
     for n in (10**4, 10**5):
-        rng = np.random.default_rng(SEED + 7 * n)
-        data = {
-            "normal": rng.normal(50, 15, n),
-            "lognormal": rng.lognormal(10, 1, n),
-            "pareto": (rng.pareto(2, n) + 1) * 1000,
-        }
-        for name, x in data.items():
+        for name, x in _mean_datasets(n).items():
             task = f"mean auto {name} 1e{int(np.log10(n))}"
             truth = float(x.mean())
 
@@ -362,13 +366,7 @@ def bench_session(table: Table) -> None:
             "dp.quantile(x, deciles) in a Session (3/4 of epsilon on the values)",
         )
     for n in (10**4, 10**5):
-        rng = np.random.default_rng(SEED + 7 * n)
-        means = {
-            "normal": rng.normal(50, 15, n),
-            "lognormal": rng.lognormal(10, 1, n),
-            "pareto": (rng.pareto(2, n) + 1) * 1000,
-        }
-        for name, x in means.items():
+        for name, x in _mean_datasets(n).items():
             task = f"mean auto {name} 1e{int(np.log10(n))}"
             truth = float(x.mean())
             df = pl.DataFrame({"x": x})
