@@ -370,20 +370,25 @@ def bench_session(table: Table) -> None:
             task = f"mean auto {name} 1e{int(np.log10(n))}"
             truth = float(x.mean())
             df = pl.DataFrame({"x": x})
-            for share in (0.25, 0.5):
+            for share, method in ((0.25, "histogram"), (0.5, "histogram"), (0.5, "tail")):
 
-                def session_mean(t: int, df: pl.DataFrame = df, share: float = share) -> float:
+                def session_mean(
+                    t: int, df: pl.DataFrame = df, share: float = share, method: str = method
+                ) -> float:
                     s = dp.Session(df, budget=dp.PureDP(1e9), rng=t)
-                    agg = dp.mean("x", bounds="auto", bounds_share=share)
+                    agg = dp.mean("x", bounds="auto", bounds_share=share, bounds_method=method)
                     return float(s.query().agg(agg).release(epsilon=1.0)["x_mean"][0])
 
                 errs = [abs(session_mean(t) - truth) / abs(truth) for t in range(TRIALS)]
+                tail = " tail" if method == "tail" else ""
                 table.add(
                     task,
-                    f"dpkit Session {share:g}",
+                    f"dpkit Session {share:g}{tail}",
                     timeit(lambda f=session_mean: f(0), repeat=3, warmup=0),
                     error=100 * float(np.median(errs)),
-                    note=f"dp.mean(bounds='auto', bounds_share={share:g}) in a Session",
+                    note=f"dp.mean(bounds='auto', bounds_share={share:g}"
+                    + (", bounds_method='tail'" if tail else "")
+                    + ") in a Session",
                 )
 
 

@@ -181,6 +181,92 @@ def test_log2_bucket_counts_equal_brute_force_on_every_engine(
         np.testing.assert_array_equal(got[1], cnt)
 
 
+@pytest.mark.parametrize("lower", [None, -2.0])
+def test_tail_step_counts_equal_brute_force_on_every_engine(
+    engine: Callable[[pl.DataFrame], Any], lower: float | None
+) -> None:
+    """With bounds_method="tail" the engine counts each value's candidate index: equal to
+    dpkit.statistics.tail_steps (signed without a lower bound; tiny, huge, negative values,
+    infinities at the top, NaN and null left out), and an integer column's too."""
+    from dpkit.session import _execute as ex
+    from dpkit.session._auto import bucket_counts
+
+    df = _bucket_table().with_columns(
+        pl.Series("y", [3.5, 0.07, 1e6, float("inf"), -float("inf")] * 4 + [2.0, 9.0])
+    )
+    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    q = s.query().agg(
+        dp.mean("x", bounds="auto", bounds_method="tail", lower=lower),
+        dp.sum("k", bounds="auto", bounds_method="tail", lower=lower),
+        dp.sum("y", bounds="auto", bounds_method="tail", lower=lower, name="ys"),
+    )
+    ctx = q._context()
+    rows = ex.bounded_rows(ctx, None)
+    for agg, col in zip(ctx.aggregates, ("x", "k", "y"), strict=True):
+        got = bucket_counts(ctx, rows, agg)
+        vals = df[col].drop_nulls().drop_nans().to_numpy() if col == "x" else df[col].to_numpy()
+        vals = np.clip(vals.astype(np.float64), -1.7976931348623157e308, 1.7976931348623157e308)
+        ids, cnt = np.unique(statistics.tail_steps(vals, lower), return_counts=True)
+        np.testing.assert_array_equal(got[0], ids)
+        np.testing.assert_array_equal(got[1], cnt)
+
+
+def test_session_tail_bounds_use_the_engine_counts_at_the_per_row_epsilon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A unit keeps k = 2 rows: the tail stage gets the engine's step counts of the bounded
+    rows, the public lower bound, and epsilon_b / k per row (bounds_share 0.5 of 2.0 over 2
+    rows: 0.5), so each unit is covered by group privacy; the release reports them."""
+    import dpkit.statistics as st
+
+    calls: list[dict[str, Any]] = []
+    real = st.tail_bounds_from_counts
+
+    def spy(steps: Any, counts: Any, **kw: Any) -> Any:
+        calls.append({"steps": steps, "counts": counts, **kw})
+        return real(steps, counts, **kw)
+
+    monkeypatch.setattr(st, "tail_bounds_from_counts", spy)
+    x = np.random.default_rng(2).pareto(2, 800) * 100
+    df = pl.DataFrame({"pid": np.arange(800) // 2, "x": x})
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=2, budget=dp.PureDP(5.0), rng=3)
+    q = s.query().agg(dp.mean("x", bounds="auto", bounds_method="tail", lower=0.0))
+    text = str(q.explain(epsilon=2.0))
+    assert "99.9th percentile" in text and "lower bound fixed at 0.0" in text
+    rel = q.measure(epsilon=2.0)
+    (call,) = calls
+    assert call["epsilon"] == 0.5 and call["lower"] == 0.0
+    ids, cnt = np.unique(statistics.tail_steps(x, 0.0), return_counts=True)
+    np.testing.assert_array_equal(call["steps"], ids)
+    np.testing.assert_array_equal(call["counts"], cnt)
+    b = rel.bounds["x_mean"]
+    assert b.method == "tail" and b.privacy == dp.PureDP(0.5) and b.bounds[0] == 0.0
+    assert b.clipped_fraction is None and "n/a (the tail method" in str(rel.plan)
+    assert s.accountant.spent == dp.PureDP(2.0)
+
+
+def test_auto_bounds_with_a_public_lower_bound_search_only_the_upper_one() -> None:
+    """lower=0 with the histogram: the lower bound is 0 exactly although every value is far
+    above it (the histogram alone would start at the 2**9 bucket); the upper bound is found."""
+    x = 600 + np.random.default_rng(4).exponential(100, 3000)
+    s = dp.Session(pl.DataFrame({"x": x}), budget=dp.PureDP(5.0), rng=5)
+    got = s.query().agg(dp.mean("x", bounds="auto", lower=0.0)).measure(epsilon=2.0)
+    free = s.query().agg(dp.mean("x", bounds="auto")).measure(epsilon=2.0)
+    assert got.bounds["x_mean"].bounds[0] == 0.0 and free.bounds["x_mean"].bounds[0] == 512.0
+    assert got.bounds["x_mean"].bounds[1] >= 1024.0
+
+
+def test_tail_bounds_options_are_checked_before_anything_is_spent() -> None:
+    with pytest.raises(dp.ParameterError, match="bounds_method"):
+        dp.mean("x", bounds="auto", bounds_method="quantile")
+    with pytest.raises(dp.ParameterError, match="bounds='auto' only"):
+        dp.sum("x", bounds=(0, 1), lower=0.0)
+    with pytest.raises(dp.ParameterError, match="finite"):
+        dp.var("x", bounds="auto", lower=float("inf"))
+    with pytest.raises(TypeError, match="lower"):
+        dp.std("x", bounds="auto", lower="0")
+
+
 # the law of the chosen upper bound: 400 persons with 2 rows at 40 (bucket [32, 64), always
 # passing) and M persons with one row at 100 (bucket [64, 128)), M one below the threshold
 EPS_B = 2.0  # the release; the mean's bounds get half (bounds_share) over k = 2 rows: 0.5

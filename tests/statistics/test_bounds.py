@@ -16,9 +16,11 @@ from dpkit.statistics import (
     private_bounds,
     std,
     sum,
+    tail_bounds_from_counts,
+    tail_steps,
     var,
 )
-from dpkit.statistics.bounds import BASE, above_threshold_quantile
+from dpkit.statistics.bounds import BASE, MAX_STEPS, above_threshold_quantile
 
 
 def test_buckets_and_edges_round_trip() -> None:
@@ -111,6 +113,95 @@ def test_tail_bounds_find_a_high_quantile() -> None:
         np.random.default_rng(2).normal(0, 10, 20_000), epsilon=1.0, method="tail", rng=1
     )
     assert -50 < both.bounds[0] < -20 and 20 < both.bounds[1] < 50
+
+
+def test_tail_steps_are_the_first_candidate_at_or_above_each_value() -> None:
+    """Each record's index i is the first candidate c_i = lower + BASE**i - 1 with
+    x <= c_i (checked in exact rationals one step either side, away from float ties); without
+    a lower bound the index of |x| from 0, signed like x; the top is MAX_STEPS, also when
+    x - lower overflows a double."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate((rng.lognormal(3, 3, 300), -rng.lognormal(0, 2, 100), [0.0, 1e-20]))
+    for lower in (0.0, -5.0, None):
+        got = tail_steps(x, lower)
+        start = 0.0 if lower is None else lower
+        for v, s in zip(x, got, strict=True):
+            v_eff = abs(v) if lower is None else v
+            k = abs(int(s))
+            c = Fraction(start) + Fraction(BASE) ** k - 1  # candidates as floats of BASE
+            prev = Fraction(start) + Fraction(BASE) ** (k - 1) - 1 if k else None
+            val = Fraction(float(v_eff))
+            if (prev is not None and abs(val - prev) < Fraction(1, 10**9) * (1 + abs(val))) or (
+                abs(val - c) < Fraction(1, 10**9) * (1 + abs(val))
+            ):
+                continue  # a float tie: either side is a per-record map
+            assert val <= c and (k == 0 or val > prev), (v, lower, k)
+            if lower is None:
+                assert int(np.sign(s)) == (int(np.sign(v)) if k else 0)
+    top = tail_steps(np.array([1.7e308, -1.7e308, 1e300]), -1.7e308)
+    assert top.tolist() == [MAX_STEPS, 0, MAX_STEPS]
+    assert tail_steps(np.array([1.7e308, -1.7e308]), None).tolist() == [MAX_STEPS, -MAX_STEPS]
+
+
+def test_tail_bounds_from_counts_is_private_bounds_on_the_records() -> None:
+    """Engine-side counts of the records' steps give the very release of the array function
+    (same seed): both sides (two AboveThreshold runs) and a public lower bound."""
+    x = np.random.default_rng(5).standard_t(3, 5000) * 100
+    for lower in (None, -1000.0):
+        want = private_bounds(x, epsilon=0.7, method="tail", lower=lower, tail=0.99, rng=8)
+        steps, counts = np.unique(tail_steps(x, lower), return_counts=True)
+        got = tail_bounds_from_counts(steps, counts, epsilon=0.7, lower=lower, tail=0.99, rng=8)
+        assert got.bounds == want.bounds and got.details == want.details
+        assert got.privacy == dpkit.PureDP(0.7) and got.clipped_fraction is None
+        assert got.bounds[0] < np.quantile(x, 0.1) and np.quantile(x, 0.9) < got.bounds[1]
+
+
+def test_two_sided_tail_bounds_split_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a lower bound, each side's AboveThreshold runs at half the budget (sequential
+    composition: both read every record); with one, the single run gets all of it."""
+    from fractions import Fraction
+
+    import dpkit.statistics.bounds as mod
+
+    seen: list[Fraction] = []
+    real = mod.above_threshold_steps
+
+    def spy(steps, counts, q, eps, source):  # type: ignore[no-untyped-def]
+        seen.append(eps)
+        return real(steps, counts, q, eps, source)
+
+    monkeypatch.setattr(mod, "above_threshold_steps", spy)
+    x = np.random.default_rng(1).normal(0, 10, 1000)
+    private_bounds(x, epsilon=0.5, method="tail", rng=1)
+    assert seen == [Fraction(1, 4), Fraction(1, 4)]
+    seen.clear()
+    private_bounds(x, epsilon=0.5, method="tail", lower=-100.0, rng=1)
+    assert seen == [Fraction(1, 2)]
+
+
+@pytest.mark.parametrize(
+    ("steps", "counts", "kw", "err", "match"),
+    [
+        ([1.5], [1], {}, TypeError, "steps"),
+        ([1], [True], {}, TypeError, "counts"),
+        ([1, 2], [1], {}, dpkit.ParameterError, "one shape"),
+        ([-1], [1], {"lower": 0.0}, dpkit.ParameterError, "steps must lie"),
+        ([MAX_STEPS + 1], [1], {}, dpkit.ParameterError, "steps must lie"),
+        ([1], [-1], {}, dpkit.ParameterError, ">= 0"),
+        ([1, 1], [1, 1], {}, dpkit.ParameterError, "once"),
+        ([1], [1], {"tail": 0.5}, dpkit.ParameterError, "tail"),
+        ([1], [1], {"epsilon": 0.0}, dpkit.ParameterError, "epsilon"),
+        ([1], [1], {"lower": float("nan")}, dpkit.ParameterError, "lower"),
+    ],
+)
+def test_tail_bounds_from_counts_refuses_bad_input(steps, counts, kw, err, match) -> None:  # type: ignore[no-untyped-def]
+    acc = dpkit.Accountant(dpkit.PureDP(1.0))
+    args = {"epsilon": 0.5, **kw}
+    with pytest.raises(err, match=match):
+        tail_bounds_from_counts(np.array(steps), np.array(counts), accountant=acc, **args)
+    assert acc.spent == dpkit.PureDP(0.0)
 
 
 def test_above_threshold_law(chi2_pvalue) -> None:

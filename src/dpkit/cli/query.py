@@ -13,8 +13,9 @@ are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``, ``-
 COLUMN:E0,E1,...``); a column name may itself contain colons, since the fields are split
 from the right. ``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with
 half of that aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
-fraction are printed), and ``--max-rows auto`` chooses the rows kept per unit privately with a
-tenth of the release's budget::
+fraction are printed; ``COLUMN:tail`` chooses them at a private 0.1th and 99.9th percentile
+instead, ``bounds_method="tail"``, for heavy-tailed columns), and ``--max-rows auto``
+chooses the rows kept per unit privately with a tenth of the release's budget::
 
     dpkit query adult --epsilon 1 --mean Age:auto --std "Hours per week":auto
     dpkit query data.csv --epsilon 1 --unit pid --max-rows auto --count
@@ -78,9 +79,14 @@ def register(sub: Any) -> None:
             f"--{name}",
             action="append",
             default=[],
-            metavar="COL:LOWER:UPPER" if name == "median" else "COL:LOWER:UPPER|COL:auto",
+            metavar="COL:LOWER:UPPER" if name == "median" else "COL:LOWER:UPPER|COL:auto|COL:tail",
             help=f"{name} of a column clipped to [LOWER, UPPER] (repeatable)"
-            + ("" if name == "median" else "; COL:auto chooses the bounds privately"),
+            + (
+                ""
+                if name == "median"
+                else "; COL:auto chooses the bounds privately (log2 histogram), COL:tail by "
+                "a private 0.1th and 99.9th percentile (heavy tails)"
+            ),
         )
     p.add_argument(
         "--quantile",
@@ -112,8 +118,8 @@ def _number(text: str, what: str) -> float:
 
 def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float] | str]:
     col, _, last = spec.rpartition(":")
-    if flag != "median" and last == "auto" and col:
-        return col, "auto"
+    if flag != "median" and last in ("auto", "tail") and col:
+        return col, last
     parts = spec.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
         raise ParameterError(f"query: --{flag} takes COLUMN:LOWER:UPPER; got {spec!r}")
@@ -137,7 +143,10 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     for name in _BOUNDED:
         for spec in getattr(args, name):
             col, bounds = _bounded(spec, name)
-            aggs.append(makers[name](col, bounds=bounds))
+            if bounds == "tail":  # bounds="auto" by a private tail quantile (heavy tails)
+                aggs.append(makers[name](col, bounds="auto", bounds_method="tail"))
+            else:
+                aggs.append(makers[name](col, bounds=bounds))
     for spec in args.quantile:
         parts = spec.rsplit(":", 3)
         if len(parts) != 4 or not parts[0]:
@@ -309,10 +318,12 @@ def run(args: argparse.Namespace) -> int:
     if rel.threshold is not None:
         print(f"groups released only if their noisy count of units reached {rel.threshold}")
     for name, b in rel.bounds.items():
-        print(
-            f"{name}: bounds chosen privately {b.bounds} (global); DP estimate of the "
-            f"fraction of values outside them {b.clipped_fraction:.3g}"
+        frac = (
+            "clipped at a private 0.1th/99.9th percentile (tail method)"
+            if b.clipped_fraction is None
+            else f"DP estimate of the fraction of values outside them {b.clipped_fraction:.3g}"
         )
+        print(f"{name}: bounds chosen privately {b.bounds} (global); {frac}")
     if rel.contribution is not None:
         print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
     return 0

@@ -17,7 +17,10 @@ Both run inside a release, after it has spent its whole budget and before any ot
   (discrete Laplace noise, threshold; after Google's ApproximateBounds) with a DP estimate of
   the fraction of values outside them. A unit keeps at most ``k`` rows, so it moves the
   histogram by at most ``k`` in L1: the stage runs at ``epsilon_b / k`` per record, which is
-  ``epsilon_b``-DP per unit (group privacy).
+  ``epsilon_b``-DP per unit (group privacy). With ``bounds_method="tail"`` the engine counts
+  each value's candidate index instead (:func:`tail_step`, the map of
+  :func:`dpkit.statistics.tail_steps`) and :func:`dpkit.statistics.tail_bounds_from_counts`
+  runs AboveThreshold on them (Durfee 2023), also at ``epsilon_b / k`` per record.
 
 The engine's bucket of a value ``x`` (finite after the null/NaN rule; infinities fall in the
 outermost bucket) is ``sign(x) * (clip(floor(log2 |x|) + 1, -1073, 1024) + 1075)`` and 0 for
@@ -29,6 +32,7 @@ record alone, so privacy is unaffected (only which bucket counts it).
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +43,8 @@ import numpy as np
 from dpkit._validate import check_number
 from dpkit.errors import ParameterError
 from dpkit.session import _execute as ex
+from dpkit.statistics.bounds import BASE as TAIL_BASE
+from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
 
 __all__ = [
     "WORST_BOUNDS",
@@ -48,6 +54,7 @@ __all__ = [
     "choose_max_rows",
     "log2_bucket",
     "safe_bounds",
+    "tail_step",
 ]
 
 _BUCKET = "__dpkit_log2"
@@ -98,9 +105,31 @@ def log2_bucket(x: nw.Expr) -> nw.Expr:
     return (sign * magnitude).cast(nw.Int64)
 
 
+def tail_step(x: nw.Expr, lower: float | None) -> nw.Expr:
+    """The tail method's candidate index of a Float64 expression, as Int64: the engine's
+    :func:`dpkit.statistics.tail_steps` (signed when ``lower`` is None)."""
+    a = nw.max_horizontal(nw.min_horizontal(x, nw.lit(_HUGE)), nw.lit(-_HUGE))
+    if lower is None:
+        arg = a.abs() + 1.0
+        sign = (x > 0).cast(nw.Float64) - (x < 0).cast(nw.Float64)
+    else:
+        arg = a - float(lower) + 1.0
+        sign = None
+    arg = nw.max_horizontal(nw.min_horizontal(arg, nw.lit(_HUGE)), nw.lit(1.0))
+    idx = (arg.log() / math.log(TAIL_BASE)).ceil().clip(0, TAIL_STEPS)
+    return (idx if sign is None else sign * idx).cast(nw.Int64)
+
+
+def _key(agg: Any, x: nw.Expr) -> nw.Expr:
+    if getattr(agg, "bounds_method", "histogram") == "tail":
+        return tail_step(x, agg.lower)
+    return log2_bucket(x)
+
+
 def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[Any, Any]:
-    """``(buckets, counts)``: the kept rows per signed log2 bucket of ``agg``'s column, over
-    all groups (nulls and NaN left out, or replaced by ``fill``, as the aggregate does)."""
+    """``(keys, counts)``: the kept rows per signed log2 bucket of ``agg``'s column (or per
+    tail candidate index, with ``bounds_method="tail"``), over all groups (nulls and NaN left
+    out, or replaced by ``fill``, as the aggregate does)."""
     column = agg.column
     x = nw.col(column).cast(nw.Float64)
     valid = ~nw.col(column).is_null()
@@ -111,7 +140,7 @@ def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[A
     else:
         lf = rows.with_columns(nw.when(valid).then(x).otherwise(nw.lit(float(agg.fill))))
         x = nw.col(column).cast(nw.Float64)
-    lf = lf.select(log2_bucket(x).alias(_BUCKET))
+    lf = lf.select(_key(agg, x).alias(_BUCKET))
     out = ctx.engine.collect(lf.group_by(_BUCKET).agg(nw.len().alias("__n")))
     out = out.sort(_BUCKET)
     return (
@@ -137,7 +166,7 @@ def choose_bounds(
     """Resolve every ``bounds="auto"`` aggregate of ``ctx`` (in the query's order): its
     bucket counts from the engine, then :func:`dpkit.statistics.bounds_from_counts` at the
     plan's epsilon. Returns the context with resolved aggregates and the releases."""
-    from dpkit.statistics import bounds_from_counts
+    from dpkit.statistics import bounds_from_counts, tail_bounds_from_counts
 
     eps = {bp.aggregate: bp.epsilon for bp in plan.bounds}
     chosen: dict[str, Any] = {}
@@ -146,8 +175,14 @@ def choose_bounds(
         if not getattr(agg, "auto", False):
             resolved.append(agg)
             continue
-        buckets, counts = bucket_counts(ctx, rows, agg)
-        rel = bounds_from_counts(buckets, counts, epsilon=eps[agg.name], rng=source)
+        keys, counts = bucket_counts(ctx, rows, agg)
+        low = getattr(agg, "lower", None)
+        if getattr(agg, "bounds_method", "histogram") == "tail":
+            rel = tail_bounds_from_counts(
+                keys, counts, epsilon=eps[agg.name], lower=low, rng=source
+            )
+        else:
+            rel = bounds_from_counts(keys, counts, epsilon=eps[agg.name], lower=low, rng=source)
         chosen[agg.name] = rel
         resolved.append(agg.resolve(safe_bounds(rel.bounds)))  # type: ignore[attr-defined]
     return dataclasses.replace(ctx, aggregates=tuple(resolved)), chosen

@@ -176,6 +176,9 @@ class BoundsPlan:
     aggregate: str
     share: Fraction
     epsilon: float
+    #: ``"histogram"`` (ApproximateBounds style) or ``"tail"`` (UQE, AboveThreshold)
+    method: str = "histogram"
+    lower: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +249,13 @@ def split(
         b_share = Fraction(getattr(agg, "bounds_share", 0.0))
         if getattr(agg, "auto", False):  # bounds chosen at release time: no parts yet
             auto.append(
-                BoundsPlan(agg.name, share * b_share, pure_epsilon(budget, share * b_share, k))
+                BoundsPlan(
+                    agg.name,
+                    share * b_share,
+                    pure_epsilon(budget, share * b_share, k),
+                    getattr(agg, "bounds_method", "histogram"),
+                    getattr(agg, "lower", None),
+                )
             )
             continue
         share = share * (1 - b_share)  # what the bounds (if chosen privately) left
@@ -402,17 +411,29 @@ def explain_text(plan: Plan) -> str:
             f"{bp.aggregate:<{w}}{'bounds (auto)':<16}{float(bp.share):>8.3f}"
             f"{'epsilon per row ' + _fmt(bp.epsilon):>40}"
         )
+        how = (
+            "a private 99.9th percentile of the values (AboveThreshold over geometric "
+            "candidates, Durfee 2023"
+            + (")" if bp.lower is not None else "; and the 0.1th, with half each)")
+            if bp.method == "tail"
+            else "a noisy signed log2 histogram of the values (ApproximateBounds-style)"
+        )
+        low = "" if bp.lower is None else f", the lower bound fixed at {bp.lower!r}"
         lines.append(
-            "                 chosen privately at release time from a noisy signed log2 "
-            "histogram of the values (ApproximateBounds-style), one choice for all groups: "
-            "data-dependent but differentially private"
+            f"                 chosen privately at release time from {how}{low}, one choice "
+            "for all groups: data-dependent but differentially private"
         )
         got = picked.get(bp.aggregate)
         if got is not None:
             frac = got.clipped_fraction
             lines.append(
                 f"                 chosen bounds {got.bounds}; DP estimate of the fraction "
-                f"of values outside them: {'n/a' if frac is None else _fmt(frac)}"
+                "of values outside them: "
+                + (
+                    "n/a (the tail method clips about 0.1 % by design)"
+                    if frac is None
+                    else _fmt(frac)
+                )
             )
     s = plan.selection
     if s is not None:

@@ -43,6 +43,7 @@ from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
 from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
+from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 
 __all__ = [
     "Aggregate",
@@ -204,6 +205,10 @@ class _Bounded(Aggregate):
     #: the share of this aggregate's budget spent on choosing its bounds (0 with given bounds;
     #: kept after :meth:`resolve`, so the statistics get the rest)
     bounds_share: float = 0.0
+    #: how ``bounds="auto"`` chooses: ``"histogram"`` (ApproximateBounds) or ``"tail"`` (UQE)
+    bounds_method: str = "histogram"
+    #: a public lower bound for ``bounds="auto"`` (only the upper bound is then searched)
+    lower: float | None = None
 
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
@@ -562,13 +567,32 @@ def _bounded(
     }
 
 
-def _auto_share(owner: str, kw: dict, bounds_share: Any) -> dict:
-    """``bounds_share`` in (0, 1), recorded only for ``bounds="auto"``."""
+def _auto_share(
+    owner: str,
+    kw: dict,
+    bounds_share: Any,
+    bounds_method: Any = "histogram",
+    lower: Any = None,
+) -> dict:
+    """``bounds_share`` in (0, 1), ``bounds_method`` and ``lower``, recorded only for
+    ``bounds="auto"`` (``lower`` with given bounds is refused: it would be ignored)."""
     share = check_number(owner, "bounds_share", bounds_share)
     if not 0 < share < 1:
         raise ParameterError(f"{owner}: `bounds_share` must be in (0, 1); got {bounds_share!r}")
+    if not isinstance(bounds_method, str) or bounds_method not in BOUNDS_METHODS:
+        raise ParameterError(
+            f"{owner}: `bounds_method` must be one of {BOUNDS_METHODS}; got {bounds_method!r}"
+        )
+    if lower is not None:
+        low = check_number(owner, "lower", lower)
+        if not math.isfinite(low):
+            raise ParameterError(f"{owner}: `lower` must be finite; got {lower!r}")
+        if not kw.get("auto"):
+            raise ParameterError(f"{owner}: `lower` goes with bounds='auto' only")
+        kw["lower"] = low
     if kw.get("auto"):
         kw["bounds_share"] = share
+        kw["bounds_method"] = bounds_method
     return kw
 
 
@@ -601,6 +625,8 @@ def sum(
     weight: float = 1.0,
     fill: float | None = None,
     bounds_share: float = AUTO_BOUNDS_SHARE,
+    bounds_method: str = "histogram",
+    lower: float | None = None,
 ) -> Sum:
     """A private sum of ``column``, each value clipped to ``bounds``.
 
@@ -617,6 +643,15 @@ def sum(
         Value used for nulls and NaN (then clipped); by default they are left out.
     bounds_share : float in (0, 1), default 0.5
         With ``bounds="auto"``: the share of this aggregate's budget spent on the bounds.
+    bounds_method : {"histogram", "tail"}, default "histogram"
+        With ``bounds="auto"``: ``"histogram"`` (below) or ``"tail"``, which clips at a
+        private 99.9th percentile (and 0.1th, unless ``lower`` is given) by Durfee's
+        unbounded quantile estimation: it fixes how many values are clipped (about 0.1 %)
+        rather than where the bound falls. ``make bench`` compares both; for means of
+        lognormal and Pareto columns the histogram is the more accurate.
+    lower : float, optional
+        With ``bounds="auto"``: a public lower bound (0 for amounts); only the upper bound
+        is then chosen, and the whole bounds share goes to it.
 
     Privacy
     -------
@@ -629,6 +664,11 @@ def sum(
     histogram of the values counted in the engine (discrete Laplace noise of scale
     ``k / epsilon_bounds``, a unit's ``k`` rows move it by ``k`` in L1; a threshold after
     Google's ApproximateBounds), composed sequentially (Dwork and Roth 2014, Theorem 3.16).
+    With ``bounds_method="tail"`` the engine counts each value's candidate index instead
+    (:func:`dpkit.statistics.tail_steps`) and
+    :func:`dpkit.statistics.tail_bounds_from_counts` runs AboveThreshold on those counts
+    (Durfee 2023) at ``epsilon_bounds / k`` per row, which is ``epsilon_bounds``-DP per unit
+    (group privacy); it reports no clipped fraction (it clips about 0.1 % by design).
     The bounds are global: one choice over all rows of the query after filtering and
     bounding, shared by every group. They are data-dependent but differentially private
     and come back, with a DP estimate of the fraction of values they clip, in
@@ -641,7 +681,7 @@ def sum(
     'Age_sum'
     """
     kw = _bounded("dp.sum", column, bounds, fill, name, weight, auto=True)
-    kw = _auto_share("dp.sum", kw, bounds_share)
+    kw = _auto_share("dp.sum", kw, bounds_share, bounds_method, lower)
     kw["name"] = kw["name"] or f"{kw['column']}_sum"
     return _with_lattice(Sum(**kw), _SUM_BITS)
 
@@ -654,6 +694,8 @@ def mean(
     weight: float = 1.0,
     fill: float | None = None,
     bounds_share: float = AUTO_BOUNDS_SHARE,
+    bounds_method: str = "histogram",
+    lower: float | None = None,
 ) -> Mean:
     """A private mean of ``column`` clipped to ``bounds`` (see :class:`Mean` for the estimator).
 
@@ -666,7 +708,7 @@ def mean(
     'Age_mean'
     """
     kw = _bounded("dp.mean", column, bounds, fill, name, weight, auto=True)
-    kw = _auto_share("dp.mean", kw, bounds_share)
+    kw = _auto_share("dp.mean", kw, bounds_share, bounds_method, lower)
     kw["name"] = kw["name"] or f"{kw['column']}_mean"
     return _with_lattice(Mean(**kw), _SUM_BITS)
 
@@ -679,6 +721,8 @@ def var(
     weight: float = 1.0,
     fill: float | None = None,
     bounds_share: float = AUTO_BOUNDS_SHARE,
+    bounds_method: str = "histogram",
+    lower: float | None = None,
 ) -> Var:
     """A private population variance (ddof = 0) of ``column`` clipped to ``bounds``.
 
@@ -691,7 +735,7 @@ def var(
     'Age_var'
     """
     kw = _bounded("dp.var", column, bounds, fill, name, weight, auto=True)
-    kw = _auto_share("dp.var", kw, bounds_share)
+    kw = _auto_share("dp.var", kw, bounds_share, bounds_method, lower)
     kw["name"] = kw["name"] or f"{kw['column']}_var"
     return _with_lattice(Var(**kw), _VAR_BITS)
 
@@ -704,6 +748,8 @@ def std(
     weight: float = 1.0,
     fill: float | None = None,
     bounds_share: float = AUTO_BOUNDS_SHARE,
+    bounds_method: str = "histogram",
+    lower: float | None = None,
 ) -> Var:
     """A private population standard deviation: the square root of :func:`var`'s estimate.
 
@@ -716,7 +762,7 @@ def std(
     'Age_std'
     """
     kw = _bounded("dp.std", column, bounds, fill, name, weight, auto=True)
-    kw = _auto_share("dp.std", kw, bounds_share)
+    kw = _auto_share("dp.std", kw, bounds_share, bounds_method, lower)
     kw["name"] = kw["name"] or f"{kw['column']}_std"
     return _with_lattice(Var(**kw, root=True), _VAR_BITS)
 

@@ -22,6 +22,8 @@ from dpkit.statistics.bounds import (
     bucket_edges,
     log2_buckets,
     private_bounds,
+    tail_bounds_from_counts,
+    tail_steps,
 )
 from dpkit.statistics.contribution import (
     ContributionBound,
@@ -49,5 +51,7 @@ __all__ = [
     "quantiles_samples",
     "std",
     "sum",
+    "tail_bounds_from_counts",
+    "tail_steps",
     "var",
 ]

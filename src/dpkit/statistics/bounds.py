@@ -23,6 +23,7 @@ neighbouring bucket (the map stays per record, so privacy is unaffected).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -44,6 +45,8 @@ __all__ = [
     "bucket_edges",
     "log2_buckets",
     "private_bounds",
+    "tail_bounds_from_counts",
+    "tail_steps",
 ]
 
 _OFFSET = 1075  # frexp exponents run from -1073 (subnormals) to 1024
@@ -329,9 +332,7 @@ def private_bounds(
         raise ParameterError(f"{owner}: `method` must be one of {METHODS}; got {method!r}")
     low = _check_lower(owner, lower)
     beta_v = _check_beta(owner, beta)
-    tail_v = check_number(owner, "tail", tail)
-    if not 0.5 < tail_v < 1:
-        raise ParameterError(f"{owner}: `tail` must be in (0.5, 1); got {tail!r}")
+    tail_v = _check_tail(owner, tail)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     if method == "histogram":
@@ -344,7 +345,7 @@ def private_bounds(
 
 #: Candidates grow by this factor: c_i = l + BASE**i - 1 (0.1 % resolution).
 BASE = 1.001
-_MAX_STEPS = int(math.log(1e308) / math.log(BASE)) + 2
+MAX_STEPS = int(math.log(1e308) / math.log(BASE)) + 2
 
 
 def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, Fraction]:
@@ -354,64 +355,182 @@ def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, F
     return Fraction(sensitivity) / half, Fraction(2 * sensitivity) / half
 
 
+def tail_steps(data: Any, lower: float | None = None) -> np.ndarray:
+    """Per-record candidate indices of the tail method (the map engines reproduce).
+
+    With a public ``lower``: ``ceil(log(max(x - lower + 1, 1)) / log(BASE))``, the index of
+    the first candidate ``c_i = lower + BASE**i - 1`` at or above ``x``. Without: the same
+    map from 0 applied to ``|x|``, signed like ``x``, so that one array serves both searched
+    sides (the upper side counts ``max(s, 0)``, the lower side ``max(-s, 0)``). Clipped to
+    ``[0, MAX_STEPS]`` in magnitude (the argument of the log is kept finite first). An engine
+    whose log rounds differently at a candidate moves that record to the neighbouring index:
+    still a function of the record alone, so privacy is unaffected.
+    """
+    x = np.asarray(data, dtype=np.float64)
+    with np.errstate(over="ignore"):  # an overflowed shift counts as the top (clipped below)
+        if lower is None:
+            return np.sign(x).astype(np.int64) * _steps(np.abs(x) + 1.0)
+        return _steps(x - float(lower) + 1.0)
+
+
+def _steps(shifted: np.ndarray) -> np.ndarray:
+    arg = np.clip(shifted, 1.0, sys.float_info.max)
+    idx = np.ceil(np.log(arg) / math.log(BASE))
+    return np.clip(idx, 0, MAX_STEPS).astype(np.int64)
+
+
 def above_threshold_quantile(
     values: np.ndarray, start: float, q: Fraction, eps: Fraction, source: Any
 ) -> tuple[float, int]:
     """Durfee's UQE: the first candidate ``c_i = start + BASE**i - 1`` whose noisy count of
-    ``values <= c_i`` passes ``q n``; returns ``(c_i, i)``.
+    ``values <= c_i`` passes ``q n``; returns ``(c_i, i)`` (:func:`above_threshold_steps` on
+    the records' :func:`tail_steps`)."""
+    steps, counts = np.unique(tail_steps(values, start), return_counts=True)
+    i = above_threshold_steps(steps, counts.astype(np.int64), q, eps, source)
+    return start + BASE**i - 1.0, i
 
-    AboveThreshold with integer queries ``F_i = Q #{x <= c_i} - P n`` (``q = P / Q``), of
+
+def above_threshold_steps(
+    steps: np.ndarray, counts: np.ndarray, q: Fraction, eps: Fraction, source: Any
+) -> int:
+    """The first candidate index ``i`` whose noisy count of records with step ``<= i``
+    passes ``q n`` (records given as distinct ``steps >= 0`` with their ``counts``).
+
+    AboveThreshold with integer queries ``F_i = Q #{step <= i} - P n`` (``q = P / Q``), of
     sensitivity ``D = max(P, Q - P)``, threshold 0: threshold noise discrete Laplace of scale
-    ``D / (eps / 2)``, query noise of scale ``2 D / (eps / 2)``. Candidates are found by a
-    per-record map (each record's first candidate at or above it), so one pass counts all.
+    ``D / (eps / 2)``, query noise of scale ``2 D / (eps / 2)``.
     """
     big_p, big_q = q.numerator, q.denominator
     d = max(big_p, big_q - big_p)
     rho_scale, nu_scale = above_threshold_scales(d, eps)
-    n = values.size
-    shifted = np.maximum(values - start + 1.0, 1.0)
-    idx = np.ceil(np.log(shifted) / math.log(BASE)).astype(np.int64)
-    idx = np.clip(idx, 0, _MAX_STEPS)
-    below = np.cumsum(np.bincount(idx))  # below[i] = #{x : first candidate index <= i}
+    hist = np.zeros(int(steps.max()) + 1 if steps.size else 1, dtype=np.int64)
+    np.add.at(hist, steps, counts)
+    below = np.cumsum(hist)  # below[i] = #{records : step <= i}
+    n = int(below[-1])
     rho = int(discrete_laplace(rho_scale, 1, source)[0])
     i = 0
     block = 4096
-    while i <= _MAX_STEPS:
-        j = min(i + block, _MAX_STEPS + 1)
-        counts = below[i:j]
-        if counts.size < j - i:  # past the largest record every count is n
-            counts = np.concatenate((counts, np.full(j - i - counts.size, n)))
-        f = big_q * counts - big_p * n
+    while i <= MAX_STEPS:
+        j = min(i + block, MAX_STEPS + 1)
+        part = below[i:j]
+        if part.size < j - i:  # past the largest record every count is n
+            part = np.concatenate((part, np.full(j - i - part.size, n)))
+        f = big_q * part - big_p * n
         nu = discrete_laplace(nu_scale, j - i, source)
         hit = np.flatnonzero(f + nu >= rho)
         if hit.size:
-            k = i + int(hit[0])
-            return start + BASE**k - 1.0, k
+            return i + int(hit[0])
         i = j
         block *= 2
-    return start + BASE**_MAX_STEPS - 1.0, _MAX_STEPS
+    return MAX_STEPS
 
 
-def _tail_bounds(
-    arr: np.ndarray, eps: float, lower: float | None, tail: float, source: Any
+def tail_bounds_from_counts(
+    steps: Any,
+    counts: Any,
+    *,
+    epsilon: float,
+    lower: float | None = None,
+    tail: float = 0.999,
+    rng: Any = None,
+    accountant: Any = None,
+) -> BoundsRelease:
+    """Private bounds from engine-side counts of :func:`tail_steps` (tail method).
+
+    Parameters
+    ----------
+    steps : array_like of int
+        Candidate indices (:func:`tail_steps` with the same ``lower``), each at most once;
+        signed when ``lower`` is None, in ``[0, MAX_STEPS]`` otherwise.
+    counts : array_like of int
+        Records per index, ``>= 0``.
+    epsilon : float
+        Cost, finite and > 0.
+    lower : float, optional
+        The public lower bound the steps were computed from; None searches both sides.
+    tail : float
+        The upper quantile, in (0.5, 1); the lower side uses ``1 - tail``.
+    rng, accountant
+        As everywhere (the accountant is charged before any noise).
+
+    Returns
+    -------
+    BoundsRelease
+        ``clipped_fraction`` is None: the tail method clips about ``1 - tail`` by design.
+
+    Privacy
+    -------
+    Pure ``epsilon``-DP under add/remove of one record, as :func:`private_bounds` with
+    ``method="tail"``: one record is one count of one index.
+
+    Examples
+    --------
+    >>> x = np.arange(1.0, 1001.0)
+    >>> s, c = np.unique(tail_steps(x, lower=0.0), return_counts=True)
+    >>> lo, hi = tail_bounds_from_counts(s, c, epsilon=1.0, lower=0.0, rng=1).bounds
+    >>> lo, 990 < hi < 1010
+    (0.0, True)
+    """
+    owner = "tail_bounds_from_counts"
+    eps = check_positive(owner, "epsilon", epsilon)
+    s = np.asarray(steps)
+    if s.dtype == np.bool_ or not np.issubdtype(s.dtype, np.integer):
+        raise TypeError(f"{owner}: `steps` must hold integers; got dtype {s.dtype}")
+    c = np.asarray(counts)
+    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
+    if s.shape != c.shape or s.ndim != 1:
+        raise ParameterError(f"{owner}: `steps` and `counts` must be 1-d of one shape")
+    low = _check_lower(owner, lower)
+    floor = 0 if low is not None else -MAX_STEPS
+    if s.size and (s.min() < floor or s.max() > MAX_STEPS):
+        raise ParameterError(f"{owner}: steps must lie in [{floor}, {MAX_STEPS}]")
+    if c.size and c.min() < 0:
+        raise ParameterError(f"{owner}: `counts` must be >= 0")
+    if s.size != np.unique(s).size:
+        raise ParameterError(f"{owner}: every step must appear once")
+    tail_v = _check_tail(owner, tail)
+    spend(accountant, PureDP(eps), owner)
+    return _tail_from_steps(
+        s.astype(np.int64), c.astype(np.int64), eps, low, tail_v, as_source(rng)
+    )
+
+
+def _check_tail(owner: str, tail: Any) -> float:
+    v = check_number(owner, "tail", tail)
+    if not 0.5 < v < 1:
+        raise ParameterError(f"{owner}: `tail` must be in (0.5, 1); got {tail!r}")
+    return v
+
+
+def _tail_from_steps(
+    steps: np.ndarray,
+    counts: np.ndarray,
+    eps: float,
+    lower: float | None,
+    tail: float,
+    source: Any,
 ) -> BoundsRelease:
     total = Fraction(eps)
     q = as_rational_level(tail)
     if lower is not None:
-        hi, steps = above_threshold_quantile(arr, lower, q, total, source)
-        lo = lower
-        details = {"steps_upper": steps}
+        k = above_threshold_steps(steps, counts, q, total, source)
+        lo, hi = lower, lower + BASE**k - 1.0
+        details = {"steps_upper": k}
     else:
         # two invocations (Durfee 2023, Section 5): the upper tail from the smallest double's
         # neighbourhood upward is not defined without a start, so each side starts at 0 and
         # counts its own half of the line: the upper side counts x <= c, the lower side -x
         half = total / 2
-        hi, s_hi = above_threshold_quantile(arr, 0.0, q, half, source)
-        neg, s_lo = above_threshold_quantile(-arr, 0.0, q, half, source)
-        lo = 0.0 - neg  # not -0.0
-        details = {"steps_upper": s_hi, "steps_lower": s_lo}
+        k_hi = above_threshold_steps(np.maximum(steps, 0), counts, q, half, source)
+        k_lo = above_threshold_steps(np.maximum(-steps, 0), counts, q, half, source)
+        hi = BASE**k_hi - 1.0
+        lo = 0.0 - (BASE**k_lo - 1.0)  # not -0.0
+        details = {"steps_upper": k_hi, "steps_lower": k_lo}
     if not lo < hi:
         hi = lo + (abs(lo) or 1.0)
+    if not math.isfinite(hi):
+        hi = sys.float_info.max
     return BoundsRelease(
         bounds=(float(lo), float(hi)),
         clipped_fraction=None,
@@ -419,3 +538,10 @@ def _tail_bounds(
         privacy=PureDP(eps),
         details=details,
     )
+
+
+def _tail_bounds(
+    arr: np.ndarray, eps: float, lower: float | None, tail: float, source: Any
+) -> BoundsRelease:
+    steps, counts = np.unique(tail_steps(arr, lower), return_counts=True)
+    return _tail_from_steps(steps, counts.astype(np.int64), eps, lower, tail, source)
