@@ -409,18 +409,18 @@ def _label_of(t: int, vals, out_lo) -> tuple[str, int]:
     return ("gap", below[-1] if below else out_lo - 1)
 
 
-def test_aq_two_levels_follow_the_recursive_law(chi2_pvalue) -> None:
-    """ApproximateQuantiles with two levels, checked against its definition: the higher
-    level on all records with epsilon / 2, then, when that draw is a tied value, the lower
-    level (rescaled to 1/2) on the records below it plus a Binomial(tie, 1/2) share of the
-    tied ones, with the rest of the budget; the second output's law given the first is the
-    mixture over the coin flips."""
+def test_aq_split_follows_the_recursive_law(chi2_pvalue) -> None:
+    """ApproximateQuantiles with three levels (a complete binary tree: one-level nodes),
+    checked against its definition: the middle level on all records with epsilon / 2, then,
+    when that draw is a tied value, the lowest level (rescaled to 1/2) on the records below
+    it plus a Binomial(tie, 1/2) share of the tied ones, with the rest of the budget; the
+    lowest output's law given the middle one is the mixture over the coin flips."""
     x = [1, 2, 2, 3, 3, 3, 4, 5, 5, 6]
     units = [v << G_EXP for v in x]
     eps = 2.0
     rows = quantiles_samples(
         np.array(x),
-        [0.3, 0.6],
+        [0.3, 0.6, 0.9],
         epsilon=eps,
         bounds=(0, 8),
         size=2000,
@@ -428,7 +428,7 @@ def test_aq_two_levels_follow_the_recursive_law(chi2_pvalue) -> None:
         rng=9,
         method="aq",
     )
-    pivot = 3 << G_EXP  # condition on the first (higher) output being the tied value 3
+    pivot = 3 << G_EXP  # condition on the first (middle) output being the tied value 3
     firsts = np.round(rows[:, 1] / 2.0**-G_EXP).astype(np.int64)
     seconds = np.round(rows[:, 0] / 2.0**-G_EXP).astype(np.int64)
     sel = seconds[firsts == pivot]
@@ -460,56 +460,165 @@ def test_aq_two_levels_follow_the_recursive_law(chi2_pvalue) -> None:
     assert chi2_pvalue(obs, np.arange(len(keys)), np.array([mix[k] for k in keys])) > 1e-3
 
 
+def _pair_law(units, a1, a2, eps, support, out_lo, out_hi):
+    """The exact law of a two-level node over pairs of cells (module docstring of
+    dpkit.statistics._approximate): weight mu(o1) mu(o2) exp(-r U) on o1 <= o2, summed per
+    pair of cells (gap or data value, in order); inside one cell the ordered pairs weigh
+    (M**2 + sum mu**2) / 2. Returns the cells' first points, the pairs (i, j) and their
+    probabilities (float64: the enumeration is of probabilities, not of a draw)."""
+    from dpkit.statistics._approximate import PAIR_CAP
+    from dpkit.statistics._joint import joint_sensitivity
+
+    def sq(a: int, b: int) -> int:  # sum of mu(t)**2 over [a, b]
+        if b < a:
+            return 0
+        n_pts = b - a + 1
+        if support == "continuous":
+            return n_pts
+        k = G_EXP + int(math.log2(float(support)))
+        atoms = (b >> k) - ((a - 1) >> k)
+        return (n_pts - atoms) + atoms * (1 + (1 << k)) ** 2
+
+    vals, cnts = np.unique(np.array(units, dtype=np.int64), return_counts=True)
+    n = len(units)
+    starts, mass, sqs, lo, hi = [], [], [], [], []
+    below, prev = 0, out_lo - 1
+    for v, c in [*zip(vals.tolist(), cnts.tolist(), strict=True), (out_hi + 1, 0)]:
+        if v - 1 >= prev + 1:
+            starts.append(prev + 1)
+            mass.append(_mass(prev + 1, v - 1, support))
+            sqs.append(sq(prev + 1, v - 1))
+            lo.append(below)
+            hi.append(below)
+        if v <= out_hi:
+            starts.append(v)
+            mass.append(_mass(v, v, support))
+            sqs.append(sq(v, v))
+            lo.append(below)
+            hi.append(below + c)
+            below += c
+        prev = v
+    r = float(Fraction(eps) / (2 * joint_sensitivity([a1, a2])))
+    lo_a, hi_a = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    e1 = np.clip(float(a1 * n), lo_a, hi_a) - float(a1 * n)
+    e2 = np.clip(float(a2 * n), lo_a, hi_a) - float(a2 * n)
+    u = np.abs(e1)[:, None] + np.abs(e2)[None, :]
+    u += np.minimum(np.abs(e2[None, :] - e1[:, None]), PAIR_CAP / r)
+    m = np.array(mass, dtype=float)
+    logm = np.log(m)[:, None] + np.log(m)[None, :]
+    same = np.log((m * m + np.array(sqs, dtype=float)) / 2)
+    logm[np.diag_indices(m.size)] = same
+    logw = logm - r * u
+    logw[np.tril_indices(m.size, -1)] = -np.inf  # o1 <= o2: cell i <= cell j
+    w = np.exp(logw - logw.max())
+    i, j = np.nonzero(w > 0)
+    p = w[i, j] / w.sum()
+    return np.array(starts), (i, j), p
+
+
+TIED = [1, 2, 2, 3, 3, 3, 3, 4, 5, 5, 6, 7]
+#: 1,000 distinct values on the 1/256 grid with a gap of 1,000 steps at the median: with
+#: levels 0.49 and 0.51 many pairs fall in that gap, and the draws use windows
+SPLIT = [k / 256 for k in range(500)] + [(k + 1500) / 256 for k in range(500)]
+
+
+@pytest.mark.parametrize(
+    ("x", "levels", "support", "eps"),
+    [
+        (TIED, (Fraction(3, 10), Fraction(3, 5)), "continuous", 3.0),
+        (TIED, (Fraction(3, 10), Fraction(3, 5)), 1.0, 3.0),
+        ([1, 7], (Fraction(3, 10), Fraction(3, 5)), "continuous", 3.0),
+        (SPLIT, (Fraction(49, 100), Fraction(51, 100)), "continuous", 1.0),
+    ],
+)
+def test_two_level_node_follows_its_exact_law(
+    x: list[int], levels: tuple[Fraction, Fraction], support: object, eps: float, chi2_pvalue
+) -> None:
+    """Two levels are one two-level node (the tie-aware, capped two-level JointExp): its
+    pairs of output cells against the law enumerated from the definition, on data with
+    ties, with an even base measure and with atoms on the integers (where tied values are
+    reachable exactly), on two records, and on two blocks of 500 values where many pairs
+    share the gap between the blocks and the draws use windows (a pair inside one cell must
+    come out ordered: mass (M**2 + sum mu**2) / 2, not M**2). 4,000 draws (1,500 for the
+    blocks, where accepting unordered pairs would nearly double the shared-gap share, 0.2);
+    a 10 % error in the sensitivity shifts the law far beyond the 1e-3 level."""
+    units = [round(v * 2**G_EXP) for v in x]
+    rows = quantiles_samples(
+        np.array(x, dtype=float),
+        [float(v) for v in levels],
+        epsilon=eps,
+        bounds=(0, 8),
+        size=1500 if x is SPLIT else 4000,  # SPLIT: slow rejections, a large effect
+        support=support,
+        rng=5,
+        method="aq",
+    )
+    lat_lo, lat_hi = 0, 8 << G_EXP
+    starts, (ci, cj), pmf = _pair_law(units, *levels, eps, support, lat_lo, lat_hi)
+    pts = np.round(rows / 2.0**-G_EXP).astype(np.int64)
+    idx = np.searchsorted(starts, pts, side="right") - 1
+    assert np.all(pts[:, 0] <= pts[:, 1])
+    size = starts.size
+    obs = idx[:, 0] * size + idx[:, 1]
+    assert chi2_pvalue(obs, ci * size + cj, pmf) > 1e-3
+    if support == 1.0:
+        assert np.mean(rows[:, 0] == 3.0) > 0.3
+    if x is SPLIT:
+        assert np.mean(idx[:, 0] == idx[:, 1]) > 0.15  # the case this data is here for
+
+
 @pytest.mark.parametrize("m", [*range(1, 20), 31, 32, 99])
 def test_aq_every_path_spends_exactly_epsilon(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The recursion's draws, in the order made (node, then its left and right subtrees, as
-    split_index says), rebuild a tree each of whose root-to-leaf paths spends exactly epsilon
-    (the privacy argument), whose root estimates levels[split_index(m)], whose height is
-    ceil(log2(m + 1)), and in which only the levels on full-height paths get epsilon / height:
-    5 of the 9 deciles (the middle split would put 7 there)."""
+    """The recursion's draws, in the order made (node, then its subtrees left to right, as
+    node_levels says: one level, or two by one joint draw), rebuild a tree each of whose
+    root-to-leaf paths spends exactly epsilon (the privacy argument), whose root estimates
+    the levels node_levels(m) names, and whose height is tree_height(m): at most
+    ceil(log2(m + 1)) and 3 for the nine deciles (ApproximateQuantiles' binary tree: 4)."""
     from dpkit.statistics import _approximate
 
-    drawn: list[tuple[Fraction, Fraction]] = []
-    real = _approximate.draw_view
+    drawn: list[tuple[tuple[Fraction, ...], Fraction]] = []
+    real_one, real_two = _approximate.draw_view, _approximate.draw_pair
 
-    def recording(view, measure, a, b, eps, source):  # type: ignore[no-untyped-def]
-        drawn.append((a, eps))
-        return real(view, measure, a, b, eps, source)
+    def one(view, measure, a, b, eps, source):  # type: ignore[no-untyped-def]
+        drawn.append(((a,), eps))
+        return real_one(view, measure, a, b, eps, source)
 
-    monkeypatch.setattr(_approximate, "draw_view", recording)
+    def two(view, measure, a1, a2, eps, source):  # type: ignore[no-untyped-def]
+        drawn.append(((a1, a2), eps))
+        return real_two(view, measure, a1, a2, eps, source)
+
+    monkeypatch.setattr(_approximate, "draw_view", one)
+    monkeypatch.setattr(_approximate, "draw_pair", two)
     levels = [(k + 1) / (m + 1) for k in range(m)]
     epsilon = Fraction(0.7)  # all of it goes to the values without intervals
     r = quantiles(
         np.arange(1000.0), levels, epsilon=0.7, bounds=(0, 1000), method="aq", intervals=False
     )
-    assert len(r.values) == m and len(drawn) == m
+    assert len(r.values) == m and sum(len(a) for a, _e in drawn) == m
     it = iter(drawn)
     paths: list[Fraction] = []
 
     def rebuild(k: int, spent: Fraction, depth: int) -> int:
         if k == 0:
-            return 0
-        _a, eps = next(it)
-        i = _approximate.split_index(k)
-        assert 0 <= i < k
-        if k == 1:
-            paths.append(spent + eps)
-            return depth
-        return (
-            max(rebuild(i, spent + eps, depth + 1), rebuild(k - 1 - i, spent + eps, depth + 1))
-            or depth
+            paths.append(spent)
+            return depth - 1
+        a, eps = next(it)
+        idx = _approximate.node_levels(k)
+        assert len(a) == len(idx) and all(0 <= i < k for i in idx)
+        assert eps == (epsilon - spent) / _approximate.tree_height(k)  # the stated budget rule
+        edges = [-1, *idx, k]
+        return max(
+            rebuild(edges[j + 1] - edges[j] - 1, spent + eps, depth + 1)
+            for j in range(len(idx) + 1)
         )
 
     height = rebuild(m, Fraction(0), 1)
     assert all(p == epsilon for p in paths)
-    d = _approximate.aq_depth(m)
-    assert height == d == max(1, math.ceil(math.log2(m + 1)))
-    assert drawn[0][0] == Fraction(levels[_approximate.split_index(m)]).limit_denominator(10**9)
-    smallest = [eps for _a, eps in drawn if eps == epsilon / d]
-    assert min(eps for _a, eps in drawn) == epsilon / d
-    assert len(smallest) == _approximate._on_full_paths(m, d)
+    assert height == _approximate.tree_height(m) <= max(1, math.ceil(math.log2(m + 1)))
+    first = tuple(Fraction(levels[i]).limit_denominator(10**9) for i in _approximate.node_levels(m))
+    assert drawn[0][0] == first
     if m == 9:
-        assert len(smallest) == 5
+        assert height == 3 and _approximate.node_levels(9) == (2, 5)
 
 
 def test_aq_split_puts_the_fewest_levels_on_full_height_paths() -> None:

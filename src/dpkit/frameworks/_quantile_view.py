@@ -39,7 +39,7 @@ from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_rang
 from dpkit.samplers import bernoulli_exp
 from dpkit.samplers.heavy_tailed import exp_weighted_choice
 
-__all__ = ["View", "draw_view", "draw_view_many", "root_view"]
+__all__ = ["View", "draw_view", "draw_view_many", "draw_view_ranges", "root_view"]
 
 Marks = tuple[np.ndarray, np.ndarray] | None
 
@@ -163,6 +163,32 @@ def draw_view_many(
     window: int | None = None,
 ) -> np.ndarray:
     """``size`` independent draws (the window is built once; module docstring)."""
+    start, stop, done = draw_view_ranges(
+        view, measure, slope, offset, epsilon, source, size, window
+    )
+    out = start.copy()
+    cell = np.flatnonzero(~done)
+    if cell.size:
+        out[cell] = sample_in_ranges(measure, start[cell], stop[cell], source)
+    return out
+
+
+def draw_view_ranges(
+    view: View,
+    measure: Measure,
+    slope: Fraction,
+    offset: Fraction,
+    epsilon: Fraction,
+    source: Any,
+    size: int,
+    window: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`draw_view_many` stopped at the cells: ``(start, stop, done)`` per draw, the
+    drawn cell's lattice range (every point of a cell has the same rank range), ``done`` where
+    the draw is already resolved to its point (``start == stop``, the rare draws outside the
+    window). ``sample_in_ranges`` on the other ranges completes the draws with exactly
+    :func:`draw_view_many`'s law, so a caller that accepts or rejects draws by their ranks
+    can sample points for the accepted ones only."""
     n = view.n
     tau = slope * n + offset
     num, den = tau.numerator, tau.denominator
@@ -178,13 +204,15 @@ def draw_view_many(
     jr = int(np.searchsorted(cum, base + centre + w, side="left")) + 1
     jl, jr = min(max(jl, a), b), min(max(jr, a), b)
     if jl == a and jr == b:
-        return _full(view, measure, num, den, rate, size, source)
+        pts = _full(view, measure, num, den, rate, size, source)
+        return pts, pts.copy(), np.ones(size, dtype=bool)
     vals = view.root.values
     sub, marks = view.part(jl, jr)
     lo_edge = int(vals[jl - 1]) + 1 if jl > a else view.out_lo
     hi_edge = int(vals[jr]) - 1 if jr < b else view.out_hi
     if sub.values.size == 0:  # every value of the window was overridden to zero
-        return _full(view, measure, num, den, rate, size, source)
+        pts = _full(view, measure, num, den, rate, size, source)
+        return pts, pts.copy(), np.ones(size, dtype=bool)
     c = cells(sub, measure, lo_edge, hi_edge, marks)
     off = view.below(jl)
     e = _exponents(c.below + off, c.atmost + off, num, den)
@@ -196,10 +224,13 @@ def draw_view_many(
     exps = np.concatenate((e, [e_left, e_right]))
     idx = exp_weighted_choice(weights, exps, rate, size, source)
     out = np.empty(size, dtype=np.int64)
+    stop = np.empty(size, dtype=np.int64)
     inside = idx < c.mass.size
+    done = ~inside
     if np.any(inside):
         k = idx[inside]
-        out[inside] = sample_in_ranges(measure, c.start[k], c.stop[k], source)
+        out[inside] = c.start[k]
+        stop[inside] = c.stop[k]
     for side, env in ((c.mass.size, e_left), (c.mass.size + 1, e_right)):
         rows = np.flatnonzero(idx == side)
         if rows.size == 0:
@@ -227,4 +258,5 @@ def draw_view_many(
             out[rows[~keep]] = _full(
                 view, measure, num, den, rate, int(np.count_nonzero(~keep)), source
             )
-    return out
+        stop[rows] = out[rows]
+    return out, stop, done

@@ -13,15 +13,43 @@ middle one in the paper; here :func:`split_index`, which puts fewer levels on th
 paths), split the records at the released value ``v``, recurse on each side with the levels
 rescaled to the side. Records below ``v`` go left, above ``v`` right; each record *at* ``v``
 goes left or right by its own fair coin (a per-record random map, so a record still reaches
-exactly one branch). At every depth the branches hold disjoint records, so the ``ceil(log2(m + 1))``
-depths compose sequentially and the branches in parallel: ``epsilon / depth`` per draw gives
-``epsilon``-DP in total. The coin keeps tied values reachable from both sides (a tie block
-straddling a level is returned exactly) and halves, on average, the rank drift a tie block
-would cause if it were dropped.
+exactly one branch). At every depth the branches hold disjoint records, so the depths compose
+sequentially and the branches in parallel: draws whose budgets sum to ``epsilon`` along every
+root-to-leaf path give ``epsilon``-DP in total. The coin keeps tied values reachable from both
+sides (a tie block straddling a level is returned exactly) and halves, on average, the rank
+drift a tie block would cause if it were dropped.
+
+Two-level nodes (dpkit's extension; :func:`node_levels` says where). A node may release two
+levels ``a1 < a2`` of its slice at once, by a two-level JointExp (Gillenwater, Joseph and
+Kulesza, ICML 2021) made tie-aware, and split its records in three. That cuts the tree's
+height (nine deciles: 3 instead of 4), so every draw gets a larger share. The draw
+(:func:`draw_pair`) returns ``o1 <= o2`` with probability ``∝ mu(o1) mu(o2) exp(-r U(o))``,
+
+    U(o) = |e1| + |e2| + min(|e2 - e1|, K / r),    r = epsilon / (2 Delta),
+
+where ``e_j = clamp(tau_j, L(o_j), H(o_j)) - tau_j`` is the signed distance from the target
+rank ``tau_j = a_j n`` to ``o_j``'s rank range ``[#{x < o_j}, #{x <= o_j}]``, ``Delta = 2 (1 -
+min(a1, a2 - a1, 1 - a2))`` and ``K = 4``. Privacy: ``U(o)`` is the minimum over rank choices
+``rho_j`` in those ranges (``rho1 <= rho2``) of ``|rho1 - tau1| + |rho2 - tau2| +
+min(|rho2 - rho1 - (tau2 - tau1)|, K / r)`` (the clamped ranks minimise each term given the
+other). Adding a record shifts each ``rho_j`` by ``b_j`` in {0, 1} with ``b1 <= b2`` (or
+lets it stay, for a record at ``o_j``) and ``n`` by one, so the three terms move by at most
+``|b1 - a1| + |b2 - a2| + |b2 - b1 - (a2 - a1)|``, which is at most ``Delta`` for each of
+``(b1, b2)`` = (0, 0), (0, 1), (1, 1); removing is symmetric. So ``U`` has sensitivity
+``Delta`` and the draw is ``epsilon``-DP (McSherry and Talwar 2007, Theorem 6). Exact
+sampling: ``o1`` and ``o2`` are proposed independently by the single-level mechanism at
+rate ``r`` per rank (probability ``∝ mu(o_j) exp(-r |e_j|)``), a pair with ``o1 > o2`` is
+rejected, and the rest are accepted with probability ``exp(-min(r |e2 - e1|, K))`` (exact
+Bernoulli of a rational exponent): the accepted pair has exactly the target law. The
+proposals are stochastically ordered (``tau1 <= tau2``), so ``P[o1 <= o2] >= 1/2`` and every
+proposal is accepted with probability at least ``exp(-K) / 2``, whatever the data: the cap
+``K`` bounds the expected number of proposals by ``2 exp(K)`` (about 110; typically 3) and
+costs no accuracy where the outputs are within ``K / r`` ranks of consistent.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -35,19 +63,28 @@ from dpkit.frameworks._quantile_em import (
     cells,
     draw_cells,
     rank_exponents,
+    sample_in_ranges,
 )
-from dpkit.frameworks._quantile_view import View, draw_view, root_view
-from dpkit.samplers import bernoulli
+from dpkit.frameworks._quantile_view import View, draw_view, draw_view_ranges, root_view
+from dpkit.samplers import bernoulli, bernoulli_exp
 
 ROOT_WEIGHT = Fraction(1)
 
 __all__ = [
     "approximate_quantiles",
     "aq_depth",
+    "draw_pair",
     "draw_target",
     "independent_quantiles",
+    "node_levels",
     "split_index",
+    "tree_height",
 ]
+
+#: Cap of the consistency term of a two-level node, in units of ``1 / r`` (module docstring).
+PAIR_CAP = 4
+#: Proposals per batch in :func:`draw_pair` (the first batch is smaller).
+_PAIR_FIRST, _PAIR_BATCH = 4, 8
 
 
 def aq_depth(m: int) -> int:
@@ -76,6 +113,45 @@ def split_index(m: int) -> int:
     bottom = m - (2 ** (d - 1) - 1)  # levels on the bottom row, 1 .. 2**(d - 1)
     right = top + min(bottom, 2 ** (d - 2))
     return m - 1 - right
+
+
+@functools.cache
+def node_levels(m: int) -> tuple[int, ...]:
+    """Which of ``m`` sorted levels a node estimates (0-based): one, or two jointly.
+
+    One (:func:`split_index`) when ``m + 1`` is a power of two (a complete binary tree, which
+    no two-level node shortens) or when a two-level node would not lower the height; else two
+    levels that cut the other ``m - 2`` into three near-equal groups (the extra levels to the
+    last group, then the first). Ties in height go to the two-level node from ``m = 5``.
+    Nine deciles: the root draws the 0.3 and 0.6 deciles, then {0.1, 0.2} and {0.4, 0.5} are
+    two-level leaves and 0.8 splits 0.7 from 0.9 (height 3). Measured over 600 releases of
+    nine deciles at n = 1e4 (normal and lognormal data, epsilon 1 and 0.1), the largest rank
+    error falls by 9 to 16 % at epsilon 0.1 against the single-level tree. A function of
+    ``m`` alone, so public.
+    """
+    if m < 2:
+        return (0,)
+    single = (split_index(m),)
+    if (m + 1) & m == 0:
+        return single
+    rest = m - 2
+    g = [rest // 3] * 3
+    for k in (2, 0, 1)[: rest % 3]:
+        g[k] += 1
+    pair = (g[0], g[0] + 1 + g[1])
+    hp, hs = _height_with(m, pair), _height_with(m, single)
+    return pair if hp < hs or (hp == hs and m >= 5) else single
+
+
+def _height_with(m: int, idx: tuple[int, ...]) -> int:
+    edges = [-1, *idx, m]
+    return 1 + max(tree_height(edges[s + 1] - edges[s] - 1) for s in range(len(idx) + 1))
+
+
+def tree_height(m: int) -> int:
+    """Draws on the longest root-to-leaf path of the tree :func:`node_levels` builds for
+    ``m`` levels (0 for none); :func:`aq_depth` for the single-level tree."""
+    return 0 if m == 0 else _height_with(m, node_levels(m))
 
 
 def _on_full_paths(m: int, d: int) -> int:
@@ -131,14 +207,24 @@ def approximate_quantiles(
 ) -> list[int]:
     """Lattice points for ``levels`` (sorted) by ApproximateQuantiles; sorted output.
 
-    Budget: a node whose subtree is ``h`` draws deep gets ``B / h`` of the budget ``B`` left
-    on its path, its children ``B - B / h`` each; every root-to-leaf path spends exactly
-    ``epsilon`` (the paper's ``epsilon / depth`` per draw is the special case of a full tree,
-    and wastes budget on the shorter paths of the others). Sub-problems are views of the
-    sorted counts (no copies) and each draw looks at a window of cells around its target
-    (:mod:`dpkit.frameworks._quantile_view`, the same law as the full computation).
+    Budget: a node whose subtree is ``h`` draws deep (:func:`tree_height`) gets ``B / h`` of
+    the budget ``B`` left on its path, its children ``B - B / h`` each; every root-to-leaf
+    path spends exactly ``epsilon`` (the paper's ``epsilon / depth`` per draw is the special
+    case of a full tree, and wastes budget on the shorter paths of the others). Sub-problems
+    are views of the sorted counts (no copies) and each draw looks at a window of cells
+    around its target (:mod:`dpkit.frameworks._quantile_view`, the same law as the full
+    computation).
     """
     return _recurse(root_view(counts, measure), measure, levels, epsilon, source)
+
+
+def _split_at(view: View, v: int, source: Any) -> tuple[View, View]:
+    """Records below ``v`` left, above right, each record at ``v`` by its own fair coin."""
+    vals = view.root.values[view.a : view.b]
+    i = view.a + int(np.searchsorted(vals, v, side="left"))
+    tie = view.count(i) if i < view.b and int(view.root.values[i]) == v else 0
+    go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
+    return view.split(v, go_left)
 
 
 def _recurse(
@@ -148,26 +234,96 @@ def _recurse(
     budget: Fraction,
     source: Any,
 ) -> list[int]:
-    if not levels:
+    m = len(levels)
+    if not m:
         return []
-    mid = split_index(len(levels))
-    a = levels[mid]
-    eps = budget / aq_depth(len(levels))
-    v = draw_view(view, measure, a, Fraction(0), eps, source)
-    if len(levels) == 1:
-        return [v]
+    idx = node_levels(m)
+    eps = budget / tree_height(m)
+    if len(idx) == 1:
+        outs = [draw_view(view, measure, levels[idx[0]], Fraction(0), eps, source)]
+    else:
+        outs = list(draw_pair(view, measure, levels[idx[0]], levels[idx[1]], eps, source))
+    if m == len(idx):
+        return outs
     rest = budget - eps
-    vals = view.root.values[view.a : view.b]
-    i = view.a + int(np.searchsorted(vals, v, side="left"))
-    tie = view.count(i) if i < view.b and int(view.root.values[i]) == v else 0
-    go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
-    left, right = view.split(v, go_left)
-    left_levels = [_rescale(t, Fraction(0), a) for t in levels[:mid]]
-    right_levels = [_rescale(t, a, 1 - a) for t in levels[mid + 1 :]]
-    out = _recurse(left, measure, left_levels, rest, source)
-    out.append(v)
-    out.extend(_recurse(right, measure, right_levels, rest, source))
+    parts = []
+    cur = view
+    for v in outs:  # sorted: each split leaves the records above v for the next
+        left, cur = _split_at(cur, v, source)
+        parts.append(left)
+    parts.append(cur)
+    edges = [-1, *idx, m]
+    anchors = [Fraction(0), *(levels[i] for i in idx), Fraction(1)]
+    out: list[int] = []
+    for k, part in enumerate(parts):
+        lo, hi = anchors[k], anchors[k + 1]
+        sub = [_rescale(t, lo, hi - lo) for t in levels[edges[k] + 1 : edges[k + 1]]]
+        out.extend(_recurse(part, measure, sub, rest, source))
+        if k < len(outs):
+            out.append(outs[k])
     return out
+
+
+def draw_pair(
+    view: View,
+    measure: Measure,
+    a1: Fraction,
+    a2: Fraction,
+    epsilon: Fraction,
+    source: Any,
+) -> tuple[int, int]:
+    """Two levels ``a1 <= a2`` of ``view`` in one ``epsilon``-DP draw (module docstring:
+    the tie-aware two-level JointExp with a capped consistency term, sampled exactly)."""
+    from dpkit.statistics._joint import joint_sensitivity
+
+    delta = joint_sensitivity([a1, a2])
+    r = epsilon / (2 * delta)
+    cap = Fraction(PAIR_CAP)
+    n = view.n
+    t1, t2 = a1 * n, a2 * n
+    # the single-level draws' epsilons that give rate r per rank
+    e1 = 2 * r * max(a1, 1 - a1)
+    e2 = 2 * r * max(a2, 1 - a2)
+    vals = view.root.values[view.a : view.b]
+    size = _PAIR_FIRST
+    while True:
+        # cells first (a cell's points share one rank range); points for the accepted pair
+        s1, f1, done1 = draw_view_ranges(view, measure, a1, Fraction(0), e1, source, size)
+        s2, f2, done2 = draw_view_ranges(view, measure, a2, Fraction(0), e2, source, size)
+        size = _PAIR_BATCH
+        pts = np.concatenate((s1, s2))
+        j0 = view.a + np.searchsorted(vals, pts, side="left")
+        j1 = view.a + np.searchsorted(vals, pts, side="right")
+        lo = [view.below(int(j)) for j in j0]
+        hi = [view.below(int(j)) for j in j1]
+        k = s1.size
+        for i in range(k):
+            if s1[i] > f2[i]:  # every point of the first cell above every point of the second
+                continue
+            d1 = _offset(t1, lo[i], hi[i])
+            d2 = _offset(t2, lo[k + i], hi[k + i])
+            x = min(r * abs(d2 - d1), cap)
+            if x != 0 and not bool(bernoulli_exp(x, 1, source)[0]):
+                continue
+            o1 = _point(measure, s1[i], f1[i], done1[i], source)
+            o2 = _point(measure, s2[i], f2[i], done2[i], source)
+            if o1 <= o2:  # two points of one cell come in either order: o1 > o2 is rejected
+                return o1, o2
+
+
+def _offset(tau: Fraction, lo: int, hi: int) -> Fraction:
+    """``clamp(tau, lo, hi) - tau``: the signed distance from the target rank to a rank range."""
+    if tau < lo:
+        return lo - tau
+    if tau > hi:
+        return hi - tau
+    return Fraction(0)
+
+
+def _point(measure: Measure, start: int, stop: int, done: bool, source: Any) -> int:
+    if done or start == stop:
+        return int(start)
+    return int(sample_in_ranges(measure, np.array([start]), np.array([stop]), source)[0])
 
 
 def independent_quantiles(

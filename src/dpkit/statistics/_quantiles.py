@@ -11,7 +11,9 @@ The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
    power-of-two lattice with a support-aware base measure (:mod:`dpkit.frameworks._quantile_em`:
    ``support="auto"`` releases tied values, such as integer ages, exactly). One level: one
    draw with the tie-aware rank distance ``d`` and sensitivity ``max(q, 1 - q)``. Several
-   levels: ApproximateQuantiles (``method="aq"``, Kaplan, Schnapp and Stemmer 2022) by default,
+   levels: ApproximateQuantiles (``method="aq"``, Kaplan, Schnapp and Stemmer 2022; some of
+   its nodes release two levels by one tie-aware two-level JointExp draw, which shortens the
+   tree: :mod:`dpkit.statistics._approximate`) by default,
    JointExp (``method="joint"``, Gillenwater, Joseph and Kulesza 2021, sampled exactly by
    :mod:`dpkit.statistics._joint`) or independent draws at ``epsilon / m`` each
    (``method="independent"``).
@@ -41,9 +43,9 @@ from dpkit.frameworks._quantile_view import draw_view_many, root_view
 from dpkit.samplers import as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
-    aq_depth,
     draw_target,
     independent_quantiles,
+    tree_height,
 )
 from dpkit.statistics._cdf import MAX_GRID, cdf_grid, cdf_quantiles
 from dpkit.statistics._input import (
@@ -268,7 +270,7 @@ def _release(
         depth = 1
     else:
         points = approximate_quantiles(counts, measure, rational, eps_points, source)
-        depth = aq_depth(m)
+        depth = tree_height(m)
     lat = counts.lattice
     details: dict[str, Any] = {
         "epsilon_quantiles": float(eps_points),
@@ -391,7 +393,8 @@ def quantiles_from_counts(
     method : {"auto", "aq", "joint", "independent", "cdf"}
         ``"auto"``: one draw for one level; for several, ``"cdf"`` when ``support`` is a
         resolution with at most 4096 grid points in the bounds (an integer column), else
-        ApproximateQuantiles (Kaplan, Schnapp and Stemmer 2022). ``"cdf"``: one noisy
+        ApproximateQuantiles (Kaplan, Schnapp and Stemmer 2022, with two-level nodes where
+        they shorten the tree). ``"cdf"``: one noisy
         histogram on the grid, every quantile and its interval read from it (ties cost
         nothing; intervals come free, ``interval_share`` is not spent). ``"joint"``: JointExp
         (Gillenwater, Joseph and Kulesza 2021), one exponential mechanism over all outputs,
@@ -433,8 +436,9 @@ def quantiles_from_counts(
     -------
     Pure ``epsilon``-DP under add/remove of one record (``relation="unbounded"``): the three
     stages are exponential mechanisms with sensitivity-bounded scores (McSherry and Talwar
-    2007, Theorem 6), ApproximateQuantiles' parallel split (Kaplan, Schnapp and Stemmer
-    2022, Theorem 3.3) and a histogram with discrete Laplace noise (Ghosh, Roughgarden and
+    2007, Theorem 6; a two-level node is one such mechanism with a JointExp-style score),
+    ApproximateQuantiles' parallel split (Kaplan, Schnapp and Stemmer 2022, Theorem 3.3)
+    and a histogram with discrete Laplace noise (Ghosh, Roughgarden and
     Sundararajan 2009), composed sequentially (Dwork and Roth 2014, Theorem 3.16). Each
     record's value enters only through the per-record lattice map, so neighbouring inputs
     stay neighbouring summaries.
