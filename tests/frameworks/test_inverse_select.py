@@ -161,3 +161,22 @@ def test_support_releases_tied_integers_exactly() -> None:
 def test_support_errors(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         inverse_sensitivity([1.0, 2.0, 3.0], epsilon=1.0, bounds=BOUNDS, **kwargs)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 100.0), (-1e6, 1e6), (-3.0, -1.0)])
+def test_counts_from_units_equal_np_unique(bounds: tuple[float, float]) -> None:
+    """The sorted distinct lattice values and counts (32-bit offsets from the lattice's low
+    end) are np.unique's, with values at both ends of the lattice and many ties."""
+    from dpkit.frameworks._quantile_em import Counts, Lattice
+
+    lat = Lattice.for_bounds("q", *bounds)
+    rng = np.random.default_rng(3)
+    lo, hi = bounds
+    x = np.concatenate((rng.uniform(lo, hi, 5000), np.round(rng.uniform(lo, hi, 5000)), [lo, hi]))
+    units = lat.units(x)
+    got = Counts.from_units(lat, units)
+    values, counts = np.unique(units, return_counts=True)
+    np.testing.assert_array_equal(got.values, values)
+    np.testing.assert_array_equal(got.counts, counts)
+    assert got.values.dtype == np.int64 and got.cum[-1] == x.size
+    assert Counts.from_units(lat, units[:0]).n == 0

@@ -39,7 +39,7 @@ from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_rang
 from dpkit.samplers import bernoulli_exp
 from dpkit.samplers.heavy_tailed import exp_weighted_choice
 
-__all__ = ["View", "draw_view", "draw_view_many", "draw_view_ranges", "root_view"]
+__all__ = ["View", "Window", "draw_view", "draw_view_many", "draw_view_ranges", "root_view"]
 
 Marks = tuple[np.ndarray, np.ndarray] | None
 
@@ -189,74 +189,105 @@ def draw_view_ranges(
     window). ``sample_in_ranges`` on the other ranges completes the draws with exactly
     :func:`draw_view_many`'s law, so a caller that accepts or rejects draws by their ranks
     can sample points for the accepted ones only."""
-    n = view.n
-    tau = slope * n + offset
-    num, den = tau.numerator, tau.denominator
-    delta = max(slope, 1 - slope)
-    rate = epsilon / (2 * delta * den)
-    a, b = view.a, view.b
-    w = default_rank_window(delta, epsilon, measure) if window is None else int(window)
-    cum = view.root.cum
-    base = float(cum[a])
-    centre = float(tau)
-    # value indices whose rank ranges meet [tau - w, tau + w] (a guide only: any window is exact)
-    jl = int(np.searchsorted(cum, base + centre - w, side="right")) - 2
-    jr = int(np.searchsorted(cum, base + centre + w, side="left")) + 1
-    jl, jr = min(max(jl, a), b), min(max(jr, a), b)
-    if jl == a and jr == b:
-        pts = _full(view, measure, num, den, rate, size, source)
-        return pts, pts.copy(), np.ones(size, dtype=bool)
-    vals = view.root.values
-    sub, marks = view.part(jl, jr)
-    lo_edge = int(vals[jl - 1]) + 1 if jl > a else view.out_lo
-    hi_edge = int(vals[jr]) - 1 if jr < b else view.out_hi
-    if sub.values.size == 0:  # every value of the window was overridden to zero
-        pts = _full(view, measure, num, den, rate, size, source)
-        return pts, pts.copy(), np.ones(size, dtype=bool)
-    c = cells(sub, measure, lo_edge, hi_edge, marks)
-    off = view.below(jl)
-    e = _exponents(c.below + off, c.atmost + off, num, den)
-    e_left = max(0, num - off * den)
-    e_right = max(0, view.below(jr) * den - num)
-    m_left = measure.mass_of(view.out_lo, lo_edge - 1)
-    m_right = measure.mass_of(hi_edge + 1, view.out_hi)
-    weights = np.concatenate((c.mass, [float(m_left), float(m_right)]))
-    exps = np.concatenate((e, [e_left, e_right]))
-    idx = exp_weighted_choice(weights, exps, rate, size, source)
-    out = np.empty(size, dtype=np.int64)
-    stop = np.empty(size, dtype=np.int64)
-    inside = idx < c.mass.size
-    done = ~inside
-    if np.any(inside):
-        k = idx[inside]
-        out[inside] = c.start[k]
-        stop[inside] = c.stop[k]
-    for side, env in ((c.mass.size, e_left), (c.mass.size + 1, e_right)):
-        rows = np.flatnonzero(idx == side)
-        if rows.size == 0:
-            continue
-        # an envelope item: exact outside cells, their acceptance, or the full law
-        if side == c.mass.size:
-            part, pmarks = view.part(a, jl)
-            oc = cells(part, measure, view.out_lo, lo_edge - 1, pmarks)
-            o_off = view.below(a)
-        else:
-            part, pmarks = view.part(jr, b)
-            oc = cells(part, measure, hi_edge + 1, view.out_hi, pmarks)
-            o_off = view.below(jr)
-        o_exp = _exponents(oc.below + o_off, oc.atmost + o_off, num, den)
-        zeros = np.zeros(oc.mass.size, dtype=np.int64)
-        k = exp_weighted_choice(oc.mass, zeros, Fraction(0), rows.size, source)
-        excess = o_exp[k] - env  # >= 0: the envelope bounds every outside exponent
-        keep = np.zeros(rows.size, dtype=bool)
-        for ex in np.unique(excess):
-            sel = np.flatnonzero(excess == ex)
-            keep[sel] = bernoulli_exp(rate * int(ex), sel.size, source)
-        if np.any(keep):
-            out[rows[keep]] = sample_in_ranges(measure, oc.start[k[keep]], oc.stop[k[keep]], source)
-        if np.any(~keep):
-            out[rows[~keep]] = _full(
-                view, measure, num, den, rate, int(np.count_nonzero(~keep)), source
-            )
-        stop[rows] = out[rows]
-    return out, stop, done
+    return Window(view, measure, slope, offset, epsilon, window).draw(size, source)
+
+
+class Window:
+    """The window of one target on one view, built once (module docstring); :meth:`draw`
+    gives :func:`draw_view_ranges`'s draws, as many times as needed (a rejection sampler
+    drawing proposals in batches builds it once)."""
+
+    def __init__(
+        self,
+        view: View,
+        measure: Measure,
+        slope: Fraction,
+        offset: Fraction,
+        epsilon: Fraction,
+        window: int | None = None,
+    ) -> None:
+        self.view, self.measure = view, measure
+        n = view.n
+        tau = slope * n + offset
+        self.num, self.den = num, den = tau.numerator, tau.denominator
+        delta = max(slope, 1 - slope)
+        self.rate = epsilon / (2 * delta * den)
+        a, b = view.a, view.b
+        w = default_rank_window(delta, epsilon, measure) if window is None else int(window)
+        cum = view.root.cum
+        base = float(cum[a])
+        centre = float(tau)
+        # value indices whose rank ranges meet [tau - w, tau + w] (a guide only: any window
+        # is exact)
+        jl = int(np.searchsorted(cum, base + centre - w, side="right")) - 2
+        jr = int(np.searchsorted(cum, base + centre + w, side="left")) + 1
+        self.jl, self.jr = jl, jr = min(max(jl, a), b), min(max(jr, a), b)
+        self.full = jl == a and jr == b
+        if self.full:
+            return
+        vals = view.root.values
+        sub, marks = view.part(jl, jr)
+        self.lo_edge = lo_edge = int(vals[jl - 1]) + 1 if jl > a else view.out_lo
+        self.hi_edge = hi_edge = int(vals[jr]) - 1 if jr < b else view.out_hi
+        if sub.values.size == 0:  # every value of the window was overridden to zero
+            self.full = True
+            return
+        self.c = c = cells(sub, measure, lo_edge, hi_edge, marks)
+        off = view.below(jl)
+        e = _exponents(c.below + off, c.atmost + off, num, den)
+        self.e_left = e_left = max(0, num - off * den)
+        self.e_right = e_right = max(0, view.below(jr) * den - num)
+        m_left = measure.mass_of(view.out_lo, lo_edge - 1)
+        m_right = measure.mass_of(hi_edge + 1, view.out_hi)
+        self.weights = np.concatenate((c.mass, [float(m_left), float(m_right)]))
+        self.exps = np.concatenate((e, [e_left, e_right]))
+
+    def draw(self, size: int, source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``size`` independent draws ``(start, stop, done)`` (:func:`draw_view_ranges`)."""
+        view, measure = self.view, self.measure
+        num, den, rate = self.num, self.den, self.rate
+        if self.full:
+            pts = _full(view, measure, num, den, rate, size, source)
+            return pts, pts.copy(), np.ones(size, dtype=bool)
+        a, b, jl, jr = view.a, view.b, self.jl, self.jr
+        lo_edge, hi_edge, c = self.lo_edge, self.hi_edge, self.c
+        idx = exp_weighted_choice(self.weights, self.exps, rate, size, source)
+        out = np.empty(size, dtype=np.int64)
+        stop = np.empty(size, dtype=np.int64)
+        inside = idx < c.mass.size
+        done = ~inside
+        if np.any(inside):
+            k = idx[inside]
+            out[inside] = c.start[k]
+            stop[inside] = c.stop[k]
+        for side, env in ((c.mass.size, self.e_left), (c.mass.size + 1, self.e_right)):
+            rows = np.flatnonzero(idx == side)
+            if rows.size == 0:
+                continue
+            # an envelope item: exact outside cells, their acceptance, or the full law
+            if side == c.mass.size:
+                part, pmarks = view.part(a, jl)
+                oc = cells(part, measure, view.out_lo, lo_edge - 1, pmarks)
+                o_off = view.below(a)
+            else:
+                part, pmarks = view.part(jr, b)
+                oc = cells(part, measure, hi_edge + 1, view.out_hi, pmarks)
+                o_off = view.below(jr)
+            o_exp = _exponents(oc.below + o_off, oc.atmost + o_off, num, den)
+            zeros = np.zeros(oc.mass.size, dtype=np.int64)
+            k = exp_weighted_choice(oc.mass, zeros, Fraction(0), rows.size, source)
+            excess = o_exp[k] - env  # >= 0: the envelope bounds every outside exponent
+            keep = np.zeros(rows.size, dtype=bool)
+            for ex in np.unique(excess):
+                sel = np.flatnonzero(excess == ex)
+                keep[sel] = bernoulli_exp(rate * int(ex), sel.size, source)
+            if np.any(keep):
+                out[rows[keep]] = sample_in_ranges(
+                    measure, oc.start[k[keep]], oc.stop[k[keep]], source
+                )
+            if np.any(~keep):
+                out[rows[~keep]] = _full(
+                    view, measure, num, den, rate, int(np.count_nonzero(~keep)), source
+                )
+            stop[rows] = out[rows]
+        return out, stop, done

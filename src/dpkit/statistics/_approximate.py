@@ -65,7 +65,7 @@ from dpkit.frameworks._quantile_em import (
     rank_exponents,
     sample_in_ranges,
 )
-from dpkit.frameworks._quantile_view import View, draw_view, draw_view_ranges, root_view
+from dpkit.frameworks._quantile_view import View, Window, draw_view, root_view
 from dpkit.samplers import bernoulli, bernoulli_exp
 
 ROOT_WEIGHT = Fraction(1)
@@ -285,11 +285,13 @@ def draw_pair(
     e1 = 2 * r * max(a1, 1 - a1)
     e2 = 2 * r * max(a2, 1 - a2)
     vals = view.root.values[view.a : view.b]
+    w1 = Window(view, measure, a1, Fraction(0), e1)  # built once, drawn from per batch
+    w2 = Window(view, measure, a2, Fraction(0), e2)
     size = _PAIR_FIRST
     while True:
         # cells first (a cell's points share one rank range); points for the accepted pair
-        s1, f1, done1 = draw_view_ranges(view, measure, a1, Fraction(0), e1, source, size)
-        s2, f2, done2 = draw_view_ranges(view, measure, a2, Fraction(0), e2, source, size)
+        s1, f1, done1 = w1.draw(size, source)
+        s2, f2, done2 = w2.draw(size, source)
         size = _PAIR_BATCH
         pts = np.concatenate((s1, s2))
         j0 = view.a + np.searchsorted(vals, pts, side="left")
