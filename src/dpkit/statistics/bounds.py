@@ -239,26 +239,33 @@ def bounds_from_counts(
     """
     owner = "bounds_from_counts"
     eps = check_positive(owner, "epsilon", epsilon)
-    b = np.asarray(buckets)
-    if b.dtype == np.bool_ or not np.issubdtype(b.dtype, np.integer):
-        raise TypeError(f"{owner}: `buckets` must hold integers; got dtype {b.dtype}")
-    c = np.asarray(counts)
-    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
-        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
-    if b.shape != c.shape or b.ndim != 1:
-        raise ParameterError(f"{owner}: `buckets` and `counts` must be 1-d of one shape")
-    if b.size and (np.abs(b).max() > _TOP):
-        raise ParameterError(f"{owner}: bucket ids must lie in [-{_TOP}, {_TOP}]")
-    if c.size and c.min() < 0:
-        raise ParameterError(f"{owner}: `counts` must be >= 0")
-    if b.size != np.unique(b).size:
-        raise ParameterError(f"{owner}: every bucket must appear once")
+    b, c = _keyed_counts(owner, "bucket", buckets, counts, -_TOP, _TOP)
     beta_v = _check_beta(owner, beta)
     low = _check_lower(owner, lower)
     spend(accountant, PureDP(eps), owner)
-    return _from_histogram(
-        owner, b.astype(np.int64), c.astype(np.int64), eps, low, beta_v, as_source(rng)
-    )
+    return _from_histogram(owner, b, c, eps, low, beta_v, as_source(rng))
+
+
+def _keyed_counts(
+    owner: str, name: str, keys: Any, counts: Any, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Engine-side counts per key, checked: integer keys in ``[lo, hi]``, each once, with
+    integer counts ``>= 0`` of the same 1-d shape; returned as int64 arrays."""
+    k = np.asarray(keys)
+    if k.dtype == np.bool_ or not np.issubdtype(k.dtype, np.integer):
+        raise TypeError(f"{owner}: `{name}s` must hold integers; got dtype {k.dtype}")
+    c = np.asarray(counts)
+    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
+    if k.shape != c.shape or k.ndim != 1:
+        raise ParameterError(f"{owner}: `{name}s` and `counts` must be 1-d of one shape")
+    if k.size and (k.min() < lo or k.max() > hi):
+        raise ParameterError(f"{owner}: {name}s must lie in [{lo}, {hi}]")
+    if c.size and c.min() < 0:
+        raise ParameterError(f"{owner}: `counts` must be >= 0")
+    if k.size != np.unique(k).size:
+        raise ParameterError(f"{owner}: every {name} must appear once")
+    return k.astype(np.int64), c.astype(np.int64)
 
 
 def _check_beta(owner: str, beta: Any) -> float:
@@ -473,27 +480,12 @@ def tail_bounds_from_counts(
     """
     owner = "tail_bounds_from_counts"
     eps = check_positive(owner, "epsilon", epsilon)
-    s = np.asarray(steps)
-    if s.dtype == np.bool_ or not np.issubdtype(s.dtype, np.integer):
-        raise TypeError(f"{owner}: `steps` must hold integers; got dtype {s.dtype}")
-    c = np.asarray(counts)
-    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
-        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
-    if s.shape != c.shape or s.ndim != 1:
-        raise ParameterError(f"{owner}: `steps` and `counts` must be 1-d of one shape")
     low = _check_lower(owner, lower)
     floor = 0 if low is not None else -MAX_STEPS
-    if s.size and (s.min() < floor or s.max() > MAX_STEPS):
-        raise ParameterError(f"{owner}: steps must lie in [{floor}, {MAX_STEPS}]")
-    if c.size and c.min() < 0:
-        raise ParameterError(f"{owner}: `counts` must be >= 0")
-    if s.size != np.unique(s).size:
-        raise ParameterError(f"{owner}: every step must appear once")
+    k, c = _keyed_counts(owner, "step", steps, counts, floor, MAX_STEPS)
     tail_v = _check_tail(owner, tail)
     spend(accountant, PureDP(eps), owner)
-    return _tail_from_steps(
-        s.astype(np.int64), c.astype(np.int64), eps, low, tail_v, as_source(rng)
-    )
+    return _tail_from_steps(k, c, eps, low, tail_v, as_source(rng))
 
 
 def _check_tail(owner: str, tail: Any) -> float:
