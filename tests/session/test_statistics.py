@@ -256,6 +256,42 @@ def test_auto_bounds_with_a_public_lower_bound_search_only_the_upper_one() -> No
     assert got.bounds["x_mean"].bounds[1] >= 1024.0
 
 
+@pytest.mark.parametrize("kind", ["mean", "sum", "var", "std"])
+@pytest.mark.parametrize("method", ["histogram", "tail"])
+def test_auto_bounds_on_extreme_values_never_fail_after_the_spend(kind: str, method: str) -> None:
+    """Values at the ends of the doubles (and tiny ones), with and without a public lower
+    bound: the chosen bounds are kept where the aggregate's lattice exists (within 2**1020,
+    2**500 for a variance, and never empty), so every release completes; a variance's
+    `lower` past 2**500 is refused before anything is spent. Before the fix, the histogram's
+    bounds for 1.7e308 collapsed to one point at the cap and a variance's squares overflowed,
+    both raising after the spend."""
+    import warnings
+
+    make = getattr(dp, kind)
+    for lower in (None, 0.0, -1.7e308):
+        for val in (1.7e308, -1.7e308, 1e300, 1e-300):
+            s = dp.Session(pl.DataFrame({"x": np.full(50, val)}), budget=dp.PureDP(9.0), rng=1)
+            try:
+                agg = make("x", bounds="auto", bounds_method=method, lower=lower)
+            except dp.ParameterError:
+                assert kind in ("var", "std") and lower == -1.7e308
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a sum of 50 x 1.7e308 is inf
+                rel = s.query().agg(agg).measure(epsilon=1.0)
+            lo, hi = rel.bounds[agg.name].bounds
+            assert lo < hi and s.accountant.spent == dp.PureDP(1.0)
+
+
+def test_safe_bounds_keep_a_lattice_at_the_cap() -> None:
+    from dpkit.session._auto import safe_bounds
+
+    cap = 2.0**1020
+    for b in ((cap, cap), (1e308, 1.7e308), (-1.7e308, -1e308), (0.0, 0.0), (5.0, 5.0)):
+        lo, hi = safe_bounds(b)
+        assert -cap <= lo < hi <= cap and hi - lo >= max(abs(lo), abs(hi)) * 2.0**-31
+
+
 def test_tail_bounds_options_are_checked_before_anything_is_spent() -> None:
     with pytest.raises(dp.ParameterError, match="bounds_method"):
         dp.mean("x", bounds="auto", bounds_method="quantile")

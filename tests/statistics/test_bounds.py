@@ -332,3 +332,37 @@ def test_moment_intervals_cover() -> None:
 def test_errors(call, exc, match) -> None:
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("fn", [mean, sum, var, std])
+@pytest.mark.parametrize("method", ["histogram", "tail"])
+def test_auto_bounds_on_extreme_values_never_fail_after_the_spend(fn, method) -> None:  # type: ignore[no-untyped-def]
+    """Values at the ends of the doubles and tiny ones, with public lower bounds from 0 to
+    the most negative double: the chosen bounds are kept where the lattice exists (within
+    2**1020, 2**500 for var and std, never empty), so no release raises after its spend; a
+    variance's `lower` past 2**500 is refused before it. Before the fix 56 of these 80
+    releases raised after charging the accountant (OverflowError in the variance's squares,
+    bounds collapsed at the cap, widths below the lattice's)."""
+    import warnings
+
+    for lower in (None, 0.0, -1.7e308, 1e300):
+        for val in (1.7e308, -1.7e308, 1e300, 1e-300, 0.0):
+            acc = dpkit.Accountant(dpkit.PureDP(10.0))
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # sums of 50 x 1.7e308
+                    rel = fn(
+                        np.full(50, val),
+                        epsilon=1.0,
+                        bounds="auto",
+                        bounds_method=method,
+                        lower=lower,
+                        rng=1,
+                        accountant=acc,
+                    )
+            except dpkit.ParameterError:
+                assert acc.spent == dpkit.PureDP(0.0), (lower, val)
+                assert fn in (var, std) and lower is not None and abs(lower) > 2.0**500
+                continue
+            lo, hi = rel.details["bounds"]
+            assert lo < hi and acc.spent == dpkit.PureDP(1.0)

@@ -61,10 +61,6 @@ _BUCKET = "__dpkit_log2"
 _ROWS = "__dpkit_rows"
 _TINY = 5e-324  # the smallest positive double: log2 of it is -1074
 _HUGE = sys.float_info.max
-#: chosen bounds are kept within +-2**1020 and at least 2**-1000 apart (post-processing), so
-#: that the aggregate's lattice exists (finite width, a unit above the subnormals)
-_CAP = 2.0**1020
-_MIN_WIDTH = 2.0**-1000
 
 
 #: bounds whose lattice has the largest per-row range (checks made before spending use it)
@@ -149,15 +145,15 @@ def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[A
     )
 
 
-def safe_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
-    """The chosen bounds kept within ``+-2**1020`` and at least ``2**-1000`` apart (a public
-    rule applied to a DP output: post-processing)."""
-    lo = min(max(bounds[0], -_CAP), _CAP)
-    hi = min(max(bounds[1], -_CAP), _CAP)
-    if hi - lo < _MIN_WIDTH:
-        hi = lo + _MIN_WIDTH if lo < _CAP else lo
-        lo = hi - _MIN_WIDTH if hi - lo < _MIN_WIDTH else lo
-    return float(lo), float(hi)
+def safe_bounds(
+    bounds: tuple[float, float], variance: bool = False, zero: bool = False
+) -> tuple[float, float]:
+    """The chosen bounds kept where the aggregate's lattice exists
+    (:func:`dpkit.statistics.bounds.representable`: within ``+-2**1020``, ``+-2**500`` for a
+    variance, containing 0 for a sum, and never empty): post-processing of a DP output."""
+    from dpkit.statistics.bounds import representable
+
+    return representable(bounds, variance, zero)
 
 
 def choose_bounds(
@@ -183,8 +179,10 @@ def choose_bounds(
             )
         else:
             rel = bounds_from_counts(keys, counts, epsilon=eps[agg.name], lower=low, rng=source)
-        chosen[agg.name] = rel
-        resolved.append(agg.resolve(safe_bounds(rel.bounds)))  # type: ignore[attr-defined]
+        done = agg.resolve(rel.bounds)  # type: ignore[attr-defined]
+        # report the bounds the statistic uses (kept where its lattice exists)
+        chosen[agg.name] = dataclasses.replace(rel, bounds=done.bounds)
+        resolved.append(done)
     return dataclasses.replace(ctx, aggregates=tuple(resolved)), chosen
 
 

@@ -119,6 +119,37 @@ class BoundsRelease:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
 
+#: Privately chosen bounds are kept within +-BOUNDS_CAP (2**500 for a variance, whose squares
+#: must stay finite) and at least MIN_WIDTH (2**-480 for a variance) or 2**-30 of their
+#: magnitude apart, so that the statistic's lattice exists: :func:`representable`.
+BOUNDS_CAP, MIN_WIDTH = 2.0**1020, 2.0**-960
+VAR_CAP, VAR_MIN_WIDTH = 2.0**500, 2.0**-480
+
+
+def representable(
+    bounds: tuple[float, float], variance: bool = False, zero: bool = False
+) -> tuple[float, float]:
+    """Chosen bounds clamped into the range where a mean's (or a variance's) lattice exists,
+    and widened to at least ``max(min width, 2**-30 * magnitude)``; with ``zero``, first
+    stretched to contain 0 (a sum: its sensitivity ``max(|lower|, |upper|)`` is unchanged,
+    and its noise scale in lattice units stays within the range checked before the spend).
+    A public rule applied to a DP output (post-processing), so a release never fails after
+    its spend."""
+    cap, min_width = (VAR_CAP, VAR_MIN_WIDTH) if variance else (BOUNDS_CAP, MIN_WIDTH)
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if zero:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    lo = min(max(lo, -cap), cap)
+    hi = min(max(hi, -cap), cap)
+    width = max(min_width, max(abs(lo), abs(hi)) * 2.0**-30)
+    if hi - lo < width:
+        if lo + width <= cap:
+            hi = lo + width
+        else:
+            lo = hi - width
+    return float(lo), float(hi)
+
+
 def _check_lower(owner: str, lower: Any) -> float | None:
     if lower is None:
         return None

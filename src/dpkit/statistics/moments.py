@@ -35,7 +35,13 @@ from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source, discrete_laplace
 from dpkit.statistics._input import check_alpha
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
-from dpkit.statistics.bounds import _from_histogram, _tail_bounds, log2_buckets
+from dpkit.statistics.bounds import (
+    VAR_CAP,
+    _from_histogram,
+    _tail_bounds,
+    log2_buckets,
+    representable,
+)
 
 __all__ = ["mean", "std", "sum", "var"]
 
@@ -162,12 +168,22 @@ def _moments(
     arr, eps, share, a = _prepare(
         owner, data, epsilon, bounds, bounds_share, bounds_method, lower, alpha
     )
+    if kind in ("var", "std") and lower is not None and abs(float(lower)) > VAR_CAP:
+        raise ParameterError(
+            f"{owner}: `lower` {lower!r} is out of range for a variance (squares overflow); "
+            "rescale the data so that it lies within about 1e150 in magnitude"
+        )
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     total = Fraction(eps)
     eps_b = total * Fraction(share)
     (lo_v, hi_v), details = _choose_bounds(arr, bounds, float(eps_b), bounds_method, lower, source)
+    if isinstance(bounds, str):  # chosen privately: kept where the lattice exists (post-processing)
+        lo_v, hi_v = representable(
+            (lo_v, hi_v), variance=kind in ("var", "std"), zero=kind == "sum"
+        )
+        details["bounds"] = (lo_v, hi_v)
     rest = total - eps_b
     lat = Lattice.for_bounds(owner, lo_v, hi_v, _VAR_BITS if kind in ("var", "std") else 30)
     u = lat.units(arr)
