@@ -218,7 +218,8 @@ class _Bounded(Aggregate):
         """This aggregate with privately chosen ``bounds`` (a DP output) in place of "auto",
         first kept where its lattice exists (:func:`dpkit.session._auto.safe_bounds`; for a
         variance within ``+-2**500`` and ``2**-480`` apart, so that squares stay finite and
-        normal): post-processing, so nothing can fail after the spend."""
+        normal; for a sum stretched through 0, which leaves its sensitivity unchanged):
+        post-processing, so nothing can fail after the spend."""
         from dpkit.session._auto import safe_bounds
 
         var = isinstance(self, Var)
