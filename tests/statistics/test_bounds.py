@@ -340,7 +340,7 @@ def test_auto_bounds_on_extreme_values_never_fail_after_the_spend(fn, method) ->
     """Values at the ends of the doubles and tiny ones, with public lower bounds from 0 to
     the most negative double: the chosen bounds are kept where the lattice exists (within
     2**1020, 2**500 for var and std, never empty), so no release raises after its spend; a
-    variance's `lower` past 2**500 is refused before it. Before the fix 56 of these 80
+    variance's `lower` past 2**500 is refused before it. Before the fix 56 of these 160
     releases raised after charging the accountant (OverflowError in the variance's squares,
     bounds collapsed at the cap, widths below the lattice's)."""
     import warnings
