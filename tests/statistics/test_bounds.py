@@ -20,7 +20,7 @@ from dpkit.statistics import (
     tail_steps,
     var,
 )
-from dpkit.statistics.bounds import BASE, MAX_STEPS, above_threshold_quantile
+from dpkit.statistics.bounds import BASE, MAX_STEPS, above_threshold_steps
 
 
 def test_buckets_and_edges_round_trip() -> None:
@@ -214,7 +214,8 @@ def test_above_threshold_law(chi2_pvalue) -> None:
 
     x = np.linspace(0.0, 0.1, 101)  # about one record per candidate c_i = 1.001**i - 1
     q, eps = Fraction(1, 2), Fraction(1, 2)
-    outs = [above_threshold_quantile(x, 0.0, q, eps, as_source(s))[1] for s in range(3000)]
+    steps, counts = np.unique(tail_steps(x, 0.0), return_counts=True)
+    outs = [above_threshold_steps(steps, counts, q, eps, as_source(s)) for s in range(3000)]
     n = x.size
     idx = np.ceil(np.log(np.maximum(x + 1.0, 1.0)) / math.log(BASE)).astype(int)
     kmax = 400

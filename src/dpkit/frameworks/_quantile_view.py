@@ -39,7 +39,7 @@ from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_rang
 from dpkit.samplers import bernoulli_exp
 from dpkit.samplers.heavy_tailed import exp_weighted_choice
 
-__all__ = ["View", "Window", "draw_view", "draw_view_many", "draw_view_ranges", "root_view"]
+__all__ = ["View", "Window", "draw_view", "draw_view_many", "root_view"]
 
 Marks = tuple[np.ndarray, np.ndarray] | None
 
@@ -163,9 +163,7 @@ def draw_view_many(
     window: int | None = None,
 ) -> np.ndarray:
     """``size`` independent draws (the window is built once; module docstring)."""
-    start, stop, done = draw_view_ranges(
-        view, measure, slope, offset, epsilon, source, size, window
-    )
+    start, stop, done = Window(view, measure, slope, offset, epsilon, window).draw(size, source)
     out = start.copy()
     cell = np.flatnonzero(~done)
     if cell.size:
@@ -173,29 +171,10 @@ def draw_view_many(
     return out
 
 
-def draw_view_ranges(
-    view: View,
-    measure: Measure,
-    slope: Fraction,
-    offset: Fraction,
-    epsilon: Fraction,
-    source: Any,
-    size: int,
-    window: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`draw_view_many` stopped at the cells: ``(start, stop, done)`` per draw, the
-    drawn cell's lattice range (every point of a cell has the same rank range), ``done`` where
-    the draw is already resolved to its point (``start == stop``, the rare draws outside the
-    window). ``sample_in_ranges`` on the other ranges completes the draws with exactly
-    :func:`draw_view_many`'s law, so a caller that accepts or rejects draws by their ranks
-    can sample points for the accepted ones only."""
-    return Window(view, measure, slope, offset, epsilon, window).draw(size, source)
-
-
 class Window:
     """The window of one target on one view, built once (module docstring); :meth:`draw`
-    gives :func:`draw_view_ranges`'s draws, as many times as needed (a rejection sampler
-    drawing proposals in batches builds it once)."""
+    draws from it as many times as needed (a rejection sampler drawing proposals in batches
+    builds it once)."""
 
     def __init__(
         self,
@@ -243,7 +222,12 @@ class Window:
         self.exps = np.concatenate((e, [e_left, e_right]))
 
     def draw(self, size: int, source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``size`` independent draws ``(start, stop, done)`` (:func:`draw_view_ranges`)."""
+        """``size`` independent draws stopped at the cells: ``(start, stop, done)`` per draw,
+        the drawn cell's lattice range (every point of a cell has the same rank range), and
+        ``done`` where the draw is already resolved to its point (``start == stop``, the rare
+        draws outside the window). ``sample_in_ranges`` on the other ranges completes the
+        draws with exactly :func:`draw_view_many`'s law, so a caller that accepts or rejects
+        draws by their ranks can sample points for the accepted ones only."""
         view, measure = self.view, self.measure
         num, den, rate = self.num, self.den, self.rate
         if self.full:

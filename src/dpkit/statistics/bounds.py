@@ -417,17 +417,6 @@ def _steps(shifted: np.ndarray) -> np.ndarray:
     return np.clip(idx, 0, MAX_STEPS).astype(np.int64)
 
 
-def above_threshold_quantile(
-    values: np.ndarray, start: float, q: Fraction, eps: Fraction, source: Any
-) -> tuple[float, int]:
-    """Durfee's UQE: the first candidate ``c_i = start + BASE**i - 1`` whose noisy count of
-    ``values <= c_i`` passes ``q n``; returns ``(c_i, i)`` (:func:`above_threshold_steps` on
-    the records' :func:`tail_steps`)."""
-    steps, counts = np.unique(tail_steps(values, start), return_counts=True)
-    i = above_threshold_steps(steps, counts.astype(np.int64), q, eps, source)
-    return start + BASE**i - 1.0, i
-
-
 def above_threshold_steps(
     steps: np.ndarray, counts: np.ndarray, q: Fraction, eps: Fraction, source: Any
 ) -> int:
