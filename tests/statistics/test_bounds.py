@@ -367,3 +367,12 @@ def test_auto_bounds_on_extreme_values_never_fail_after_the_spend(fn, method) ->
                 continue
             lo, hi = rel.details["bounds"]
             assert lo < hi and acc.spent == dpkit.PureDP(1.0)
+
+
+def test_representable_bounds_keep_a_lattice_at_the_cap() -> None:
+    from dpkit.statistics.bounds import representable
+
+    cap = 2.0**1020
+    for b in ((cap, cap), (1e308, 1.7e308), (-1.7e308, -1e308), (0.0, 0.0), (5.0, 5.0)):
+        lo, hi = representable(b)
+        assert -cap <= lo < hi <= cap and hi - lo >= max(abs(lo), abs(hi)) * 2.0**-31

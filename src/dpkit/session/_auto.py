@@ -53,7 +53,6 @@ __all__ = [
     "choose_bounds",
     "choose_max_rows",
     "log2_bucket",
-    "safe_bounds",
     "tail_step",
 ]
 
@@ -143,17 +142,6 @@ def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[A
         out[_BUCKET].to_numpy().astype(np.int64),
         out["__n"].to_numpy().astype(np.int64),
     )
-
-
-def safe_bounds(
-    bounds: tuple[float, float], variance: bool = False, zero: bool = False
-) -> tuple[float, float]:
-    """The chosen bounds kept where the aggregate's lattice exists
-    (:func:`dpkit.statistics.bounds.representable`: within ``+-2**1020``, ``+-2**500`` for a
-    variance, containing 0 for a sum, and never empty): post-processing of a DP output."""
-    from dpkit.statistics.bounds import representable
-
-    return representable(bounds, variance, zero)
 
 
 def choose_bounds(

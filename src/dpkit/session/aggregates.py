@@ -44,7 +44,7 @@ from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
 from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
-from dpkit.statistics.bounds import VAR_CAP
+from dpkit.statistics.bounds import check_variance_lower, representable
 
 __all__ = [
     "Aggregate",
@@ -216,14 +216,12 @@ class _Bounded(Aggregate):
 
     def resolve(self, bounds: tuple[float, float]) -> Any:
         """This aggregate with privately chosen ``bounds`` (a DP output) in place of "auto",
-        first kept where its lattice exists (:func:`dpkit.session._auto.safe_bounds`; for a
-        variance within ``+-2**500`` and ``2**-480`` apart, so that squares stay finite and
-        normal; for a sum stretched through 0, which leaves its sensitivity unchanged):
+        first kept where its lattice exists (:func:`dpkit.statistics.bounds.representable`;
+        for a variance within ``+-2**500`` and ``2**-480`` apart, so that squares stay finite
+        and normal; for a sum stretched through 0, which leaves its sensitivity unchanged):
         post-processing, so nothing can fail after the spend."""
-        from dpkit.session._auto import safe_bounds
-
         var = isinstance(self, Var)
-        safe = safe_bounds(bounds, var, isinstance(self, Sum))
+        safe = representable(bounds, var, isinstance(self, Sum))
         out = dataclasses.replace(self, bounds=safe, auto=False)
         return _with_lattice(out, _VAR_BITS if var else _SUM_BITS)
 
@@ -605,16 +603,6 @@ def _auto_share(
     return kw
 
 
-def _var_lower(owner: str, kw: dict) -> None:
-    """A variance's public ``lower`` within ``+-VAR_CAP`` (checked before any spend)."""
-    low = kw.get("lower")
-    if low is not None and abs(low) > VAR_CAP:
-        raise ParameterError(
-            f"{owner}: `lower` {low!r} is out of range for a variance (squares overflow); "
-            "rescale the data so that it lies within about 1e150 in magnitude"
-        )
-
-
 def _with_lattice(agg: Any, bits: int) -> Any:
     if agg.auto:
         return agg
@@ -755,7 +743,7 @@ def var(
     """
     kw = _bounded("dp.var", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.var", kw, bounds_share, bounds_method, lower)
-    _var_lower("dp.var", kw)
+    check_variance_lower("dp.var", kw.get("lower"))
     kw["name"] = kw["name"] or f"{kw['column']}_var"
     return _with_lattice(Var(**kw), _VAR_BITS)
 
@@ -783,7 +771,7 @@ def std(
     """
     kw = _bounded("dp.std", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.std", kw, bounds_share, bounds_method, lower)
-    _var_lower("dp.std", kw)
+    check_variance_lower("dp.std", kw.get("lower"))
     kw["name"] = kw["name"] or f"{kw['column']}_std"
     return _with_lattice(Var(**kw, root=True), _VAR_BITS)
 

@@ -150,6 +150,15 @@ def representable(
     return float(lo), float(hi)
 
 
+def check_variance_lower(owner: str, lower: Any) -> None:
+    """A variance's public ``lower`` within ``+-VAR_CAP`` (checked before any spend)."""
+    if lower is not None and abs(float(lower)) > VAR_CAP:
+        raise ParameterError(
+            f"{owner}: `lower` {lower!r} is out of range for a variance (squares overflow); "
+            "rescale the data so that it lies within about 1e150 in magnitude"
+        )
+
+
 def _check_lower(owner: str, lower: Any) -> float | None:
     if lower is None:
         return None

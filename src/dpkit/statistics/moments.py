@@ -36,9 +36,9 @@ from dpkit.samplers import as_source, discrete_laplace
 from dpkit.statistics._input import check_alpha
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import (
-    VAR_CAP,
     _from_histogram,
     _tail_bounds,
+    check_variance_lower,
     log2_buckets,
     representable,
 )
@@ -168,11 +168,8 @@ def _moments(
     arr, eps, share, a = _prepare(
         owner, data, epsilon, bounds, bounds_share, bounds_method, lower, alpha
     )
-    if kind in ("var", "std") and lower is not None and abs(float(lower)) > VAR_CAP:
-        raise ParameterError(
-            f"{owner}: `lower` {lower!r} is out of range for a variance (squares overflow); "
-            "rescale the data so that it lies within about 1e150 in magnitude"
-        )
+    if kind in ("var", "std"):
+        check_variance_lower(owner, lower)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
