@@ -67,6 +67,7 @@ from dpkit.frameworks._quantile_em import (
 )
 from dpkit.frameworks._quantile_view import View, Window, draw_view, root_view
 from dpkit.samplers import bernoulli, bernoulli_exp
+from dpkit.statistics._joint import joint_sensitivity
 
 ROOT_WEIGHT = Fraction(1)
 
@@ -275,8 +276,6 @@ def draw_pair(
 ) -> tuple[int, int]:
     """Two levels ``a1 <= a2`` of ``view`` in one ``epsilon``-DP draw (module docstring:
     the tie-aware two-level JointExp with a capped consistency term, sampled exactly)."""
-    from dpkit.statistics._joint import joint_sensitivity
-
     delta = joint_sensitivity([a1, a2])
     r = epsilon / (2 * delta)
     cap = Fraction(PAIR_CAP)
