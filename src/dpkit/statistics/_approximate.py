@@ -69,8 +69,6 @@ from dpkit.frameworks._quantile_view import View, Window, draw_view, root_view
 from dpkit.samplers import bernoulli, bernoulli_exp
 from dpkit.statistics._joint import joint_sensitivity
 
-ROOT_WEIGHT = Fraction(1)
-
 __all__ = [
     "approximate_quantiles",
     "aq_depth",
