@@ -31,10 +31,10 @@ The log-weights reach about ``epsilon n / Delta``, so their absolute float error
 it: the slack is ``max(2**-10, exp(2 b) - 1)`` for a bound ``b`` on that error
 (:func:`_slack`), and the mechanism runs at ``min(epsilon, EPSILON_CAP)``, which is still
 ``epsilon``-DP (a smaller epsilon is a stronger guarantee) and keeps ``b`` small for any
-data that fits in memory. At the cap one rank of error costs a factor ``exp(-2500)``, far
-below any ratio of two cells' base masses (less than ``2**53``), so capping changes no
-release in practice; without it, epsilon near ``1e12`` left the proposal too coarse for the
-exact check, which then raised after the budget was spent.
+data that fits in memory. At the cap one unit of spread costs a factor ``exp(-2500)`` or
+less, which no ratio of two cells' base masses (below ``2**53``) can offset, so capping
+changes no release in practice; without it, epsilon near ``1e12`` left the proposal too
+coarse for the exact check, which then raised after the budget was spent.
 """
 
 from __future__ import annotations
