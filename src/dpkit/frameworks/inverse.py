@@ -536,6 +536,7 @@ def inverse_sensitivity(
         if name == "mean":
             _check_mean_size(arr.size, lower, upper)
     cost = PureDP(eps)
+    source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, cost, _OWNER, rel)
     values, losses = inverse_sensitivity_sample(
         data,
@@ -545,7 +546,7 @@ def inverse_sensitivity(
         percentile=p * 100 if name == "percentile" else None,
         grid=grid,
         size=1,
-        rng=rng,
+        rng=source,
         support=support,
     )
     details: dict[str, Any] = {"statistic": name}

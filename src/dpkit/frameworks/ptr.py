@@ -273,8 +273,8 @@ def propose_test_release(
     True
     """
     p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, p.cost, _OWNER, relation)
-    source = as_source(rng)
     noisy, vals = _draw(p, 1, source, lazy=True)
     noisy_distance = float(noisy[0])
     details: dict[str, Any] = {

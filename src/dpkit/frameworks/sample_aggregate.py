@@ -286,8 +286,9 @@ def sample_and_aggregate(
     else:
         check_grid_bounds(_OWNER, lower, upper, name="output_bounds")
     cost = PureDP(eps)
+    source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, cost, _OWNER, "bounded")
-    vals, bad, scale = _draw(arr, func, k, (lower, upper), eps, aggregator, 1, as_source(rng))
+    vals, bad, scale = _draw(arr, func, k, (lower, upper), eps, aggregator, 1, source)
     value = float(vals[0])
     sens = (upper - lower) / k
     q = n // k

@@ -389,8 +389,9 @@ def smooth_sensitivity_release(
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
+    source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, p["privacy"], _OWNER, relation)
-    k = _noise_units(p, 1, as_source(rng))
+    k = _noise_units(p, 1, source)
     # units + k as an exact int, rounded once to float64, scaled by a power of two
     value = float(grid_release([p["units"] + int(k[0])], 0, p["spacing"])[0])
     return Release(

@@ -108,10 +108,12 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 def _transition(s_prev: np.ndarray, cf: np.ndarray, lam: float, t: float) -> np.ndarray:
     """``log sum_{i' < i} exp(s_prev[i'] - lam |cf_i - cf_i' - t|)`` for every cell ``i``."""
-    k = np.searchsorted(cf, cf - t, side="right") - 1  # last i' with cf_i' <= cf_i - t
+    idx = np.arange(cf.size)
+    # last i' < i with cf_i' <= cf_i - t (for t = 0, an empty data set, cf_i itself qualifies:
+    # the cap keeps the predecessors strictly before i, as the backward step draws them)
+    k = np.minimum(np.searchsorted(cf, cf - t, side="right") - 1, idx - 1)
     pa = np.logaddexp.accumulate(s_prev + lam * cf)
     part_a = np.where(k >= 0, pa[np.maximum(k, 0)] - lam * (cf - t), -np.inf)
-    idx = np.arange(cf.size)
     part_b = _window_logsumexp(s_prev - lam * cf, k + 1, idx - 1) - lam * (t - cf)
     return np.logaddexp(part_a, part_b)
 
