@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -376,3 +377,124 @@ def test_representable_bounds_keep_a_lattice_at_the_cap() -> None:
     for b in ((cap, cap), (1e308, 1.7e308), (-1.7e308, -1e308), (0.0, 0.0), (5.0, 5.0)):
         lo, hi = representable(b)
         assert -cap <= lo < hi <= cap and hi - lo >= max(abs(lo), abs(hi)) * 2.0**-31
+
+
+# ---------------------------------------------------------------- nothing fails after the spend
+
+
+def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
+    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    with pytest.raises(exc, match=match):
+        call(acct)
+    assert len(acct.history) == 0 and acct.spent == dpkit.PureDP(0.0)
+
+
+@pytest.mark.parametrize(
+    ("rng", "exc", "match"),
+    [
+        (-1, dpkit.ParameterError, "seed must be >= 0"),
+        (np.random.default_rng(0), TypeError, "NumPy generators"),
+    ],
+)
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda rng, a: bounds_from_counts([1076], [3], epsilon=1.0, rng=rng, accountant=a),
+        lambda rng, a: tail_bounds_from_counts([5], [3], epsilon=1.0, rng=rng, accountant=a),
+        lambda rng, a: private_bounds([1.0, 2.0], epsilon=1.0, rng=rng, accountant=a),
+    ],
+)
+def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
+    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda a: private_bounds(np.arange(1.0, 11.0), epsilon=1e-16, accountant=a),
+        lambda a: private_bounds(np.arange(1.0, 11.0), epsilon=1e-12, method="tail", accountant=a),
+        lambda a: private_bounds(
+            np.arange(1.0, 11.0), epsilon=1e-12, method="tail", lower=0.0, accountant=a
+        ),
+        lambda a: bounds_from_counts([1076], [5], epsilon=1e-16, accountant=a),
+        lambda a: tail_bounds_from_counts([5], [3], epsilon=1e-12, accountant=a),
+        lambda a: mean(np.arange(1.0, 11.0), epsilon=1.0, bounds_share=1e-16, accountant=a),
+        lambda a: var(
+            np.arange(1.0, 11.0),
+            epsilon=1.0,
+            bounds_share=1e-12,
+            bounds_method="tail",
+            accountant=a,
+        ),
+    ],
+)
+def test_a_bounds_stage_beyond_the_sampler_is_refused_before_the_spend(release) -> None:
+    # the noise scale follows from the public epsilon (and tail level): checked up front
+    _refused_before_the_spend(release, dpkit.ParameterError, "2\\*\\*50")
+
+
+@pytest.mark.parametrize("eps", [746.0, 1e4, 1e300])
+def test_histogram_bounds_at_a_huge_epsilon_release(eps: float) -> None:
+    # exp(-1 / scale) underflows to 0 past epsilon ~745: the threshold must stay finite
+    acct = dpkit.Accountant(dpkit.PureDP(4 * eps))
+    x = np.arange(1.0, 11.0)
+    rel = private_bounds(x, epsilon=eps, rng=0, accountant=acct)
+    assert rel.bounds == (1.0, 16.0) and rel.details["threshold"] == 1
+    b = bounds_from_counts([1076], [5], epsilon=eps, rng=0, accountant=acct).bounds
+    assert b == (1.0, 2.0)
+    m = mean(x, epsilon=eps, rng=0, accountant=acct)
+    assert math.isfinite(m.value) and abs(m.value - 5.5) < 0.1
+
+
+def _tail_exact(t: int, scale: Fraction, prec: int = 60):
+    """``P[Z >= t] = a**t / (1 + a)`` for the discrete Laplace, in Decimal (``t >= 1``)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = prec
+        a = (-Decimal(scale.denominator) / Decimal(scale.numerator)).exp()
+        return a**t / (1 + a)
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-3, 0.1, 1.0, 3.7, 50.0, 745.0, 746.0, 1e6])
+@pytest.mark.parametrize("beta", [1e-6, 0.05, 0.5])
+def test_threshold_is_the_smallest_integer_within_beta(eps: float, beta: float) -> None:
+    # buckets * P[Z >= T] <= beta at T, and (T > 1) not at T - 1: checked with 60 digits
+    from decimal import Decimal
+
+    from dpkit.statistics.bounds import _threshold
+
+    scale = 1 / Fraction(eps)
+    nb = 4199
+    t = _threshold(scale, nb, beta)
+    assert nb * _tail_exact(t, scale) <= Decimal(beta)
+    if t > 1:  # one step of slack: the float computation may round up by one
+        assert nb * _tail_exact(t - 2, scale) > Decimal(beta) or t - 2 < 1
+
+
+@pytest.mark.parametrize(
+    ("release", "match"),
+    [
+        (lambda a: mean([0.25, 0.5], epsilon=1.0, bounds=(0, 1e-300), accountant=a), "too close"),
+        (lambda a: std([0.25, 0.5], epsilon=1.0, bounds=(0, 5e-324), accountant=a), "too close"),
+        (lambda a: var([0.25, 0.5], epsilon=1.0, bounds=(0, 1e300), accountant=a), "variance"),
+        (lambda a: std([0.25, 0.5], epsilon=1.0, bounds=(-1e160, 1e160), accountant=a), "variance"),
+        (
+            lambda a: var([0.25, 0.5], epsilon=1.0, bounds=(1e300, 1.0000001e300), accountant=a),
+            "variance",
+        ),
+    ],
+)
+def test_moments_with_given_bounds_without_a_lattice_are_refused_before_the_spend(
+    release, match: str
+) -> None:
+    _refused_before_the_spend(release, dpkit.ParameterError, match)
+
+
+def test_variance_at_the_largest_accepted_bounds_releases() -> None:
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    cap = 2.0**500
+    for f in (var, std):
+        rel = f([-cap, 0.0, cap], epsilon=1.0, bounds=(-cap, cap), rng=0, accountant=acct)
+        assert math.isfinite(rel.value) and all(map(math.isfinite, rel.interval))

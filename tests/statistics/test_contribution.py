@@ -118,3 +118,88 @@ def test_threshold_method_is_private_on_neighbours() -> None:
     assert np.all(a <= math.exp(eps) * b * (1 + 1e-9)) and np.all(
         b <= math.exp(eps) * a * (1 + 1e-9)
     )
+
+
+# ---------------------------------------------------------------- nothing fails after the spend
+
+
+def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
+    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    with pytest.raises(exc, match=match):
+        call(acct)
+    assert len(acct.history) == 0 and acct.spent == dpkit.PureDP(0.0)
+
+
+@pytest.mark.parametrize(
+    ("rng", "exc", "match"),
+    [
+        (-1, dpkit.ParameterError, "seed must be >= 0"),
+        (np.random.default_rng(0), TypeError, "NumPy generators"),
+    ],
+)
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda rng, a: contribution_bound([1, 2, 3], epsilon=1.0, rng=rng, accountant=a),
+        lambda rng, a: contribution_bound_from_counts(
+            [1, 2], [3, 4], epsilon=1.0, rng=rng, accountant=a
+        ),
+        lambda rng, a: contribution_bound_from_counts(
+            [1, 2], [3, 4], epsilon=1.0, method="threshold", rng=rng, accountant=a
+        ),
+    ],
+)
+def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
+    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+
+
+@pytest.mark.parametrize("method", ["quantile", "threshold"])
+@pytest.mark.parametrize(
+    ("rows", "persons"), [([1, 2], [2**62, 2**62]), ([1], [2**62]), ([1, 2], [2**39, 2**39])]
+)
+def test_more_than_2_40_persons_are_refused_before_the_spend(rows, persons, method) -> None:
+    # an int64 sum of the counts wraps (2**62 + 2**62 = -2**63): the cap sees the true total
+    _refused_before_the_spend(
+        lambda a: contribution_bound_from_counts(
+            rows, persons, epsilon=1.0, method=method, accountant=a
+        ),
+        dpkit.ParameterError,
+        "2\\*\\*40 persons",
+    )
+
+
+@pytest.mark.parametrize("cap", [2**20 + 1, 2**40, 2**63 - 1])
+def test_a_threshold_cap_beyond_2_20_is_refused_before_the_spend(cap: int) -> None:
+    _refused_before_the_spend(
+        lambda a: contribution_bound_from_counts(
+            [1, 2, 3], [5, 3, 1], epsilon=1.0, max_bound=cap, method="threshold", accountant=a
+        ),
+        dpkit.ParameterError,
+        "max_bound",
+    )
+
+
+def test_the_largest_threshold_cap_releases() -> None:
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    rel = contribution_bound_from_counts(
+        [1, 2, 3],
+        [500, 300, 100],
+        epsilon=1.0,
+        max_bound=2**20,
+        method="threshold",
+        rng=0,
+        accountant=acct,
+    )
+    assert 1 <= rel.bound <= 2**20 and acct.spent == dpkit.PureDP(1.0)
+
+
+@pytest.mark.parametrize(("eps", "level"), [(1e-14, 0.95), (1e-9, 0.999999)])
+def test_a_threshold_beyond_the_sampler_is_refused_before_the_spend(eps, level) -> None:
+    _refused_before_the_spend(
+        lambda a: contribution_bound_from_counts(
+            [1, 2], [3, 4], epsilon=eps, level=level, method="threshold", accountant=a
+        ),
+        dpkit.ParameterError,
+        "2\\*\\*50",
+    )

@@ -698,3 +698,114 @@ def test_cdf_is_auto_for_integer_columns_exact_and_covered() -> None:
 
 
 DECILE_LEVELS = [k / 10 for k in range(1, 10)]
+
+
+# ---------------------------------------------------------------- nothing fails after the spend
+
+
+def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
+    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    with pytest.raises(exc, match=match):
+        call(acct)
+    assert len(acct.history) == 0
+    assert acct.spent == dpkit.PureDP(0.0)
+
+
+_X10 = np.arange(10.0)
+
+
+@pytest.mark.parametrize(
+    ("rng", "exc", "match"),
+    [
+        (-1, dpkit.ParameterError, "seed must be >= 0"),
+        (np.random.default_rng(0), TypeError, "NumPy generators"),
+        ("x", TypeError, "`rng` must be None"),
+    ],
+)
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda rng, a: quantiles(_X10, [0.5], epsilon=1.0, bounds=(0, 10), rng=rng, accountant=a),
+        lambda rng, a: quantile(_X10, 0.3, epsilon=1.0, bounds=(0, 10), rng=rng, accountant=a),
+        lambda rng, a: median(_X10, epsilon=1.0, bounds=(0, 10), rng=rng, accountant=a),
+        lambda rng, a: quantiles_from_counts(
+            [1.0], [3], 0.5, epsilon=1.0, bounds=(0, 10), rng=rng, accountant=a
+        ),
+    ],
+)
+def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
+    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda a: quantiles(
+            np.array([0.1, 0.5, 0.9]),
+            [0.25, 0.75],
+            epsilon=1.0,
+            bounds=(0, 1),
+            method="cdf",
+            accountant=a,
+        ),
+        lambda a: quantiles_from_counts(
+            [1.0, 2.0], [3, 4], 0.5, epsilon=1.0, bounds=(0, 10), method="cdf", accountant=a
+        ),
+        lambda a: quantiles(
+            np.arange(10), [0.5], epsilon=1.0, bounds=(0, 10**6), method="cdf", accountant=a
+        ),
+    ],
+)
+def test_cdf_without_a_small_grid_is_refused_before_the_spend(release) -> None:
+    _refused_before_the_spend(release, dpkit.ParameterError, "method='cdf' needs")
+
+
+@pytest.mark.parametrize("method", ["auto", "joint", "aq"])
+def test_summary_counts_that_wrap_int64_are_refused_before_the_spend(method: str) -> None:
+    # 2**62 + 2**62 wraps to -2**63 in int64: the 2**40-record cap must see the true total
+    _refused_before_the_spend(
+        lambda a: quantiles_from_counts(
+            [0.0, 1.0],
+            [2**62, 2**62],
+            [0.5],
+            epsilon=1.0,
+            bounds=(0, 1),
+            method=method,
+            accountant=a,
+        ),
+        dpkit.ParameterError,
+        "2\\*\\*40 records",
+    )
+    _refused_before_the_spend(
+        lambda a: quantiles_from_counts(
+            [0.0, 1.0, 2.0], [2**39, 2**39, 1], 0.5, epsilon=1.0, bounds=(0, 2), accountant=a
+        ),
+        dpkit.ParameterError,
+        "2\\*\\*40 records",
+    )
+
+
+@pytest.mark.parametrize("levels", [[0.25, 0.75], [0.75], [0.1, 0.5, 0.9]])
+def test_cdf_on_a_one_point_grid_releases_the_point(levels) -> None:
+    # integer data, bounds holding the single integer 0: the grid has one point, so every
+    # level's answer and interval is that point (and nothing fails after the spend)
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    x = np.zeros(10, dtype=np.int64)
+    rel = quantiles(
+        x, levels, epsilon=1.0, bounds=(-0.5, 0.5), method="cdf", rng=0, accountant=acct
+    )
+    assert rel.method == "cdf" and acct.spent == dpkit.PureDP(1.0)
+    assert rel.values.tolist() == [0.0] * len(levels)
+    assert np.all(np.isfinite(rel.value_intervals)) and np.all(np.isfinite(rel.rank_intervals))
+    assert np.all(rel.value_intervals[:, 0] <= 0) and np.all(rel.value_intervals[:, 1] >= 0)
+
+
+def test_aq_splits_a_tie_of_more_than_2_28_records() -> None:
+    # the records tied at a released value go left by fair coins: more than the Bernoulli
+    # sampler's 2**28 per call are drawn in chunks (the same Binomial(tie, 1/2) law)
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    rel = quantiles_from_counts(
+        [0.5], [2**28 + 1], [0.1, 0.5, 0.9], epsilon=1.0, bounds=(0, 1), rng=0, accountant=acct
+    )
+    assert rel.values.tolist() == [0.5, 0.5, 0.5] and acct.spent == dpkit.PureDP(1.0)

@@ -6,6 +6,7 @@ CSPRNG), an ``int`` or :class:`numpy.random.SeedSequence` for a reproducible sou
 """
 
 from dpkit.samplers._discrete import (
+    MAX_NOISE_SCALE,
     bernoulli,
     bernoulli_exp,
     bernoulli_exp_int,
@@ -19,6 +20,7 @@ from dpkit.samplers._discrete import (
 from dpkit.samplers._source import BitSource, RngLike, SecureSource, SeededSource, as_source
 
 __all__ = [
+    "MAX_NOISE_SCALE",
     "BitSource",
     "RngLike",
     "SecureSource",

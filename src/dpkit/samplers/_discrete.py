@@ -65,6 +65,9 @@ __all__ = [
 ]
 
 _MAX_SCALE = Fraction(2**50)  # largest 1/x (geometric) or scale (Laplace): keeps G in int64
+#: The largest discrete Laplace scale (or geometric ``1 / x``) drawn exactly; callers that
+#: derive a scale from public figures check it before anything is spent.
+MAX_NOISE_SCALE = _MAX_SCALE
 _MIN_MASS_BITS = 60  # table entries keep masses >= 2**-60 so 64-bit prefixes are distinct
 
 

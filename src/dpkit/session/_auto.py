@@ -35,6 +35,7 @@ import dataclasses
 import math
 import sys
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import narwhals as nw
@@ -42,14 +43,18 @@ import numpy as np
 
 from dpkit._validate import check_number
 from dpkit.errors import ParameterError
+from dpkit.samplers import MAX_NOISE_SCALE
 from dpkit.session import _execute as ex
+from dpkit.statistics._input import as_rational_level
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
+from dpkit.statistics.bounds import above_threshold_scales, bounds_noise_scale
 
 __all__ = [
     "WORST_BOUNDS",
     "AutoRows",
     "auto_rows",
+    "check_stages",
     "choose_bounds",
     "choose_max_rows",
     "log2_bucket",
@@ -64,6 +69,45 @@ _HUGE = sys.float_info.max
 
 #: bounds whose lattice has the largest per-row range (checks made before spending use it)
 WORST_BOUNDS = (0.0, 2.0 - 2.0**-30)
+
+
+#: the tail method's upper quantile: the default ``tail`` of
+#: :func:`dpkit.statistics.tail_bounds_from_counts`, which the Session uses
+TAIL = 0.999
+
+
+def _threshold_scale(level: float, epsilon: Fraction) -> Fraction:
+    """The largest noise scale of AboveThreshold at ``level`` and ``epsilon`` (its queries'),
+    as :func:`dpkit.statistics.bounds.above_threshold_scales` computes it."""
+    q = as_rational_level(level)
+    return above_threshold_scales(max(q.numerator, q.denominator - q.numerator), epsilon)[1]
+
+
+def check_stages(plan: Any) -> None:
+    """Refuse, before anything is spent, an automatic stage whose discrete Laplace noise
+    would exceed the exact sampler's range (``2**50``): its scale follows from public
+    quantities only, the stage's epsilon (already divided by the rows a unit keeps, the
+    worst case ``max_rows_cap`` when that is chosen too) and its method. The contribution
+    bound is AboveThreshold at ``max_rows_level``; the bounds are the histogram (scale
+    ``1 / epsilon``) or AboveThreshold at :data:`TAIL` (each side at ``epsilon / 2``
+    without ``lower``)."""
+    stages: list[tuple[str, float, Fraction | None, str]] = []
+    if plan.rows is not None:
+        eps = Fraction(plan.rows.epsilon)
+        scale: Fraction | None = _threshold_scale(plan.rows.auto.level, eps) if eps > 0 else None
+        stages.append(("max_rows_per_unit='auto'", plan.rows.epsilon, scale, "max_rows_share"))
+    for bp in plan.bounds:
+        scale = bounds_noise_scale(Fraction(bp.epsilon), bp.method, bp.lower, TAIL)
+        hint = "bounds_share, or give public bounds, or lower max_rows_per_unit"
+        stages.append((f"bounds='auto' of {bp.aggregate!r}", bp.epsilon, scale, hint))
+    for what, eps_v, sc, hint in stages:
+        if sc is None or sc > MAX_NOISE_SCALE:
+            size = "unbounded" if sc is None else f"{float(sc):.3g}"
+            raise ParameterError(
+                f"release: the budget is too small for {what}: its stage runs at epsilon "
+                f"{eps_v:.3g}, so its discrete Laplace noise would have scale {size}, "
+                f"beyond 2**50, the exact sampler's range; raise epsilon (or {hint})"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import narwhals as nw
 import numpy as np
 import polars as pl
 
-from dpkit.errors import ParameterError
+from dpkit.errors import DPError, ParameterError
 from dpkit.session._specs import Summed, aggregation
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
@@ -21,6 +21,7 @@ from dpkit.session.engines import Engine
 __all__ = [
     "CleanColumns",
     "Context",
+    "Guarded",
     "aggregate_table",
     "bounded_rows",
     "grid_counts",
@@ -110,6 +111,51 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
         name=_ROW_RANK,
     )
     return lf.filter(nw.col(_ROW_RANK) <= ctx.max_rows).drop(_ROW_RANK)
+
+
+class Guarded(Engine):
+    """``engine`` with its :meth:`collect` guarded: a failure of the engine becomes a
+    ParameterError naming the error's type but not its message, because an engine's message
+    can quote values of the data (a cast of ``"x9"`` to an integer, say), which a release
+    never reveals; the original error is neither shown nor chained. dpkit's own errors pass
+    unchanged. Every other method is ``engine``'s. Queries run on a guarded engine
+    (:meth:`dpkit.session.Query.release`), so a filter that fails only on some values,
+    after the spend, says so without quoting them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.accepts = engine.accepts
+
+    def matches(self, data: Any) -> bool:
+        return self.engine.matches(data)
+
+    def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
+        return self.engine.to_lazy(data)
+
+    def with_rank(self, frame: nw.LazyFrame[Any], **kw: Any) -> nw.LazyFrame[Any]:
+        return self.engine.with_rank(frame, **kw)
+
+    def snapshot(self, data: Any) -> bool:
+        return self.engine.snapshot(data)
+
+    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+        return self.engine.output(frame, like=like)
+
+    def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
+        failed = None
+        try:
+            return self.engine.collect(frame)
+        except (DPError, MemoryError):
+            raise
+        except Exception as err:  # the engine's own error types
+            failed = type(err).__name__
+        raise ParameterError(  # outside the handler: the engine's error is not chained
+            f"Session: the engine failed ({failed}) while running the query; its message is "
+            "not shown because it can quote values of the data. The usual cause is a filter "
+            "that cannot be evaluated on some rows (a comparison of mismatched types, a cast "
+            "that fails on some value): check the query's filters"
+        )
 
 
 def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:
@@ -248,7 +294,8 @@ def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
     table = ctx.frame if ctx.table is None or ctx.known_clean is None else ctx.table
     todo = [c for c in cols if c not in known]
     if todo:
-        agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
+        with np.errstate(over="ignore", invalid="ignore"):  # a probe sum may overflow: inf
+            agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
         known.update(_spans(agg, todo))
         known[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
     out = CleanColumns(c for c in cols if known[c] is not None)

@@ -205,9 +205,19 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
 def quantile_support(schema: Any, agg: Quantile) -> str | float:
     """The base measure of a quantile aggregate: an integer-typed column (a public schema
     fact, never the values) puts the atoms on the integers (``support=1.0``, when the grid
-    holds them); any other column gets ``"auto"`` (atoms on every dyadic grid)."""
+    holds them and the bounds are at least one wide); any other column, or bounds too
+    narrow to hold a step of 1 (``(0, 0.5)``), gets ``"auto"`` (atoms on every dyadic
+    grid). Decided from the bounds alone, before anything is spent."""
     assert agg.column is not None
     if schema[agg.column].is_integer() and agg.grid().unit <= 1:
+        from dpkit.frameworks._quantile_em import Lattice as EmLattice
+        from dpkit.frameworks._quantile_em import resolution_level
+
+        lower, upper = agg.bounds
+        try:
+            resolution_level(EmLattice.for_bounds("dp.quantile", lower, upper), 1.0)
+        except ParameterError:  # the step of 1 is wider than the bounds
+            return "auto"
         return 1.0
     return "auto"
 

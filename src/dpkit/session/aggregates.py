@@ -28,6 +28,7 @@ disjoint groups compose in parallel without any extra charge.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import itertools
 import math
 from collections.abc import Sequence
@@ -260,7 +261,12 @@ def _exact(n: np.ndarray, per_row: int, owner: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Sum(_Bounded):
-    """``dp.sum(column, bounds=)``: the sum of the clipped values."""
+    """``dp.sum(column, bounds=)``: the sum of the clipped values.
+
+    The sum and its interval are exact integers of lattice units rounded once to float64:
+    a value or an interval end beyond the float range (bounds near ``1e308``, or a tiny
+    epsilon's wide interval) is released as ``-inf`` or ``inf``.
+    """
 
     def parts(self, noise: str, prefix: str) -> list[Part]:
         lat = self.lattice
@@ -279,8 +285,13 @@ class Sum(_Bounded):
         return [_compact(total)]
 
     def finish(self, noisy: list[np.ndarray], half: list[int], alpha: float) -> dict[str, Any]:
+        """The sum and its interval, in float64: an interval whose ends leave int64 (a
+        tiny epsilon, bounds far from 0) is computed in Python integers, and an end beyond
+        the float range is released as an infinity (never an error after the spend)."""
         u = self.lattice.unit
         v = noisy[0]
+        if v.dtype == object or not _fits_int64(v, half[0]):
+            v = v.astype(object)
         return {
             self.name: _scaled(v, u),
             f"{self.name}_low": _scaled(v - half[0], u),
@@ -296,13 +307,28 @@ def _compact(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int64) if big < 2**60 else values
 
 
+def _fits_int64(v: np.ndarray, half: int) -> bool:
+    """``v - half`` and ``v + half`` stay within int64."""
+    top = max(abs(int(v.max())), abs(int(v.min()))) if v.size else 0
+    return top + abs(int(half)) < 2**63
+
+
+def _times(x: int, unit: float) -> float:
+    """The integer ``x`` times the power of two ``unit``, rounded to float64 once; an
+    infinity of ``x``'s sign past the float range."""
+    try:
+        return float(Fraction(int(x)) * Fraction(unit))
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
 def _scaled(v: np.ndarray, unit: float) -> np.ndarray:
-    """Integers times a power-of-two unit, as float64 (rounded only past 2**53)."""
-    return (
-        np.array([float(x) for x in v], dtype=np.float64) * unit
-        if v.dtype == object
-        else (v.astype(np.float64) * unit)
-    )
+    """Integers times a power-of-two unit, as float64 (rounded only past 2**53; an
+    infinity past the float range)."""
+    if v.dtype == object:
+        return np.array([_times(x, unit) for x in v], dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return v.astype(np.float64) * unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,10 +492,24 @@ class Histogram(Aggregate):
         return [Part(f"{prefix}n", "count per bin", 1, Fraction(1), 1.0)]
 
     def check_schema(self, schema: Any) -> None:
+        """Edges need a numeric column; categories values of the column's own type (str for
+        a string or categorical column, bool, or the date/time type), refused here with a
+        TypeError before anything is spent (an engine would fail, or on pandas silently
+        count nothing)."""
         if self.edges is not None:
             _numeric("histogram", self.column or "", schema)
-        else:
-            Aggregate.check_schema(self, schema)
+            return
+        Aggregate.check_schema(self, schema)
+        dtype = schema[self.column]
+        kind = _category_kind(dtype)
+        cats = [c for c in self.categories or () if c is not None]
+        if kind is None or not all(_is_kind(c, kind) for c in cats):
+            want = "" if kind is None else f"; categories for it must be {kind.__name__}"
+            raise TypeError(
+                f"dp.histogram({self.column!r}): the categories in `bins` do not fit the "
+                f"column's type {dtype}{want}; got {sorted({type(c).__name__ for c in cats})} "
+                "(numeric bins are edges: a sorted list of numbers)"
+            )
 
     def bin_expr(self, schema: Any) -> tuple[nw.Expr, nw.Expr]:
         """(in range, bin index) expressions; the index counts the edges at or below x, or
@@ -497,6 +537,33 @@ class Histogram(Aggregate):
         if self.edges is None:
             return list(self.categories or ())
         return list(self.edges[:-1]), list(self.edges[1:])
+
+
+def _category_kind(dtype: Any) -> type | None:
+    """The Python type of a category of a column of type ``dtype``, or None if categories
+    cannot be used on it (numeric columns take edges; nested columns nothing)."""
+    if dtype.is_numeric() or dtype.is_nested():
+        return None
+    if isinstance(dtype, nw.String | nw.Categorical | nw.Enum):
+        return str
+    if isinstance(dtype, nw.Boolean):
+        return bool
+    if isinstance(dtype, nw.Datetime):
+        return datetime.datetime
+    if isinstance(dtype, nw.Date):
+        return datetime.date
+    if isinstance(dtype, nw.Time):
+        return datetime.time
+    if isinstance(dtype, nw.Duration):
+        return datetime.timedelta
+    return None
+
+
+def _is_kind(value: Any, kind: type) -> bool:
+    """``value`` is a ``kind`` (a datetime is not taken for a date)."""
+    if kind is datetime.date and isinstance(value, datetime.datetime):
+        return False
+    return isinstance(value, kind)
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -886,7 +953,9 @@ def histogram(
     column : str
     bins : sequence
         Public bins, required: numeric edges (sorted, finite, at least two) or category
-        values (at least one, distinct). Never derived from the data.
+        values (at least one, distinct) of the column's type: ``str`` for a string or
+        categorical column, ``bool``, or ``datetime`` values for a temporal one (checked
+        against the schema before anything is spent). Never derived from the data.
     name : str, optional
         Output column for the counts (default ``"<column>_count"``).
     weight : float > 0, default 1.0

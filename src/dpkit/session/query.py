@@ -14,7 +14,13 @@ from dpkit._validate import check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
-from dpkit.session._auto import WORST_BOUNDS, AutoRows, choose_bounds, choose_max_rows
+from dpkit.session._auto import (
+    WORST_BOUNDS,
+    AutoRows,
+    check_stages,
+    choose_bounds,
+    choose_max_rows,
+)
 from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
 from dpkit.session._run import QUANTILE_INTERVAL_SHARE, check_quantile, execute, statistics_layer
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
@@ -53,6 +59,33 @@ def _check_filter(expr: Any) -> nw.Expr:
     return expr
 
 
+def _filtered(lf: nw.LazyFrame[Any], filters: tuple[nw.Expr, ...]) -> nw.LazyFrame[Any]:
+    """``lf`` filtered, or a ParameterError before anything is spent if the filters cannot
+    run on the schema: on a Polars frame they are first evaluated on one row of nulls with
+    the data's types (a comparison of a string column with a number fails there; a cast
+    that fails only on some values cannot be seen without the data, and fails in the
+    release, see :class:`dpkit.session._execute.Guarded`). The engine's message is not
+    shown (an eager engine such as pandas runs the filter here, and its message can quote
+    values of the data); neither is the original error chained."""
+    failed = None
+    try:
+        native = nw.to_native(lf)
+        if isinstance(native, pl.LazyFrame):
+            nw.from_native(native.clear(1)).filter(*filters).collect()
+        out = lf.filter(*filters)
+        out.collect_schema()
+    except Exception as err:  # the engine's own error types
+        failed = type(err).__name__
+    else:
+        return out
+    raise ParameterError(
+        f"Query.filter: the filter cannot run on this data ({failed}); the engine's message "
+        "is not shown because it can quote values of the data. Check the columns the filter "
+        "names and their types (a comparison of a string column with a number, a cast that "
+        "fails on some values)"
+    )
+
+
 def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
     if (
         isinstance(keys, pl.DataFrame | pl.LazyFrame)
@@ -87,6 +120,52 @@ def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
     if out.is_duplicated().any():
         raise ParameterError("group_by: public `keys` must be distinct")
     return out
+
+
+def _check_key_types(
+    schema: Any, by: tuple[str, ...], keys: pl.DataFrame | None, unit: str | None
+) -> None:
+    """Refuse, before anything is spent, key columns (and a privacy unit) that cannot be
+    grouped (nested or untyped values: TypeError) and public keys that do not fit their
+    column's type (ParameterError): keys that do not cast to it, or non-integral numbers
+    for an integer column (a cast would truncate 1.5 to 1). The schema is public; the data
+    is not read."""
+    roles = [(c, "a group key", "group_by") for c in by]
+    if unit is not None:
+        roles.append((unit, "the privacy unit", "Session"))
+    for c, role, owner in roles:
+        dtype = schema[c]
+        if dtype.is_nested() or isinstance(dtype, nw.Object | nw.Unknown):
+            raise TypeError(
+                f"{owner}: column {c!r} of type {dtype} cannot be {role} (lists, structs, "
+                "arrays and untyped objects are not supported); use a string or number "
+                "derived from it, computed before the Session"
+            )
+    if keys is None:
+        return
+    for c in by:
+        dtype = schema[c]
+        target = nw.String() if isinstance(dtype, nw.Categorical | nw.Enum) else dtype
+        given = keys[c]
+        if dtype.is_integer() and given.dtype.is_float():
+            finite = given.drop_nulls()
+            if not finite.is_finite().all() or not (finite == finite.floor()).all():
+                raise ParameterError(
+                    f"group_by: the public `keys` of the integer column {c!r} must be whole "
+                    f"numbers; got {finite.filter(finite != finite.floor()).head(3).to_list()}"
+                )
+        try:
+            nw.from_native(keys.select(c)).select(nw.col(c).cast(target))
+        except Exception:  # the cast's own error type (the keys are public)
+            ok = False
+        else:
+            ok = True
+        if not ok:
+            raise ParameterError(
+                f"group_by: the public `keys` of column {c!r} ({given.dtype}) do not fit its "
+                f"type {dtype}; give keys of that type (for example datetime.date values for "
+                "a date column)"
+            )
 
 
 def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
@@ -242,7 +321,10 @@ class Query:
         TypeError
             Not a narwhals expression.
         ParameterError
-            Not row-by-row.
+            Not row-by-row. At release, a filter the engine cannot run raises a
+            ParameterError naming the engine's error type only (its message can quote
+            values of the data); on a Polars frame a type error visible from the schema
+            (a string column compared with a number) is refused before anything is spent.
         """
         return self._copy(_filters=self._filters + tuple(_check_filter(p) for p in predicates))
 
@@ -270,9 +352,13 @@ class Query:
         Raises
         ------
         ParameterError
-            No columns, duplicate keys, keys of the wrong width or missing key columns.
+            No columns, duplicate keys, keys of the wrong width or missing key columns;
+            at release (and :meth:`explain`), before anything is spent: keys that do not
+            fit their column's type, or non-integral keys of an integer column.
         TypeError
-            Non-str columns or keys of an unsupported type.
+            Non-str columns or keys of an unsupported type; at release (and
+            :meth:`explain`): a key column of nested type (list, struct, array) or of
+            untyped objects.
         """
         if not columns:
             raise ParameterError("group_by: give at least one column")
@@ -330,6 +416,7 @@ class Query:
                 raise ParameterError(
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
+        _check_key_types(schema, self._by, self._keys, s.privacy_unit)
         names: list[str] = list(self._by)
         for a in self._aggs:
             a.check_schema(schema)
@@ -342,13 +429,9 @@ class Query:
                         )
                     names.append(col)
         if self._filters:
-            try:
-                lf = lf.filter(*self._filters)
-                lf.collect_schema()
-            except Exception as err:  # the engine's own error type
-                raise ParameterError(f"Query.filter: the filter cannot run: {err}") from None
+            lf = _filtered(lf, self._filters)
         return ex.Context(
-            s._engine,
+            ex.Guarded(s._engine),  # engine errors quote no data
             lf,
             schema,
             s.privacy_unit,
@@ -572,9 +655,9 @@ class Query:
         """
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
         assert plan.budget is not None
+        source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
-        source = self._source(rng)
         contribution = None
         if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
             auto = plan.rows.auto
@@ -623,6 +706,7 @@ class Query:
                 for a in self._aggs
             )
             self._plan(epsilon, delta, rho, noise, alpha, True, aggregates=worst)
+        check_stages(plan)  # the automatic stages' noise within the sampler's range
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
             from dpkit.statistics._quantiles import check_noise_range

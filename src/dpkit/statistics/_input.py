@@ -18,6 +18,7 @@ __all__ = [
     "check_levels",
     "counts_from_data",
     "counts_from_summary",
+    "exact_total",
 ]
 
 
@@ -88,6 +89,17 @@ def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
     return Counts.from_units(lattice, lattice.units(arr))
 
 
+def exact_total(counts: np.ndarray) -> int:
+    """The exact sum of int64 counts ``>= 0`` as a Python int (an int64 sum can wrap: two
+    counts of ``2**62`` sum to ``-2**63``): blocks of ``2**20`` counts below ``2**43`` sum
+    exactly in int64; larger counts are summed as Python ints."""
+    if counts.size == 0:
+        return 0
+    if int(counts.max()) >= 2**43:
+        return sum(int(c) for c in counts.tolist())
+    return sum(int(counts[i : i + 2**20].sum()) for i in range(0, counts.size, 2**20))
+
+
 def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) -> Counts:
     """A compact summary: sorted distinct finite ``points`` with int ``counts >= 0``.
 
@@ -122,7 +134,7 @@ def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) 
         raise ParameterError(f"{owner}: `counts` must be >= 0; got {int(cnt.min())}")
     if pts.size > 1 and not np.all(pts[1:] > pts[:-1]):
         raise ParameterError(f"{owner}: `points` must be sorted and distinct (strictly increasing)")
-    total = int(cnt.sum(dtype=np.int64)) if cnt.size else 0
+    total = exact_total(cnt)
     if total >= 2**40:
         raise ParameterError(f"{owner}: more than 2**40 records are not supported; got {total}")
     return Counts.build(lattice, lattice.units(pts), cnt)

@@ -93,15 +93,19 @@ def split_halfwidths(
     k_low: np.ndarray, w_low: float, k_high: np.ndarray, w_high: float, scale: float, beta: float
 ) -> np.ndarray:
     """:func:`weighted_halfwidth` of ``[(k_low_i, w_low), (k_high_i, w_high)]`` for every
-    ``i`` at once (the same Chernoff bound, minimised over a common grid of ``s``)."""
+    ``i`` at once (the same Chernoff bound, minimised over a common grid of ``s``).
+
+    A side with no variables (every ``k`` zero, as on a one-point grid) contributes nothing:
+    its weight may exceed ``wmax``, where its moment generating function is infinite."""
     c = 1.0 / scale
     a = math.exp(-c)
-    wmax = max(w_low if np.any(k_low > 0) else 0.0, w_high if np.any(k_high > 0) else 0.0)
+    low_live, high_live = bool(np.any(k_low > 0)), bool(np.any(k_high > 0))
+    wmax = max(w_low if low_live else 0.0, w_high if high_live else 0.0)
     if wmax <= 0:
         return np.zeros(np.shape(k_low))
     s = np.linspace(1e-4, 1 - 1e-6, 600) / (scale * wmax)
-    lm_low = _log_mgf(w_low * s, a, c) if w_low > 0 else np.zeros_like(s)
-    lm_high = _log_mgf(w_high * s, a, c) if w_high > 0 else np.zeros_like(s)
+    lm_low = _log_mgf(w_low * s, a, c) if w_low > 0 and low_live else np.zeros_like(s)
+    lm_high = _log_mgf(w_high * s, a, c) if w_high > 0 and high_live else np.zeros_like(s)
     total = np.outer(k_low, lm_low) + np.outer(k_high, lm_high)
     return np.min((total - math.log(beta / 2)) / s, axis=1)
 

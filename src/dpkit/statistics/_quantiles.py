@@ -40,7 +40,7 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
 from dpkit.frameworks._quantile_view import draw_view_many, root_view
-from dpkit.samplers import as_source
+from dpkit.samplers import MAX_NOISE_SCALE, as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
     draw_target,
@@ -171,15 +171,25 @@ def _check_support(owner: str, support: Any) -> None:
         )
 
 
-def _measure(owner: str, lattice: Lattice, support: Any, integer_dtype: bool) -> Measure:
-    """The base measure; ``"auto"`` on an integer-typed column means resolution 1."""
+def _measure(
+    owner: str, lattice: Lattice, support: Any, integer_dtype: bool, method: str = "auto"
+) -> Measure:
+    """The base measure; ``"auto"`` on an integer-typed column means resolution 1.
+
+    ``method="cdf"`` without a small public grid is refused here, before any spend."""
     width = lattice.upper - lattice.lower
     if support == "auto" and integer_dtype and lattice.spacing <= 1 <= width:
         support = 1.0
     try:
-        return Measure(lattice, support)
+        measure = Measure(lattice, support)
     except (ParameterError, TypeError) as exc:
         raise type(exc)(f"{owner}: {exc}") from None
+    if method == "cdf" and cdf_grid(measure) is None:
+        raise ParameterError(
+            f"{owner}: method='cdf' needs a power-of-two resolution `support` (such as 1.0) "
+            f"with at most {MAX_GRID} grid points inside the bounds"
+        )
+    return measure
 
 
 def _check_common(
@@ -216,17 +226,13 @@ def check_noise_range(owner: str, epsilon: float, interval_share: float) -> None
     (the Session too) check it before anything is spent."""
     share = Fraction(interval_share)
     smallest = Fraction(epsilon) * (share * (1 - HELPER_SHARE) if share > 0 else 1)
-    if smallest == 0 or 1 / smallest > _MAX_NOISE_SCALE:
+    if smallest == 0 or 1 / smallest > MAX_NOISE_SCALE:
         what = "`epsilon` times `interval_share`" if share > 0 else "`epsilon`"
         raise ParameterError(
             f"{owner}: {what} is too small ({float(smallest):.3g} for the noisy counts): "
             "their discrete Laplace noise would exceed 2**50, the exact sampler's range; "
             "raise epsilon (or interval_share, or pass intervals=False)"
         )
-
-
-#: Largest discrete Laplace scale :func:`dpkit.samplers.discrete_laplace` draws exactly.
-_MAX_NOISE_SCALE = 2**50
 
 
 def _release(
@@ -241,7 +247,8 @@ def _release(
     share: float,
     rng: Any,
 ) -> QuantileRelease:
-    """Stages 1-3 (module docstring) on validated inputs; the budget is already spent."""
+    """Stages 1-3 (module docstring) on validated inputs; the budget is already spent
+    (``rng`` was normalised by :func:`dpkit.samplers.as_source` before it)."""
     source = as_source(rng)
     rational = [as_rational_level(q) for q in levels]
     m = len(levels)
@@ -321,12 +328,8 @@ def _cdf_release(
     alpha: float,
     source: Any,
 ) -> QuantileRelease:
-    """The noisy-histogram method (:mod:`dpkit.statistics._cdf`): intervals come free."""
-    if cdf_grid(measure) is None:
-        raise ParameterError(
-            f"{owner}: method='cdf' needs a power-of-two resolution `support` (such as 1.0) "
-            f"with at most {MAX_GRID} grid points inside the bounds"
-        )
+    """The noisy-histogram method (:mod:`dpkit.statistics._cdf`): intervals come free
+    (the grid was checked by :func:`_measure`, before the spend)."""
     rel = cdf_quantiles(counts, measure, levels, Fraction(eps), alpha, source)
     lat = counts.lattice
     return QuantileRelease(
@@ -423,7 +426,9 @@ def quantiles_from_counts(
         Non-numeric points, counts, levels or parameters; bool values; masked arrays.
     ParameterError
         Levels outside (0, 1), unsorted or repeated; unsorted or repeated points; negative or
-        fractional counts; bad epsilon, bounds, method, support or alpha.
+        fractional counts, or 2**40 records or more in total; bad epsilon, bounds, method,
+        support or alpha; ``method="cdf"`` without a small power-of-two grid. Every error is
+        raised before the accountant is charged (``rng`` is checked first too).
 
     Privacy
     -------
@@ -451,9 +456,10 @@ def quantiles_from_counts(
     )
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_summary(owner, points, counts, lattice)
-    measure = _measure(owner, lattice, support, integer_dtype=False)
+    measure = _measure(owner, lattice, support, integer_dtype=False, method=method)
+    source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _release(owner, summary, measure, lv, eps, method, support, a, share, rng)
+    return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
 
 
 def quantiles(
@@ -500,9 +506,10 @@ def quantiles(
     )
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    measure = _measure(owner, lattice, support, _is_integer_typed(data), method)
+    source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _release(owner, summary, measure, lv, eps, method, support, a, share, rng)
+    return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
 
 
 def quantile(
@@ -641,7 +648,7 @@ def quantile_samples(
         raise TypeError(f"{owner}: `window` must be None or an int >= 0; got {window!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    measure = _measure(owner, lattice, support, _is_integer_typed(data))
     if window is not None:
         source = as_source(rng)
         view = root_view(summary, measure)
@@ -705,7 +712,7 @@ def quantiles_samples(
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, integer_dtype=_is_integer_typed(data))
+    measure = _measure(owner, lattice, support, _is_integer_typed(data), meth)
     source = as_source(rng)
     rational = [as_rational_level(q) for q in lv]
     if meth == "joint":

@@ -36,13 +36,15 @@ from dpkit._validate import check_finite_array, check_number, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
-from dpkit.samplers import as_source, discrete_laplace
+from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import as_rational_level
 
 __all__ = [
     "BoundsRelease",
     "bounds_from_counts",
+    "bounds_noise_scale",
     "bucket_edges",
+    "check_bounds_noise",
     "log2_buckets",
     "private_bounds",
     "tail_bounds_from_counts",
@@ -168,11 +170,49 @@ def _check_lower(owner: str, lower: Any) -> float | None:
 def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
     """Smallest integer ``T`` with ``buckets * P[Z >= T] <= beta`` for ``Z`` discrete Laplace.
 
-    ``P[Z >= T] = a**T / (1 + a)`` with ``a = exp(-1/scale)`` (``T >= 1``).
+    ``P[Z >= T] = a**T / (1 + a)`` with ``a = exp(-1/scale)`` (``T >= 1``), so
+    ``T >= scale (log(buckets / beta) - log1p(a))``, using ``log(a) = -1 / scale`` exactly:
+    finite for every scale (``a`` underflowing to 0 at a huge epsilon only drops
+    ``log1p(a) <= a``, which raises ``T`` by less than one step and keeps the bound) and
+    accurate where ``a`` rounds near 1 (a tiny epsilon, where ``log(a)`` would lose digits).
     """
     a = math.exp(-1.0 / float(scale))
-    t = math.log(beta * (1 + a) / buckets) / math.log(a)
+    t = float(scale) * (math.log(buckets / beta) - math.log1p(a))
     return max(1, math.ceil(t))
+
+
+def bounds_noise_scale(
+    epsilon: Fraction, method: str = "histogram", lower: float | None = None, tail: float = 0.999
+) -> Fraction | None:
+    """The largest discrete Laplace scale of the bounds stage at ``epsilon`` (``None`` for
+    epsilon 0), from public figures only: ``1 / epsilon`` for the histogram; AboveThreshold's
+    query noise ``4 D / epsilon``, per searched side, for the tail."""
+    if method == "histogram":
+        return 1 / epsilon if epsilon > 0 else None
+    side = epsilon if lower is not None else epsilon / 2
+    q = as_rational_level(tail)
+    d = max(q.numerator, q.denominator - q.numerator)
+    return above_threshold_scales(d, side)[1] if side > 0 else None
+
+
+def check_bounds_noise(
+    owner: str,
+    epsilon: float | Fraction,
+    method: str = "histogram",
+    lower: float | None = None,
+    tail: float = 0.999,
+) -> None:
+    """The bounds stage's discrete Laplace noise at ``epsilon`` is within the exact sampler's
+    range (scale ``<= 2**50``, :func:`bounds_noise_scale`): a ParameterError naming epsilon
+    otherwise, so callers check it before anything is spent."""
+    eps = Fraction(epsilon)
+    scale = bounds_noise_scale(eps, method, lower, tail)
+    if scale is None or scale > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"{owner}: `epsilon` {float(eps):.3g} is too small for the {method} bounds: "
+            "their discrete Laplace noise would exceed 2**50, the exact sampler's range; "
+            "raise epsilon (or the share spent on the bounds)"
+        )
 
 
 def _from_histogram(
@@ -264,6 +304,12 @@ def bounds_from_counts(
     -------
     BoundsRelease
 
+    Raises
+    ------
+    TypeError, ParameterError
+        Bad buckets, counts, epsilon (too small: :func:`check_bounds_noise`), lower, beta
+        or rng; all before the accountant is charged.
+
     Privacy
     -------
     Pure ``epsilon``-DP under add/remove of one record: one record changes one bucket count
@@ -282,8 +328,10 @@ def bounds_from_counts(
     b, c = _keyed_counts(owner, "bucket", buckets, counts, -_TOP, _TOP)
     beta_v = _check_beta(owner, beta)
     low = _check_lower(owner, lower)
+    check_bounds_noise(owner, eps)
+    source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _from_histogram(owner, b, c, eps, low, beta_v, as_source(rng))
+    return _from_histogram(owner, b, c, eps, low, beta_v, source)
 
 
 def _keyed_counts(
@@ -354,7 +402,9 @@ def private_bounds(
     Raises
     ------
     TypeError, ParameterError
-        Bad data (empty, NaN, infinite, bool, masked), bad method, tail, beta or epsilon.
+        Bad data (empty, NaN, infinite, bool, masked), bad method, tail, beta, rng or
+        epsilon; an epsilon so small that the noise would exceed the exact sampler's range
+        (:func:`check_bounds_noise`). All before the accountant is charged.
 
     Privacy
     -------
@@ -380,6 +430,7 @@ def private_bounds(
     low = _check_lower(owner, lower)
     beta_v = _check_beta(owner, beta)
     tail_v = _check_tail(owner, tail)
+    check_bounds_noise(owner, eps, method, low, tail_v)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     if method == "histogram":
@@ -494,6 +545,12 @@ def tail_bounds_from_counts(
     BoundsRelease
         ``clipped_fraction`` is None: the tail method clips about ``1 - tail`` by design.
 
+    Raises
+    ------
+    TypeError, ParameterError
+        Bad steps, counts, epsilon (too small: :func:`check_bounds_noise`), lower, tail or
+        rng; all before the accountant is charged.
+
     Privacy
     -------
     Pure ``epsilon``-DP under add/remove of one record, as :func:`private_bounds` with
@@ -513,8 +570,10 @@ def tail_bounds_from_counts(
     floor = 0 if low is not None else -MAX_STEPS
     k, c = _keyed_counts(owner, "step", steps, counts, floor, MAX_STEPS)
     tail_v = _check_tail(owner, tail)
+    check_bounds_noise(owner, eps, "tail", low, tail_v)
+    source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _tail_from_steps(k, c, eps, low, tail_v, as_source(rng))
+    return _tail_from_steps(k, c, eps, low, tail_v, source)
 
 
 def _check_tail(owner: str, tail: Any) -> float:

@@ -29,8 +29,8 @@ from dpkit._validate import check_number, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
-from dpkit.samplers import as_source, discrete_laplace
-from dpkit.statistics._input import as_rational_level
+from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
+from dpkit.statistics._input import as_rational_level, exact_total
 from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales
 
@@ -96,6 +96,27 @@ def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float,
 #: ``method=`` of the contribution bound: the exponential mechanism over 0 .. max_bound, or
 #: AboveThreshold upward from 1 (no mass lands in the empty range above the largest count)
 CONTRIBUTION_METHODS = ("quantile", "threshold")
+#: Largest ``max_bound`` of ``method="threshold"`` (one noisy count per candidate is drawn).
+MAX_THRESHOLD_BOUND = 2**20
+
+
+def _check_threshold(owner: str, eps: float, level: float, cap: int) -> None:
+    """``method="threshold"`` runs within its limits (public figures only, checked before the
+    spend): ``max_bound <= 2**20`` and AboveThreshold's query noise ``4 D / epsilon`` within
+    the exact sampler's range."""
+    if cap > MAX_THRESHOLD_BOUND:
+        raise ParameterError(
+            f"{owner}: `max_bound` must be at most 2**20 = {MAX_THRESHOLD_BOUND:,} with "
+            f"method='threshold' (one noisy count per candidate); got {cap!r}"
+        )
+    q = as_rational_level(level)
+    d = max(q.numerator, q.denominator - q.numerator)
+    if above_threshold_scales(d, Fraction(eps))[1] > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"{owner}: `epsilon` {eps:.3g} is too small for method='threshold' at level "
+            f"{level!r}: its discrete Laplace noise would exceed 2**50, the exact sampler's "
+            "range; raise epsilon"
+        )
 
 
 def _threshold_bound(
@@ -139,14 +160,15 @@ def contribution_bound_from_counts(
         Distinct row counts (``>= 1``), increasing: what an engine gets from
         ``group_by(person).len()`` then ``group_by(len).len()``.
     persons : array_like of int
-        How many persons have each row count (``>= 0``).
+        How many persons have each row count (``>= 0``, fewer than ``2**40`` in total).
     epsilon : float
         Cost, finite and > 0.
     level : float
         The quantile of rows per person to keep, in (0, 1) (Amin et al. 2019 discuss the
         trade-off: a high level keeps most rows, a low one cuts the noise).
     max_bound : int
-        A public cap: persons with more rows count as ``max_bound`` (it bounds the search).
+        A public cap: persons with more rows count as ``max_bound`` (it bounds the search);
+        at most ``2**20`` with ``method="threshold"``.
     rng, accountant
         As everywhere (the accountant is charged before anything is drawn).
     method : {"quantile", "threshold"}
@@ -184,13 +206,18 @@ def contribution_bound_from_counts(
         raise ParameterError(f"{owner}: every row count must be >= 1; got {int(r.min())}")
     if p.size and p.min() < 0:
         raise ParameterError(f"{owner}: `persons` must be >= 0; got {int(p.min())}")
+    total = exact_total(p)
+    if total >= 2**40:
+        raise ParameterError(f"{owner}: more than 2**40 persons are not supported; got {total}")
     if method not in CONTRIBUTION_METHODS:
         raise ParameterError(
             f"{owner}: `method` must be one of {CONTRIBUTION_METHODS}; got {method!r}"
         )
     if method == "threshold":
+        _check_threshold(owner, eps, lv, cap)
+        source = as_source(rng)
         spend(accountant, PureDP(eps), owner)
-        bound = _threshold_bound(r, p, eps, lv, cap, as_source(rng))
+        bound = _threshold_bound(r, p, eps, lv, cap, source)
         return ContributionBound(
             bound=bound,
             level=lv,

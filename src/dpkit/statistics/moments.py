@@ -32,12 +32,14 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import Lattice
 from dpkit.mechanisms.release import Release
-from dpkit.samplers import as_source, discrete_laplace
+from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import check_alpha
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import (
+    VAR_CAP,
     _from_histogram,
     _tail_bounds,
+    check_bounds_noise,
     check_variance_lower,
     log2_buckets,
     representable,
@@ -120,10 +122,6 @@ def _choose_bounds(
     }
 
 
-#: Largest discrete Laplace scale :func:`dpkit.samplers.discrete_laplace` draws exactly.
-_MAX_NOISE_SCALE = 2**50
-
-
 def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     """Every discrete Laplace scale the release will use is within the sampler's range.
 
@@ -139,12 +137,25 @@ def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
         lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
         r = max(abs(lat.lo), abs(lat.hi), 1)
     sens = r * r if kind in ("var", "std") else r
-    if rest == 0 or sens * parts / rest > _MAX_NOISE_SCALE:
+    if rest == 0 or sens * parts / rest > MAX_NOISE_SCALE:
         raise ParameterError(
             f"{owner}: `epsilon` is too small for these `bounds`: the discrete Laplace noise "
             f"of the {kind} (sensitivity {sens} lattice units, epsilon {float(rest):.3g} "
             f"shared by {parts}) would exceed 2**50, the exact sampler's range; raise epsilon"
         )
+
+
+def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
+    """Given bounds have the statistic's lattice (not too close together) and, for a
+    variance, lie within ``+-2**500`` (its squares stay finite, as for chosen bounds):
+    checked before the spend."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if kind in ("var", "std") and max(abs(lo), abs(hi)) > VAR_CAP:
+        raise ParameterError(
+            f"{owner}: `bounds` {bounds!r} are out of range for a variance (squares "
+            "overflow): they must lie within 2**500 (about 3e150) in magnitude; rescale the data"
+        )
+    Lattice.for_bounds(owner, lo, hi, _VAR_BITS if kind in ("var", "std") else 30)
 
 
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
@@ -170,6 +181,10 @@ def _moments(
     )
     if kind in ("var", "std"):
         check_variance_lower(owner, lower)
+    if isinstance(bounds, str):
+        check_bounds_noise(owner, Fraction(eps) * Fraction(share), bounds_method, lower)
+    else:
+        _check_given_bounds(owner, bounds, kind)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
@@ -291,7 +306,9 @@ def mean(
     bounds : (float, float) or "auto"
         Public clipping bounds, or ``"auto"`` to choose them privately with
         ``bounds_share * epsilon`` (reported in ``details``: the bounds and the DP clipped
-        fraction).
+        fraction). Given bounds must leave room for the lattice (not too close together)
+        and, for :func:`var` and :func:`std`, lie within ``2**500`` in magnitude; like every
+        parameter (and ``rng``) they are checked before the accountant is charged.
     bounds_share : float
         Share of ``epsilon`` spent on the bounds with ``"auto"``, in (0, 1).
     bounds_method : {"histogram", "tail"}

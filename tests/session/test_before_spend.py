@@ -1,0 +1,261 @@
+"""A release either refuses before anything is spent or completes: never spend, then fail.
+
+Each case found by fuzzing once charged the budget and then raised. A refused call must
+leave the accountant untouched; a valid one must release.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Callable
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+import polars as pl
+import pytest
+
+import dpkit as dp
+
+
+def _duckdb(df: pl.DataFrame) -> Any:
+    import duckdb
+
+    return duckdb.connect().from_arrow(df.to_arrow())
+
+
+MAKERS: dict[str, Callable[[pl.DataFrame], Any]] = {
+    "polars": lambda df: df,
+    "pandas": lambda df: df.to_pandas(),
+    "pyarrow": lambda df: df.to_arrow(),
+    "duckdb": _duckdb,
+}
+
+
+@pytest.fixture(params=list(MAKERS))
+def make(request: pytest.FixtureRequest) -> Callable[[pl.DataFrame], Any]:
+    return MAKERS[request.param]
+
+
+def _polars(frame: Any) -> pl.DataFrame:
+    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+
+
+def _df() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "age": [30, 40, 50, 30],
+            "city": ["a", "b", "a", "b"],
+            "code": ["1", "2", "x9", "3"],
+            "x": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+
+
+# -- F1: the rng is checked before the spend -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rng", "error"),
+    [(-1, dp.ParameterError), (np.random.default_rng(0), TypeError), ("x", TypeError)],
+)
+def test_bad_rng_spends_nothing(
+    make: Callable[[pl.DataFrame], Any], rng: Any, error: type[Exception]
+) -> None:
+    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    with pytest.raises(error, match="rng"):
+        s.query().agg(dp.count()).release(epsilon=1.0, rng=rng)
+    with pytest.raises(error, match="rng"):
+        s.count(epsilon=1.0, rng=rng)
+    with pytest.raises(error, match="rng"):
+        s.query().agg(dp.mean("x", bounds=(0, 10))).measure(epsilon=1.0, rng=rng)
+    assert s.accountant.history == ()
+    s.count(epsilon=1.0, rng=3)  # a good one still releases
+    assert len(s.accountant.history) == 1
+
+
+# -- F10: public keys must fit the key column --------------------------------------------------
+
+
+def test_keys_of_the_wrong_type_spend_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
+    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    bad = s.query().group_by("age", keys=["young", "old"]).agg(dp.count())
+    with pytest.raises(dp.ParameterError, match=r"keys.*'age'"):
+        bad.explain(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match=r"keys.*'age'"):
+        bad.release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match="whole numbers"):
+        s.query().group_by("age", keys=[30, 1.5]).agg(dp.count()).release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match=r"keys.*'age'"):
+        s.count(by="age", keys=["young"], epsilon=1.0)
+    assert s.accountant.history == ()
+    out = _polars(s.query().group_by("age", keys=[30.0, 40.0]).agg(dp.count()).release(epsilon=1))
+    assert out["age"].to_list() == [30, 40]
+
+
+def test_keys_for_a_date_column_must_be_dates() -> None:
+    df = pl.DataFrame({"day": [datetime.date(2020, 1, 1)] * 3})
+    s = dp.Session(df, budget=dp.PureDP(10))
+    with pytest.raises(dp.ParameterError, match=r"keys.*'day'"):
+        s.query().group_by("day", keys=["2020-01-01"]).agg(dp.count()).release(epsilon=1.0)
+    assert s.accountant.history == ()
+    out = s.count(by="day", keys=[datetime.date(2020, 1, 1)], epsilon=1.0)
+    assert out["day"].to_list() == [datetime.date(2020, 1, 1)]
+
+
+# -- F11: histogram categories must fit the column ---------------------------------------------
+
+
+def test_histogram_categories_of_the_wrong_type_spend_nothing(
+    make: Callable[[pl.DataFrame], Any],
+) -> None:
+    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    with pytest.raises(TypeError, match=r"'age'.*categories"):
+        s.query().agg(dp.histogram("age", bins=["a", "b"])).release(epsilon=1.0)
+    with pytest.raises(TypeError, match=r"'city'.*categories"):
+        s.query().agg(dp.histogram("city", bins=[1, "a"])).release(epsilon=1.0)
+    with pytest.raises(TypeError, match=r"'city'.*categories"):
+        s.query().agg(dp.histogram("city", bins=[True, False])).explain(epsilon=1.0)
+    assert s.accountant.history == ()
+    out = _polars(s.query().agg(dp.histogram("city", bins=["a", "b"])).release(epsilon=1.0))
+    assert out["city"].to_list() == ["a", "b"]
+
+
+# -- F13: nested key columns are refused -------------------------------------------------------
+
+
+def test_group_by_a_list_column_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
+    df = pl.DataFrame({"tags": [[1, 2]] * 20 + [[3]] * 20, "x": [1.0] * 40})
+    s = dp.Session(make(df), budget=dp.ApproxDP(10, 1e-3))
+    q = s.query().group_by("tags").agg(dp.median("x", bounds=(0, 10)))
+    with pytest.raises(TypeError, match=r"'tags'.*cannot be a group key"):
+        q.release(epsilon=1.0, delta=1e-6)
+    with pytest.raises(TypeError, match=r"'tags'.*cannot be a group key"):
+        s.query().group_by("tags").agg(dp.count()).explain(epsilon=1.0, delta=1e-6)
+    assert s.accountant.history == ()
+
+
+def test_a_list_privacy_unit_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
+    df = pl.DataFrame({"tags": [[1, 2]] * 20 + [[3]] * 20, "x": [1.0] * 40})
+    s = dp.Session(make(df), privacy_unit="tags", max_rows_per_unit=2, budget=dp.PureDP(10))
+    with pytest.raises(TypeError, match=r"'tags'.*cannot be the privacy unit"):
+        s.count(epsilon=1.0)
+    assert s.accountant.history == ()
+
+
+# -- F14: quantiles of an integer column whose bounds hold no integer --------------------------
+
+
+@pytest.mark.parametrize("bounds", [(0, 0.5), (0.25, 0.75)])
+@pytest.mark.parametrize("method", ["auto", "joint"])
+def test_integer_column_with_narrow_bounds_releases(
+    make: Callable[[pl.DataFrame], Any], bounds: tuple[float, float], method: str
+) -> None:
+    s = dp.Session(make(pl.DataFrame({"i": np.arange(10)})), budget=dp.PureDP(10), rng=1)
+    q = s.query().agg(dp.quantile("i", [0.25, 0.75], bounds=bounds, method=method))
+    out = _polars(q.release(epsilon=1.0))
+    for name in ("i_0.25", "i_0.75"):
+        assert bounds[0] <= out[name][0] <= bounds[1]
+    assert len(s.accountant.history) == 1
+    # cdf needs integers inside the bounds: refused before the spend
+    with pytest.raises(dp.ParameterError, match="cdf"):
+        s.query().agg(dp.median("i", bounds=bounds, method="cdf")).release(epsilon=1.0)
+    assert len(s.accountant.history) == 1
+
+
+# -- F9: sums whose interval does not fit in int64 ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "bounds", "epsilon"),
+    [
+        ([1e15 + 0.5] * 10, (1e15, 1e15 + 1), 0.001),
+        ([1e15 + 0.5] * 10, (1e15, 1e15 + 1), 0.01),
+        ([1.0, 2.0, 3.0], "auto", 1e-12),
+    ],
+)
+def test_wide_sum_intervals_release(
+    make: Callable[[pl.DataFrame], Any], values: list[float], bounds: Any, epsilon: float
+) -> None:
+    s = dp.Session(make(pl.DataFrame({"x": values})), budget=dp.PureDP(10), rng=2)
+    out = _polars(s.query().agg(dp.sum("x", bounds=bounds)).release(epsilon=epsilon))
+    v, lo, hi = out.row(0)
+    assert not any(math.isnan(t) for t in (v, lo, hi))
+    assert lo <= v <= hi
+    assert len(s.accountant.history) == 1
+
+
+def test_sum_beyond_the_float_range_is_infinite(make: Callable[[pl.DataFrame], Any]) -> None:
+    s = dp.Session(make(pl.DataFrame({"x": [1.7e308] * 30})), budget=dp.PureDP(10), rng=1)
+    v, lo, hi = _polars(s.query().agg(dp.sum("x", bounds="auto")).release(epsilon=1.0)).row(0)
+    assert v == math.inf and lo <= v <= hi
+
+
+# -- F12: engine errors of a filter quote no data ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [nw.col("city") > 1, nw.col("code").cast(nw.Int64) > 0],
+    ids=["compare-str-int", "cast-fails"],
+)
+def test_failing_filter_quotes_no_data(make: Callable[[pl.DataFrame], Any], expr: Any) -> None:
+    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    with pytest.raises(dp.ParameterError, match="filter") as info:
+        s.query().filter(expr).agg(dp.count()).release(epsilon=1.0)
+    message = str(info.value)
+    assert "x9" not in message and "'b'" not in message
+    assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_schema_type_error_in_a_filter_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
+    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    with pytest.raises(dp.ParameterError, match="filter"):
+        s.query().filter(nw.col("city") > 1).agg(dp.count()).release(epsilon=1.0)
+    assert s.accountant.history == ()
+
+
+# -- F8: automatic stages whose noise would exceed the sampler's range -------------------------
+
+
+def _units() -> pl.DataFrame:
+    return pl.DataFrame({"p": np.arange(300) // 3, "x": np.linspace(0, 100, 300)})
+
+
+@pytest.mark.parametrize(
+    ("session", "agg", "epsilon"),
+    [
+        ({}, dp.sum("x", bounds="auto", bounds_method="tail"), 1e-12),
+        ({"privacy_unit": "p", "max_rows_per_unit": 1000}, dp.mean("x", bounds="auto"), 1e-12),
+        (
+            {"privacy_unit": "p", "max_rows_per_unit": 1000},
+            dp.mean("x", bounds="auto", bounds_method="tail"),
+            1e-9,
+        ),
+        (
+            {"privacy_unit": "p", "max_rows_per_unit": 2**31},
+            dp.sum("x", bounds="auto", bounds_method="tail"),
+            0.001,
+        ),
+        ({"privacy_unit": "p", "max_rows_per_unit": "auto"}, dp.count(), 1e-13),
+        ({"privacy_unit": "p", "max_rows_per_unit": "auto"}, dp.count(), 1e-14),
+    ],
+)
+def test_automatic_stage_out_of_the_sampler_range_spends_nothing(
+    make: Callable[[pl.DataFrame], Any], session: dict, agg: Any, epsilon: float
+) -> None:
+    s = dp.Session(make(_units()), budget=dp.PureDP(1), **session)
+    with pytest.raises(dp.ParameterError, match="2\\*\\*50"):
+        s.query().agg(agg).release(epsilon=epsilon)
+    assert s.accountant.history == ()
+
+
+def test_automatic_stages_just_inside_the_range_release(
+    make: Callable[[pl.DataFrame], Any],
+) -> None:
+    s = dp.Session(
+        make(_units()), privacy_unit="p", max_rows_per_unit="auto", budget=dp.PureDP(1), rng=4
+    )
+    s.query().agg(dp.count()).release(epsilon=1e-12)
+    assert len(s.accountant.history) == 1
