@@ -36,6 +36,22 @@ def _chi2_pvalue(observed_values: np.ndarray, support: np.ndarray, pmf: np.ndarr
     return float(stats.chi2.sf(stat, df=len(obs) - 1))
 
 
+def _refused_before_the_spend(call: Callable[[object], object], exc: type, match: str) -> None:
+    """``call(accountant)`` raises ``exc`` (message matching ``match``) and the accountant
+    was charged nothing."""
+    import dpkit
+
+    acct = dpkit.Accountant(dpkit.PureDP(10.0))
+    with pytest.raises(exc, match=match):
+        call(acct)
+    assert len(acct.history) == 0 and acct.spent == dpkit.PureDP(0.0)
+
+
+@pytest.fixture
+def refused_before_the_spend() -> Callable[[Callable[[object], object], type, str], None]:
+    return _refused_before_the_spend
+
+
 @pytest.fixture
 def chi2_pvalue() -> Callable[[np.ndarray, np.ndarray, np.ndarray], float]:
     return _chi2_pvalue

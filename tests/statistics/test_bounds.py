@@ -382,14 +382,6 @@ def test_representable_bounds_keep_a_lattice_at_the_cap() -> None:
 # ---------------------------------------------------------------- nothing fails after the spend
 
 
-def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
-    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
-    acct = dpkit.Accountant(dpkit.PureDP(10.0))
-    with pytest.raises(exc, match=match):
-        call(acct)
-    assert len(acct.history) == 0 and acct.spent == dpkit.PureDP(0.0)
-
-
 @pytest.mark.parametrize(
     ("rng", "exc", "match"),
     [
@@ -405,8 +397,10 @@ def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
         lambda rng, a: private_bounds([1.0, 2.0], epsilon=1.0, rng=rng, accountant=a),
     ],
 )
-def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
-    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+def test_a_bad_rng_is_refused_before_the_spend(
+    refused_before_the_spend, release, rng, exc, match
+) -> None:
+    refused_before_the_spend(lambda a: release(rng, a), exc, match)
 
 
 @pytest.mark.parametrize(
@@ -429,9 +423,11 @@ def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None
         ),
     ],
 )
-def test_a_bounds_stage_beyond_the_sampler_is_refused_before_the_spend(release) -> None:
+def test_a_bounds_stage_beyond_the_sampler_is_refused_before_the_spend(
+    refused_before_the_spend, release
+) -> None:
     # the noise scale follows from the public epsilon (and tail level): checked up front
-    _refused_before_the_spend(release, dpkit.ParameterError, "2\\*\\*50")
+    refused_before_the_spend(release, dpkit.ParameterError, "2\\*\\*50")
 
 
 @pytest.mark.parametrize("eps", [746.0, 1e4, 1e300])
@@ -487,9 +483,9 @@ def test_threshold_is_the_smallest_integer_within_beta(eps: float, beta: float) 
     ],
 )
 def test_moments_with_given_bounds_without_a_lattice_are_refused_before_the_spend(
-    release, match: str
+    refused_before_the_spend, release, match: str
 ) -> None:
-    _refused_before_the_spend(release, dpkit.ParameterError, match)
+    refused_before_the_spend(release, dpkit.ParameterError, match)
 
 
 def test_variance_at_the_largest_accepted_bounds_releases() -> None:

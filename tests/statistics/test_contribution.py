@@ -123,14 +123,6 @@ def test_threshold_method_is_private_on_neighbours() -> None:
 # ---------------------------------------------------------------- nothing fails after the spend
 
 
-def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
-    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
-    acct = dpkit.Accountant(dpkit.PureDP(10.0))
-    with pytest.raises(exc, match=match):
-        call(acct)
-    assert len(acct.history) == 0 and acct.spent == dpkit.PureDP(0.0)
-
-
 @pytest.mark.parametrize(
     ("rng", "exc", "match"),
     [
@@ -150,17 +142,21 @@ def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
         ),
     ],
 )
-def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
-    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+def test_a_bad_rng_is_refused_before_the_spend(
+    refused_before_the_spend, release, rng, exc, match
+) -> None:
+    refused_before_the_spend(lambda a: release(rng, a), exc, match)
 
 
 @pytest.mark.parametrize("method", ["quantile", "threshold"])
 @pytest.mark.parametrize(
     ("rows", "persons"), [([1, 2], [2**62, 2**62]), ([1], [2**62]), ([1, 2], [2**39, 2**39])]
 )
-def test_more_than_2_40_persons_are_refused_before_the_spend(rows, persons, method) -> None:
+def test_more_than_2_40_persons_are_refused_before_the_spend(
+    refused_before_the_spend, rows, persons, method
+) -> None:
     # an int64 sum of the counts wraps (2**62 + 2**62 = -2**63): the cap sees the true total
-    _refused_before_the_spend(
+    refused_before_the_spend(
         lambda a: contribution_bound_from_counts(
             rows, persons, epsilon=1.0, method=method, accountant=a
         ),
@@ -170,8 +166,10 @@ def test_more_than_2_40_persons_are_refused_before_the_spend(rows, persons, meth
 
 
 @pytest.mark.parametrize("cap", [2**20 + 1, 2**40, 2**63 - 1])
-def test_a_threshold_cap_beyond_2_20_is_refused_before_the_spend(cap: int) -> None:
-    _refused_before_the_spend(
+def test_a_threshold_cap_beyond_2_20_is_refused_before_the_spend(
+    refused_before_the_spend, cap: int
+) -> None:
+    refused_before_the_spend(
         lambda a: contribution_bound_from_counts(
             [1, 2, 3], [5, 3, 1], epsilon=1.0, max_bound=cap, method="threshold", accountant=a
         ),
@@ -195,8 +193,10 @@ def test_the_largest_threshold_cap_releases() -> None:
 
 
 @pytest.mark.parametrize(("eps", "level"), [(1e-14, 0.95), (1e-9, 0.999999)])
-def test_a_threshold_beyond_the_sampler_is_refused_before_the_spend(eps, level) -> None:
-    _refused_before_the_spend(
+def test_a_threshold_beyond_the_sampler_is_refused_before_the_spend(
+    refused_before_the_spend, eps, level
+) -> None:
+    refused_before_the_spend(
         lambda a: contribution_bound_from_counts(
             [1, 2], [3, 4], epsilon=eps, level=level, method="threshold", accountant=a
         ),

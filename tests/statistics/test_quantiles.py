@@ -703,15 +703,6 @@ DECILE_LEVELS = [k / 10 for k in range(1, 10)]
 # ---------------------------------------------------------------- nothing fails after the spend
 
 
-def _refused_before_the_spend(call, exc: type[Exception], match: str) -> None:
-    """``call(accountant)`` raises ``exc`` and the accountant was charged nothing."""
-    acct = dpkit.Accountant(dpkit.PureDP(10.0))
-    with pytest.raises(exc, match=match):
-        call(acct)
-    assert len(acct.history) == 0
-    assert acct.spent == dpkit.PureDP(0.0)
-
-
 _X10 = np.arange(10.0)
 
 
@@ -734,8 +725,10 @@ _X10 = np.arange(10.0)
         ),
     ],
 )
-def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None:
-    _refused_before_the_spend(lambda a: release(rng, a), exc, match)
+def test_a_bad_rng_is_refused_before_the_spend(
+    refused_before_the_spend, release, rng, exc, match
+) -> None:
+    refused_before_the_spend(lambda a: release(rng, a), exc, match)
 
 
 @pytest.mark.parametrize(
@@ -757,14 +750,18 @@ def test_a_bad_rng_is_refused_before_the_spend(release, rng, exc, match) -> None
         ),
     ],
 )
-def test_cdf_without_a_small_grid_is_refused_before_the_spend(release) -> None:
-    _refused_before_the_spend(release, dpkit.ParameterError, "method='cdf' needs")
+def test_cdf_without_a_small_grid_is_refused_before_the_spend(
+    refused_before_the_spend, release
+) -> None:
+    refused_before_the_spend(release, dpkit.ParameterError, "method='cdf' needs")
 
 
 @pytest.mark.parametrize("method", ["auto", "joint", "aq"])
-def test_summary_counts_that_wrap_int64_are_refused_before_the_spend(method: str) -> None:
+def test_summary_counts_that_wrap_int64_are_refused_before_the_spend(
+    refused_before_the_spend, method: str
+) -> None:
     # 2**62 + 2**62 wraps to -2**63 in int64: the 2**40-record cap must see the true total
-    _refused_before_the_spend(
+    refused_before_the_spend(
         lambda a: quantiles_from_counts(
             [0.0, 1.0],
             [2**62, 2**62],
@@ -777,7 +774,7 @@ def test_summary_counts_that_wrap_int64_are_refused_before_the_spend(method: str
         dpkit.ParameterError,
         "2\\*\\*40 records",
     )
-    _refused_before_the_spend(
+    refused_before_the_spend(
         lambda a: quantiles_from_counts(
             [0.0, 1.0, 2.0], [2**39, 2**39, 1], 0.5, epsilon=1.0, bounds=(0, 2), accountant=a
         ),
