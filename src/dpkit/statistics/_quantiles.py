@@ -245,11 +245,10 @@ def _release(
     support: str | float,
     alpha: float,
     share: float,
-    rng: Any,
+    source: Any,
 ) -> QuantileRelease:
-    """Stages 1-3 (module docstring) on validated inputs; the budget is already spent
-    (``rng`` was normalised by :func:`dpkit.samplers.as_source` before it)."""
-    source = as_source(rng)
+    """Stages 1-3 (module docstring) on validated inputs and a bit source (callers normalise
+    ``rng`` with :func:`dpkit.samplers.as_source` before the spend); the budget is spent."""
     rational = [as_rational_level(q) for q in levels]
     m = len(levels)
     if method == "auto":

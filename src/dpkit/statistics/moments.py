@@ -122,6 +122,11 @@ def _choose_bounds(
     }
 
 
+def _bits(kind: str) -> int:
+    """Bits of the statistic's lattice: :data:`_VAR_BITS` for the squares of var and std."""
+    return _VAR_BITS if kind in ("var", "std") else 30
+
+
 def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     """Every discrete Laplace scale the release will use is within the sampler's range.
 
@@ -130,7 +135,7 @@ def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     a sum's is ``max(|lo|, |hi|)``, known for given bounds (bounds chosen privately are
     checked with their lattice's centred range, the common case of bounds straddling 0).
     """
-    bits = _VAR_BITS if kind in ("var", "std") else 30
+    bits = _bits(kind)
     parts = {"sum": 1, "mean": 2}.get(kind, 3)
     r: int = 2**bits + 1
     if kind == "sum" and not isinstance(bounds, str):
@@ -155,7 +160,7 @@ def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
             f"{owner}: `bounds` {bounds!r} are out of range for a variance (squares "
             "overflow): they must lie within 2**500 (about 3e150) in magnitude; rescale the data"
         )
-    Lattice.for_bounds(owner, lo, hi, _VAR_BITS if kind in ("var", "std") else 30)
+    Lattice.for_bounds(owner, lo, hi, _bits(kind))
 
 
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
@@ -197,7 +202,7 @@ def _moments(
         )
         details["bounds"] = (lo_v, hi_v)
     rest = total - eps_b
-    lat = Lattice.for_bounds(owner, lo_v, hi_v, _VAR_BITS if kind in ("var", "std") else 30)
+    lat = Lattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
     u = lat.units(arr)
     g = lat.spacing
     half = g / 2
