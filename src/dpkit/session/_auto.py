@@ -45,10 +45,9 @@ from dpkit._validate import check_number
 from dpkit.errors import ParameterError
 from dpkit.samplers import MAX_NOISE_SCALE
 from dpkit.session import _execute as ex
-from dpkit.statistics._input import as_rational_level
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
-from dpkit.statistics.bounds import above_threshold_scales, bounds_noise_scale
+from dpkit.statistics.bounds import bounds_noise_scale, threshold_noise_scale
 
 __all__ = [
     "WORST_BOUNDS",
@@ -76,13 +75,6 @@ WORST_BOUNDS = (0.0, 2.0 - 2.0**-30)
 TAIL = 0.999
 
 
-def _threshold_scale(level: float, epsilon: Fraction) -> Fraction:
-    """The largest noise scale of AboveThreshold at ``level`` and ``epsilon`` (its queries'),
-    as :func:`dpkit.statistics.bounds.above_threshold_scales` computes it."""
-    q = as_rational_level(level)
-    return above_threshold_scales(max(q.numerator, q.denominator - q.numerator), epsilon)[1]
-
-
 def check_stages(plan: Any) -> None:
     """Refuse, before anything is spent, an automatic stage whose discrete Laplace noise
     would exceed the exact sampler's range (``2**50``): its scale follows from public
@@ -94,7 +86,9 @@ def check_stages(plan: Any) -> None:
     stages: list[tuple[str, float, Fraction | None, str]] = []
     if plan.rows is not None:
         eps = Fraction(plan.rows.epsilon)
-        scale: Fraction | None = _threshold_scale(plan.rows.auto.level, eps) if eps > 0 else None
+        scale: Fraction | None = (
+            threshold_noise_scale(plan.rows.auto.level, eps) if eps > 0 else None
+        )
         stages.append(("max_rows_per_unit='auto'", plan.rows.epsilon, scale, "max_rows_share"))
     for bp in plan.bounds:
         scale = bounds_noise_scale(Fraction(bp.epsilon), bp.method, bp.lower, TAIL)

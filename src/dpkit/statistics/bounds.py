@@ -49,6 +49,7 @@ __all__ = [
     "private_bounds",
     "tail_bounds_from_counts",
     "tail_steps",
+    "threshold_noise_scale",
 ]
 
 _OFFSET = 1075  # frexp exponents run from -1073 (subnormals) to 1024
@@ -190,9 +191,7 @@ def bounds_noise_scale(
     if method == "histogram":
         return 1 / epsilon if epsilon > 0 else None
     side = epsilon if lower is not None else epsilon / 2
-    q = as_rational_level(tail)
-    d = max(q.numerator, q.denominator - q.numerator)
-    return above_threshold_scales(d, side)[1] if side > 0 else None
+    return threshold_noise_scale(tail, side) if side > 0 else None
 
 
 def check_bounds_noise(
@@ -451,6 +450,14 @@ def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, F
     ``2 D / (eps/2)`` (Lyu, Su and Li 2017, Algorithm 1, ``eps_1 = eps_2 = eps / 2``)."""
     half = eps / 2
     return Fraction(sensitivity) / half, Fraction(2 * sensitivity) / half
+
+
+def threshold_noise_scale(level: float, eps: Fraction) -> Fraction:
+    """The query noise scale of AboveThreshold at ``eps`` for a quantile ``level = P / Q``
+    (the larger of its two scales): sensitivity ``D = max(P, Q - P)`` per record, as in
+    :func:`above_threshold_steps`. From public figures only, for checks before the spend."""
+    q = as_rational_level(level)
+    return above_threshold_scales(max(q.numerator, q.denominator - q.numerator), eps)[1]
 
 
 def tail_steps(data: Any, lower: float | None = None) -> np.ndarray:

@@ -32,7 +32,7 @@ from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import as_rational_level, exact_total
 from dpkit.statistics._quantiles import quantiles_from_counts
-from dpkit.statistics.bounds import above_threshold_scales
+from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
 
 __all__ = ["ContributionBound", "contribution_bound", "contribution_bound_from_counts"]
 
@@ -109,9 +109,7 @@ def _check_threshold(owner: str, eps: float, level: float, cap: int) -> None:
             f"{owner}: `max_bound` must be at most 2**20 = {MAX_THRESHOLD_BOUND:,} with "
             f"method='threshold' (one noisy count per candidate); got {cap!r}"
         )
-    q = as_rational_level(level)
-    d = max(q.numerator, q.denominator - q.numerator)
-    if above_threshold_scales(d, Fraction(eps))[1] > MAX_NOISE_SCALE:
+    if threshold_noise_scale(level, Fraction(eps)) > MAX_NOISE_SCALE:
         raise ParameterError(
             f"{owner}: `epsilon` {eps:.3g} is too small for method='threshold' at level "
             f"{level!r}: its discrete Laplace noise would exceed 2**50, the exact sampler's "
