@@ -7,6 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+import dpkit
+
 
 def _chi2_pvalue(observed_values: np.ndarray, support: np.ndarray, pmf: np.ndarray) -> float:
     """Chi-square goodness of fit of integer draws against an exact pmf on ``support``.
@@ -36,11 +38,24 @@ def _chi2_pvalue(observed_values: np.ndarray, support: np.ndarray, pmf: np.ndarr
     return float(stats.chi2.sf(stat, df=len(obs) - 1))
 
 
+#: Bad ``rng`` values with the error (type, message) every release refuses them with, before
+#: its accountant is charged; a test naming ``bad_rng`` runs once per value.
+_BAD_RNGS = [
+    (-1, dpkit.ParameterError, "seed must be >= 0"),
+    (np.random.default_rng(0), TypeError, "NumPy generators"),
+    ("x", TypeError, "`rng` must be None"),
+    (True, TypeError, "a bool is not a seed"),
+]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "bad_rng" in metafunc.fixturenames:
+        metafunc.parametrize("bad_rng", _BAD_RNGS, ids=["negative", "generator", "str", "bool"])
+
+
 def _refused_before_the_spend(call: Callable[[object], object], exc: type, match: str) -> None:
     """``call(accountant)`` raises ``exc`` (message matching ``match``) and the accountant
     was charged nothing."""
-    import dpkit
-
     acct = dpkit.Accountant(dpkit.PureDP(10.0))
     with pytest.raises(exc, match=match):
         call(acct)

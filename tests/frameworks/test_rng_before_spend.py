@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import dpkit as dp
-from dpkit.errors import ParameterError
 
 X = np.linspace(0, 100, 200)
 DELTA = 1 / X.size**2
@@ -49,14 +48,11 @@ RELEASES: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
 
 
 @pytest.mark.parametrize("name", sorted(RELEASES))
-@pytest.mark.parametrize(
-    ("rng", "error"),
-    [(-1, ParameterError), (np.random.default_rng(0), TypeError), (True, TypeError)],
-)
-def test_a_bad_rng_is_refused_before_the_spend(name: str, rng: Any, error: type) -> None:
+def test_a_bad_rng_is_refused_before_the_spend(name: str, bad_rng: Any) -> None:
     relation, release = RELEASES[name]
+    rng, error, match = bad_rng
     acct = dp.Accountant(dp.ApproxDP(100, 0.5), relation=relation)
-    with pytest.raises(error, match="rng"):
+    with pytest.raises(error, match=match):
         release(acct, rng)
     assert len(acct.history) == 0
     release(acct, 3)  # a good seed still releases, and is charged once

@@ -56,19 +56,14 @@ def _df() -> pl.DataFrame:
 # -- F1: the rng is checked before the spend -------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("rng", "error"),
-    [(-1, dp.ParameterError), (np.random.default_rng(0), TypeError), ("x", TypeError)],
-)
-def test_bad_rng_spends_nothing(
-    make: Callable[[pl.DataFrame], Any], rng: Any, error: type[Exception]
-) -> None:
+def test_bad_rng_spends_nothing(make: Callable[[pl.DataFrame], Any], bad_rng: Any) -> None:
+    rng, error, match = bad_rng
     s = dp.Session(make(_df()), budget=dp.PureDP(10))
-    with pytest.raises(error, match="rng"):
+    with pytest.raises(error, match=match):
         s.query().agg(dp.count()).release(epsilon=1.0, rng=rng)
-    with pytest.raises(error, match="rng"):
+    with pytest.raises(error, match=match):
         s.count(epsilon=1.0, rng=rng)
-    with pytest.raises(error, match="rng"):
+    with pytest.raises(error, match=match):
         s.query().agg(dp.mean("x", bounds=(0, 10))).measure(epsilon=1.0, rng=rng)
     assert s.accountant.history == ()
     s.count(epsilon=1.0, rng=3)  # a good one still releases

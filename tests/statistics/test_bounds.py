@@ -383,13 +383,6 @@ def test_representable_bounds_keep_a_lattice_at_the_cap() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rng", "exc", "match"),
-    [
-        (-1, dpkit.ParameterError, "seed must be >= 0"),
-        (np.random.default_rng(0), TypeError, "NumPy generators"),
-    ],
-)
-@pytest.mark.parametrize(
     "release",
     [
         lambda rng, a: bounds_from_counts([1076], [3], epsilon=1.0, rng=rng, accountant=a),
@@ -397,9 +390,8 @@ def test_representable_bounds_keep_a_lattice_at_the_cap() -> None:
         lambda rng, a: private_bounds([1.0, 2.0], epsilon=1.0, rng=rng, accountant=a),
     ],
 )
-def test_a_bad_rng_is_refused_before_the_spend(
-    refused_before_the_spend, release, rng, exc, match
-) -> None:
+def test_a_bad_rng_is_refused_before_the_spend(refused_before_the_spend, release, bad_rng) -> None:
+    rng, exc, match = bad_rng
     refused_before_the_spend(lambda a: release(rng, a), exc, match)
 
 

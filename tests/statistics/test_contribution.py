@@ -124,13 +124,6 @@ def test_threshold_method_is_private_on_neighbours() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rng", "exc", "match"),
-    [
-        (-1, dpkit.ParameterError, "seed must be >= 0"),
-        (np.random.default_rng(0), TypeError, "NumPy generators"),
-    ],
-)
-@pytest.mark.parametrize(
     "release",
     [
         lambda rng, a: contribution_bound([1, 2, 3], epsilon=1.0, rng=rng, accountant=a),
@@ -142,9 +135,8 @@ def test_threshold_method_is_private_on_neighbours() -> None:
         ),
     ],
 )
-def test_a_bad_rng_is_refused_before_the_spend(
-    refused_before_the_spend, release, rng, exc, match
-) -> None:
+def test_a_bad_rng_is_refused_before_the_spend(refused_before_the_spend, release, bad_rng) -> None:
+    rng, exc, match = bad_rng
     refused_before_the_spend(lambda a: release(rng, a), exc, match)
 
 
