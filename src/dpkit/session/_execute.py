@@ -6,8 +6,9 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import narwhals as nw
 import numpy as np
@@ -113,13 +114,16 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     return lf.filter(nw.col(_ROW_RANK) <= ctx.max_rows).drop(_ROW_RANK)
 
 
+_T = TypeVar("_T")
+
+
 class Guarded(Engine):
-    """``engine`` with its :meth:`collect` guarded: a failure of the engine becomes a
-    ParameterError naming the error's type but not its message, because an engine's message
-    can quote values of the data (a cast of ``"x9"`` to an integer, say), which a release
-    never reveals; the original error is neither shown nor chained. dpkit's own errors pass
-    unchanged. Every other method is ``engine``'s. Queries run on a guarded engine
-    (:meth:`dpkit.session.Query.release`), so a filter that fails only on some values,
+    """``engine`` with its :meth:`collect` and :meth:`is_empty` guarded: a failure of the
+    engine becomes a ParameterError naming the error's type but not its message, because an
+    engine's message can quote values of the data (a cast of ``"x9"`` to an integer, say),
+    which a release never reveals; the original error is neither shown nor chained. dpkit's
+    own errors pass unchanged. Every other method is ``engine``'s. Queries run on a guarded
+    engine (:meth:`dpkit.session.Query.release`), so a filter that fails only on some values,
     after the spend, says so without quoting them."""
 
     def __init__(self, engine: Engine) -> None:
@@ -142,10 +146,17 @@ class Guarded(Engine):
     def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         return self.engine.output(frame, like=like)
 
+    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
+        return self._guarded(lambda: self.engine.is_empty(frame))
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
+        return self._guarded(lambda: self.engine.collect(frame))
+
+    @staticmethod
+    def _guarded(run: Callable[[], _T]) -> _T:
         failed = None
         try:
-            return self.engine.collect(frame)
+            return run()
         except (DPError, MemoryError):
             raise
         except Exception as err:  # the engine's own error types
