@@ -218,29 +218,21 @@ def approximate_quantiles(
     return _recurse(root_view(counts, measure), measure, levels, epsilon, source)
 
 
-#: Fair coins per call of the Bernoulli sampler (its limit) and per chunk beyond it.
-_COINS, _COIN_CHUNK = 2**28, 2**24
-
-
-def _fair_coins(tie: int, source: Any) -> int:
-    """How many of ``tie`` fair coins come up heads, in chunks (a sum of independent
-    binomials: the same Binomial(tie, 1/2) law as one call, which the sampler caps)."""
-    heads = 0
-    for start in range(0, tie, _COIN_CHUNK):
-        k = min(_COIN_CHUNK, tie - start)
-        heads += int(np.count_nonzero(bernoulli(Fraction(1, 2), k, source)))
-    return heads
+#: Fair coins per call of the Bernoulli sampler (its limit); more tied records flip in chunks.
+_COINS = 2**28
 
 
 def _split_at(view: View, v: int, source: Any) -> tuple[View, View]:
-    """Records below ``v`` left, above right, each record at ``v`` by its own fair coin."""
+    """Records below ``v`` left, above right, each record at ``v`` by its own fair coin (in
+    chunks of at most :data:`_COINS`: a sum of independent binomials is the same
+    Binomial(tie, 1/2) law, and a tie within one chunk draws as one call)."""
     vals = view.root.values[view.a : view.b]
     i = view.a + int(np.searchsorted(vals, v, side="left"))
     tie = view.count(i) if i < view.b and int(view.root.values[i]) == v else 0
-    if tie > _COINS:  # beyond the Bernoulli sampler's limit per call
-        go_left = _fair_coins(tie, source)
-    else:
-        go_left = int(np.count_nonzero(bernoulli(Fraction(1, 2), tie, source))) if tie else 0
+    go_left = sum(
+        int(np.count_nonzero(bernoulli(Fraction(1, 2), min(_COINS, tie - s), source)))
+        for s in range(0, tie, _COINS)
+    )
     return view.split(v, go_left)
 
 
