@@ -30,7 +30,12 @@ from dpkit.accounting.composition import (
     parallel_composition,
     sequential_composition,
 )
-from dpkit.accounting.conversions import bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
+from dpkit.accounting.conversions import (
+    approx_to_zcdp,
+    bounded_range_to_zcdp,
+    pure_to_zcdp,
+    zcdp_to_approx,
+)
 from dpkit.errors import (
     BudgetExceededError,
     DPError,
@@ -93,6 +98,7 @@ __all__ = [
     "Session",
     "UnsafeReleaseError",
     "advanced_composition",
+    "approx_to_zcdp",
     "bounded_range_to_zcdp",
     "compare",
     "count",

@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize
 
 from dpkit import ZCDP, ApproxDP, ParameterError, PureDP
-from dpkit.accounting import bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
+from dpkit.accounting import approx_to_zcdp, bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
 
 
 def _cks_delta(rho: float, eps: float) -> float:
@@ -158,3 +158,49 @@ def test_cks_sound_when_terms_cancel(rho: float, delta: float) -> None:
     if got > 0:
         assert _cks_delta(rho, got) <= delta * (1 + 1e-9)
     assert got >= _cks_epsilon(rho, delta) - 1e-12
+
+
+# ------------------------------------------------------------------------- approx_to_zcdp
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta"),
+    [(1.0, 1e-6), (0.1, 1e-9), (8.0, 1e-5), (1e-7, 1e-10), (10.0, 1e-300), (3.0, 0.5)],
+)
+def test_approx_to_zcdp_is_the_largest_rho_that_fits(eps: float, delta: float) -> None:
+    # within the budget (the certified conversion), and a rho 1e-8 larger would not be
+    rho = approx_to_zcdp(eps, delta).rho
+    assert rho > 0
+    assert zcdp_to_approx(rho, delta).epsilon <= eps
+    assert zcdp_to_approx(rho * (1 + 1e-8), delta).epsilon > eps
+
+
+def test_approx_to_zcdp_beats_the_standard_bound() -> None:
+    # the standard bound solved for rho: (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))**2;
+    # CKS is tighter, so the rho it allows is larger
+    lg = math.log(1e6)
+    standard = (math.sqrt(lg + 1.0) - math.sqrt(lg)) ** 2
+    assert approx_to_zcdp(1.0, 1e-6).rho > standard * 1.1
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(1e300, 0.5), (1.7e308, 0.999), (1e300, 1e-300)])
+def test_approx_to_zcdp_at_the_top_of_the_float_range(eps: float, delta: float) -> None:
+    rho = approx_to_zcdp(eps, delta).rho
+    assert math.isfinite(rho) and rho > 0
+    assert zcdp_to_approx(rho, delta).epsilon <= eps
+
+
+def test_approx_to_zcdp_underflows_to_zero() -> None:
+    assert approx_to_zcdp(1e-300, 1e-10) == ZCDP(0.0)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, math.inf, math.nan])
+def test_approx_to_zcdp_rejects_bad_epsilon(eps: float) -> None:
+    with pytest.raises(ParameterError, match="approx_to_zcdp: `epsilon`"):
+        approx_to_zcdp(eps, 1e-6)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, math.nan])
+def test_approx_to_zcdp_rejects_bad_delta(delta: float) -> None:
+    with pytest.raises(ParameterError, match="approx_to_zcdp: `delta`"):
+        approx_to_zcdp(1.0, delta)

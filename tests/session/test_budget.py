@@ -121,3 +121,15 @@ def test_existing_accountant_with_ledger(tmp_path) -> None:
     again = dp.Accountant.open(tmp_path / "b.sqlite")
     assert [e.label for e in again.history] == ["Session query: count"]
     again.close()
+
+
+def test_approximate_budget_at_the_extremes_of_epsilon() -> None:
+    # epsilon near the float range converts to a finite rho and releases; one too small for
+    # its delta is refused before the spend, naming epsilon (not the conversion's rho)
+    s = dp.Session(_df(), budget=dp.ApproxDP(1e301, 0.9), rng=4)
+    out = s.query().agg(dp.count()).release(epsilon=1e300, delta=0.5)
+    assert out["count"][0] == _df().height
+    assert s.accountant.spent == dp.ApproxDP(1e300, 0.5)
+    with pytest.raises(dp.ParameterError, match="`epsilon` 1e-300 is too small for `delta`"):
+        s.query().agg(dp.count()).release(epsilon=1e-300, delta=0.1)
+    assert len(s.accountant.history) == 1

@@ -2,7 +2,7 @@
 
 * :mod:`~dpkit.accounting.loss` — :class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`.
 * :mod:`~dpkit.accounting.conversions` — :func:`pure_to_zcdp`, :func:`bounded_range_to_zcdp`,
-  :func:`zcdp_to_approx` (standard and Canonne-Kamath-Steinke).
+  :func:`zcdp_to_approx` (standard and Canonne-Kamath-Steinke), :func:`approx_to_zcdp`.
 * :mod:`~dpkit.accounting.composition` — :func:`sequential_composition`,
   :func:`parallel_composition`, :func:`advanced_composition`.
 * :mod:`~dpkit.accounting.accountant` — :class:`Accountant`, which refuses any spend that would
@@ -15,7 +15,12 @@ from dpkit.accounting.composition import (
     parallel_composition,
     sequential_composition,
 )
-from dpkit.accounting.conversions import bounded_range_to_zcdp, pure_to_zcdp, zcdp_to_approx
+from dpkit.accounting.conversions import (
+    approx_to_zcdp,
+    bounded_range_to_zcdp,
+    pure_to_zcdp,
+    zcdp_to_approx,
+)
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
 __all__ = [
@@ -26,6 +31,7 @@ __all__ = [
     "PureDP",
     "Spend",
     "advanced_composition",
+    "approx_to_zcdp",
     "bounded_range_to_zcdp",
     "parallel_composition",
     "pure_to_zcdp",

@@ -18,6 +18,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.conversions import approx_to_zcdp
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -260,41 +261,8 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
 
 def _zcdp_sigma(steps: float, epsilon: float, delta: float) -> float:
     """``steps / sqrt(2 rho)``: the sigma of the zCDP route (infinite when rho underflows)."""
-    rho = _rho_for(epsilon, delta)
+    rho = approx_to_zcdp(epsilon, delta).rho
     return steps / math.sqrt(2 * rho) if rho > 0 else math.inf
-
-
-@lru_cache(maxsize=256)
-def _rho_for(epsilon: float, delta: float) -> float:
-    """The largest rho (to a relative 1e-9) whose zCDP converts to (epsilon, delta).
-
-    The conversion is Canonne, Kamath and Steinke's (2020, Corollary 13), via
-    :func:`dpkit.accounting.zcdp_to_approx`, which certifies its epsilon with a margin; the
-    bisection starts from Bun and Steinke's ``rho + 2 sqrt(rho ln(1/delta)) = epsilon``
-    (2016, Proposition 1.3), which it can only improve on.
-    """
-    from dpkit.accounting import zcdp_to_approx
-
-    lg = math.log(1 / delta)
-    lo = (math.sqrt(lg + epsilon) - math.sqrt(lg)) ** 2
-    if lo <= 0:  # epsilon so small that rho underflows: no finite sigma satisfies the route
-        return 0.0
-    if zcdp_to_approx(lo, delta).epsilon > epsilon:  # pragma: no cover - never looser
-        return lo
-    if lo > 1e300:  # epsilon near the top of the float range: the bound is enough
-        return lo
-    hi = 4 * lo
-    while zcdp_to_approx(hi, delta).epsilon <= epsilon:
-        lo, hi = hi, 2 * hi
-        if hi > 1e300:
-            return lo
-    while hi / lo > 1 + 1e-9:
-        mid = math.sqrt(lo * hi)
-        if zcdp_to_approx(mid, delta).epsilon <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 #: Largest variance ``t * c`` (in lattice units) the exact discrete Gaussian samplers take.

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpkit._validate import check_delta, check_positive
-from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, zcdp_to_approx
+from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
@@ -31,23 +31,6 @@ __all__ = [
 ]
 
 _NOISES = ("laplace", "gaussian")
-
-
-def _rho_for(epsilon: float, delta: float) -> float:
-    """The largest rho (relative precision 1e-9) with ``zcdp_to_approx(rho, delta).epsilon <=
-    epsilon``, by bisection on ``log rho``; the returned value satisfies the condition."""
-    lo, hi = 1e-12, 1.0
-    while zcdp_to_approx(hi, delta).epsilon <= epsilon:
-        lo, hi = hi, hi * 4
-    if zcdp_to_approx(lo, delta).epsilon > epsilon:
-        raise ParameterError(f"Session: epsilon {epsilon!r} is too small for delta {delta!r}")
-    while hi / lo > 1 + 1e-9:
-        mid = math.sqrt(lo * hi)
-        if zcdp_to_approx(mid, delta).epsilon <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +96,12 @@ def make_budget(
         cost: PrivacyLoss = ApproxDP(eps, d) if private_keys else PureDP(eps)
         return Budget("laplace", cost, Fraction(eps), None, d if private_keys else 0.0)
     d_sel = d / 2 if private_keys else 0.0
-    rho_total = _rho_for(eps, d - d_sel)
+    rho_total = approx_to_zcdp(eps, d - d_sel).rho
+    if rho_total == 0:
+        raise ParameterError(
+            f"{owner}: `epsilon` {eps!r} is too small for `delta` {d!r}: no positive rho "
+            "converts to it"
+        )
     return Budget("gaussian", ApproxDP(eps, d), None, Fraction(rho_total), d_sel)
 
 
