@@ -468,6 +468,11 @@ def test_auto_max_rows_settings_are_validated() -> None:
         s.query(max_rows_per_unit="many")
     with pytest.raises(TypeError, match="max_rows_cap"):
         s.query(max_rows_cap=2.5)  # type: ignore[arg-type]
+    # a level the 2**20 denominator would round to 0 is refused, not silently changed
+    with pytest.raises(dp.ParameterError, match="`max_rows_level` 1e-09 is too close to 0"):
+        s.query(max_rows_level=1e-9)
+    with pytest.raises(dp.ParameterError, match=r"`q` 0\.999999999 is too close to 1"):
+        dp.quantile("x", [0.5, 1 - 1e-9], bounds=(0, 1))
     assert s.query(max_rows_per_unit=3).agg(dp.count()).explain(epsilon=1.0).rows is None
 
 

@@ -44,6 +44,11 @@ def test_the_cap_bounds_the_answer() -> None:
         (lambda: contribution_bound([True], epsilon=1.0), TypeError, "integers"),
         (lambda: contribution_bound([1], epsilon=0), dpkit.ParameterError, "epsilon"),
         (lambda: contribution_bound([1], epsilon=1, level=1), dpkit.ParameterError, "level"),
+        (
+            lambda: contribution_bound([1], epsilon=1, level=1e-9),
+            dpkit.ParameterError,
+            "`level` 1e-09 is too close to 0",
+        ),
         (lambda: contribution_bound([1], epsilon=1, max_bound=0), dpkit.ParameterError, "max"),
         (lambda: contribution_bound([1], epsilon=1, max_bound=2.5), TypeError, "max_bound"),
         (

@@ -312,6 +312,9 @@ def test_adversarial_data() -> None:
         ([0.6, 0.5], dpkit.ParameterError, "sorted in increasing order"),
         ([], dpkit.ParameterError, "`levels` is empty"),
         (float("nan"), dpkit.ParameterError, "finite"),
+        # a level within 2**-21 of 0 or 1 would be rounded onto it by the 2**20 denominator
+        (1e-9, dpkit.ParameterError, "`levels` 1e-09 is too close to 0"),
+        ([0.5, 1 - 1e-9], dpkit.ParameterError, r"`levels\[1\]` 0.999999999 is too close to 1"),
         (True, TypeError, "real number"),
         ("0.5", TypeError, "real number"),
     ],

@@ -45,6 +45,7 @@ from dpkit._validate import check_number
 from dpkit.errors import ParameterError
 from dpkit.samplers import MAX_NOISE_SCALE
 from dpkit.session import _execute as ex
+from dpkit.statistics._input import check_level
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
 from dpkit.statistics.bounds import bounds_noise_scale, threshold_noise_scale
@@ -119,9 +120,7 @@ def auto_rows(owner: str, share: Any, level: Any, max_bound: Any) -> AutoRows:
     sh = check_number(owner, "max_rows_share", share)
     if not 0 < sh < 1:
         raise ParameterError(f"{owner}: `max_rows_share` must be in (0, 1); got {share!r}")
-    lv = check_number(owner, "max_rows_level", level)
-    if not 0 < lv < 1:
-        raise ParameterError(f"{owner}: `max_rows_level` must be in (0, 1); got {level!r}")
+    lv = check_level(owner, "max_rows_level", level)
     if isinstance(max_bound, bool) or not isinstance(max_bound, int | np.integer):
         raise TypeError(f"{owner}: `max_rows_cap` must be an int >= 1; got {max_bound!r}")
     if not 1 <= int(max_bound) <= 10**6:

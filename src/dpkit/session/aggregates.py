@@ -43,6 +43,7 @@ from dpkit._validate import check_bounds, check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
+from dpkit.statistics._input import check_level
 from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import check_variance_lower, representable
@@ -848,10 +849,7 @@ def _levels(owner: str, q: Any) -> tuple[tuple[float, ...], bool]:
     raw = [q] if single else list(q)
     if not raw:
         raise ParameterError(f"{owner}: `q` must hold at least one level in (0, 1)")
-    levels = tuple(check_number(owner, "q", v) for v in raw)
-    for v in levels:
-        if not 0 < v < 1:
-            raise ParameterError(f"{owner}: every level `q` must be in (0, 1); got {v!r}")
+    levels = tuple(check_level(owner, "q", v) for v in raw)
     if any(b <= a for a, b in itertools.pairwise(levels)):
         raise ParameterError(f"{owner}: levels `q` must be sorted and distinct; got {raw!r}")
     return levels, single

@@ -15,6 +15,7 @@ from dpkit.frameworks._quantile_em import MAX_DENOMINATOR, Counts, Lattice
 __all__ = [
     "as_rational_level",
     "check_alpha",
+    "check_level",
     "check_levels",
     "counts_from_data",
     "counts_from_summary",
@@ -25,10 +26,31 @@ __all__ = [
 def as_rational_level(q: float) -> Fraction:
     """The level as the nearest fraction with denominator at most ``2**20`` (public rounding).
 
-    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; the change is below
-    ``2**-40``. Exact rationals keep the mechanism's exponents integers.
+    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; in general the change
+    is below ``2**-20`` (below ``2**-40`` when the nearest fraction's denominator is near
+    ``2**20``). Exact rationals keep the mechanism's exponents integers. Levels within about
+    ``2**-21`` of 0 or 1 would round onto them: :func:`check_level` refuses those.
     """
     return Fraction(q).limit_denominator(MAX_DENOMINATOR)
+
+
+def check_level(owner: str, name: str, value: Any, low: float = 0.0) -> float:
+    """A level in ``(low, 1)`` that stays there after :func:`as_rational_level` (TypeError for
+    non-numbers, ParameterError naming ``name`` otherwise, hinting the median for 0.5).
+
+    Without the second check, ``1e-9`` would silently become the level 0 (the minimum)."""
+    v = check_number(owner, name, value)
+    if not low < v < 1:
+        hint = " (0.5 is the median)" if low == 0 else ""
+        raise ParameterError(f"{owner}: `{name}` must be in ({low:g}, 1){hint}; got {value!r}")
+    r = as_rational_level(v)
+    if not low < r < 1:
+        raise ParameterError(
+            f"{owner}: `{name}` {value!r} is too close to {round(r)}: levels are rounded to the "
+            "nearest fraction with denominator at most 2**20, which would make it "
+            f"{round(r)}; use a level in [2**-20, 1 - 2**-20]"
+        )
+    return v
 
 
 def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
@@ -46,13 +68,7 @@ def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
         raise ParameterError(f"{owner}: `levels` is empty; give one level or more in (0, 1)")
     out: list[float] = []
     for i, q in enumerate(items):
-        name = "levels" if scalar else f"levels[{i}]"
-        v = check_number(owner, name, q)
-        if not 0 < v < 1:
-            raise ParameterError(
-                f"{owner}: `{name}` must be in (0, 1) (0.5 is the median); got {q!r}"
-            )
-        out.append(v)
+        out.append(check_level(owner, "levels" if scalar else f"levels[{i}]", q))
     for i in range(1, len(out)):
         if out[i] == out[i - 1]:
             raise ParameterError(f"{owner}: `levels` must not repeat a level; got {out[i]!r} twice")

@@ -37,7 +37,7 @@ from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
-from dpkit.statistics._input import as_rational_level
+from dpkit.statistics._input import as_rational_level, check_level
 
 __all__ = [
     "BoundsRelease",
@@ -584,10 +584,7 @@ def tail_bounds_from_counts(
 
 
 def _check_tail(owner: str, tail: Any) -> float:
-    v = check_number(owner, "tail", tail)
-    if not 0.5 < v < 1:
-        raise ParameterError(f"{owner}: `tail` must be in (0.5, 1); got {tail!r}")
-    return v
+    return check_level(owner, "tail", tail, low=0.5)
 
 
 def _tail_from_steps(

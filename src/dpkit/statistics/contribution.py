@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_number, check_positive
+from dpkit._validate import check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
-from dpkit.statistics._input import as_rational_level, exact_total
+from dpkit.statistics._input import as_rational_level, check_level, exact_total
 from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
 
@@ -83,9 +83,7 @@ def _int_array(owner: str, name: str, value: Any) -> np.ndarray:
 
 def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float, float, int]:
     eps = check_positive(owner, "epsilon", epsilon)
-    lv = check_number(owner, "level", level)
-    if not 0 < lv < 1:
-        raise ParameterError(f"{owner}: `level` must be in (0, 1); got {level!r}")
+    lv = check_level(owner, "level", level)
     if isinstance(max_bound, bool) or not isinstance(max_bound, int | np.integer):
         raise TypeError(f"{owner}: `max_bound` must be an int >= 1; got {max_bound!r}")
     if int(max_bound) < 1:
