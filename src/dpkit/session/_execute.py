@@ -146,6 +146,11 @@ class Guarded(Engine):
     def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         return self.engine.output(frame, like=like)
 
+    def with_bins(
+        self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
+    ) -> nw.LazyFrame[Any]:
+        return self._guarded(lambda: self.engine.with_bins(frame, column, edges, name))
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         return self._guarded(lambda: self.engine.is_empty(frame))
 
@@ -339,8 +344,13 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
 
 def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> pl.DataFrame:
     """Counts per (group, bin): (keys..., bin, count) for the bins that occur."""
-    inside, index = agg.bin_expr(ctx.schema)
-    lf = rows.filter(inside).with_columns(index.alias(BUCKET))
+    inside, position = agg.bin_expr(ctx.schema)
+    lf = rows.filter(inside)
+    if position is not None:  # categories
+        lf = lf.with_columns(position.alias(BUCKET))
+    else:  # numeric edges: the engine's own search
+        assert agg.column is not None and agg.edges is not None
+        lf = ctx.engine.with_bins(lf, agg.column, agg.edges, BUCKET)
     by = [*ctx.by, BUCKET]
     out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
     return _plain_keys(out, ctx.by)

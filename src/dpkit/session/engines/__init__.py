@@ -6,6 +6,9 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.to_lazy` - the user's data as a lazy narwhals frame, on its own engine;
 * :meth:`Engine.with_rank` - a salted hash of some columns, ranked within a partition (the
   random per-person order of contribution bounding; narwhals has no hash expression);
+* :meth:`Engine.with_bins` - optionally, a numeric histogram's bin per row, by a binary
+  search (by default nested ``when/then``; Polars and pandas search natively, DuckDB joins
+  the edges as of the value, Spark uses its ``Bucketizer``);
 * :meth:`Engine.is_empty` - whether the data has a row (the empty-table check);
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.

@@ -60,6 +60,18 @@ class Engine:
         column's range, then hold for every later release). False unless an adapter knows."""
         return False
 
+    def with_bins(
+        self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
+    ) -> nw.LazyFrame[Any]:
+        """Add column ``name`` (an integer): the bin of ``column`` (as Float64) among the
+        sorted histogram ``edges``, that is the number of edges other than the first and the
+        last at or below the value, on rows already inside ``[edges[0], edges[-1]]`` (no
+        null, no NaN). By default a binary search written as nested ``when/then`` (depth
+        ``log2`` of the bins; engines that evaluate branches lazily, such as DuckDB, do
+        ``log2`` comparisons per row); adapters with a native search override it."""
+        x = nw.col(column).cast(nw.Float64)
+        return frame.with_columns(_search(x, edges[1:-1], 0, len(edges) - 2).alias(name))
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         """Whether the lazy frame has no row (reads at most one row; returns no data)."""
         return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
@@ -72,6 +84,19 @@ class Engine:
         """The released frame in the caller's family (Polars unless overridden); ``like`` is
         the queried data (an engine such as Spark builds its result in the data's session)."""
         return frame
+
+
+def _search(x: nw.Expr, inner: tuple[float, ...], lo: int, hi: int) -> nw.Expr:
+    """The number of ``inner`` edges at or below ``x``, given that ``inner[:lo]`` are and
+    ``inner[hi:]`` are not: a balanced tree of ``when/then`` on the middle edge."""
+    if hi == lo:
+        return nw.lit(lo, nw.Int64)
+    mid = (lo + hi) // 2
+    return (
+        nw.when(x >= inner[mid])
+        .then(_search(x, inner, mid + 1, hi))
+        .otherwise(_search(x, inner, lo, mid))
+    )
 
 
 _REGISTRY: list[Engine] = []

@@ -308,6 +308,25 @@ class SparkEngine(Engine):
         fn = F.row_number() if method == "ordinal" else F.dense_rank()
         return nw.from_native(df.withColumn(name, fn.over(window).cast("long")))
 
+    def with_bins(
+        self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
+    ) -> nw.LazyFrame[Any]:
+        """Spark ML's ``Bucketizer`` (a binary search per row) instead of one comparison per
+        edge: Spark plans thousands of comparisons slowly (a sum of 3,000 of them took 78 s
+        on 10**5 rows). Its bins are the same (``[e_i, e_i+1)``, the last one closed),
+        except that Java's search orders -0.0 below 0.0: values and edges get ``+ 0.0``,
+        which turns -0.0 into 0.0 and changes nothing else."""
+        if len(edges) < 3:  # Bucketizer wants two bins or more
+            return super().with_bins(frame, column, edges, name)
+        from pyspark.ml.feature import Bucketizer
+        from pyspark.sql import functions as F
+
+        tmp = name + "__x"
+        df = frame.to_native().withColumn(tmp, _col(column).cast("double") + F.lit(0.0))
+        splits = [float(e) + 0.0 for e in edges]
+        out = Bucketizer(splits=splits, inputCol=tmp, outputCol=name).transform(df)
+        return nw.from_native(out.withColumn(name, _col(name).cast("long")).drop(tmp))
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         """Spark's own ``isEmpty`` (one job reading at most one row of no columns)."""
         return bool(frame.to_native().isEmpty())
