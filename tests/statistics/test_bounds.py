@@ -194,6 +194,7 @@ def test_two_sided_tail_bounds_split_the_budget(monkeypatch: pytest.MonkeyPatch)
         ([1, 1], [1, 1], {}, dpkit.ParameterError, "once"),
         ([1], [1], {"tail": 0.5}, dpkit.ParameterError, "tail"),
         ([1], [1], {"tail": 1 - 1e-9}, dpkit.ParameterError, r"`tail` 0\.999999999 is too close"),
+        ([1], [1], {"tail": 0.5 + 1e-9}, dpkit.ParameterError, r"01 is too close to 0\.5:"),
         ([1], [1], {"epsilon": 0.0}, dpkit.ParameterError, "epsilon"),
         ([1], [1], {"lower": float("nan")}, dpkit.ParameterError, "lower"),
     ],

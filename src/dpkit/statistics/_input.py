@@ -26,10 +26,11 @@ __all__ = [
 def as_rational_level(q: float) -> Fraction:
     """The level as the nearest fraction with denominator at most ``2**20`` (public rounding).
 
-    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; in general the change
-    is below ``2**-20`` (below ``2**-40`` when the nearest fraction's denominator is near
-    ``2**20``). Exact rationals keep the mechanism's exponents integers. Levels within about
-    ``2**-21`` of 0 or 1 would round onto them: :func:`check_level` refuses those.
+    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; the change is at most
+    ``2**-21`` (neighbouring fractions of denominators up to ``N`` are ``1 / (q q') <= 1 / N``
+    apart), and below ``2**-40`` when the nearest fraction's denominator is near ``2**20``.
+    Exact rationals keep the mechanism's exponents integers. Levels within about ``2**-21``
+    of 0 or 1 would round onto them: :func:`check_level` refuses those.
     """
     return Fraction(q).limit_denominator(MAX_DENOMINATOR)
 
@@ -45,10 +46,11 @@ def check_level(owner: str, name: str, value: Any, low: float = 0.0) -> float:
         raise ParameterError(f"{owner}: `{name}` must be in ({low:g}, 1){hint}; got {value!r}")
     r = as_rational_level(v)
     if not low < r < 1:
+        edge = f"{low:g}" if r <= low else "1"
         raise ParameterError(
-            f"{owner}: `{name}` {value!r} is too close to {round(r)}: levels are rounded to the "
-            "nearest fraction with denominator at most 2**20, which would make it "
-            f"{round(r)}; use a level in [2**-20, 1 - 2**-20]"
+            f"{owner}: `{name}` {value!r} is too close to {edge}: levels are rounded to the "
+            f"nearest fraction with denominator at most 2**20, which would make it {edge}; "
+            "use a level at least 2**-20 away from it"
         )
     return v
 
