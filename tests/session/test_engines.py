@@ -201,6 +201,40 @@ def test_default_bin_search_is_numpys(backend: str) -> None:
         assert got == want
 
 
+@pytest.mark.parametrize(
+    "agg",
+    [
+        lambda: dp.median("x", bounds=(0, 100)),
+        lambda: dp.histogram("x", bins=[0, 50, 100]),
+        lambda: dp.count(),
+    ],
+    ids=["median", "histogram", "count"],
+)
+def test_keys_of_a_castable_type_release_like_typed_keys(
+    engine: Callable[[pl.DataFrame], Any], agg: Callable[[], Any]
+) -> None:
+    """Public keys given as strings (or floats) for an integer column are cast to the
+    column's type before the spend, so every path (a median- or histogram-only query used
+    to look the groups up uncast: wrong medians, or a failed join after the spend) releases
+    exactly what typed keys release, with the column's type; keys the cast would change
+    ("01") are refused before the spend."""
+    df = pl.DataFrame({"k": [1] * 400 + [2] * 400, "x": [10.0] * 400 + [90.0] * 400})
+    got = {}
+    for keys in ([1, 2], ["1", "2"], [1.0, 2.0]):
+        s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=3)
+        got[str(keys)] = as_polars(
+            s.query().group_by("k", keys=keys).agg(agg()).release(epsilon=5.0)
+        )
+    ref = got.pop("[1, 2]")
+    assert ref.schema["k"] == pl.Int64
+    for frame in got.values():
+        assert_frame_equal(frame, ref)
+    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=3)
+    with pytest.raises(dp.ParameterError, match="do not fit its type"):
+        s.query().group_by("k", keys=["01", "2"]).agg(agg()).release(epsilon=1.0)
+    assert len(s.accountant.history) == 0
+
+
 def test_bounded_aggregates_agree_across_engines(engine: Callable[[pl.DataFrame], Any]) -> None:
     """With per-person bounding the kept rows are random, but the total kept per person is
     min(rows, k) on every engine, so the bounded total count has one true value."""

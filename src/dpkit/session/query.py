@@ -124,12 +124,13 @@ def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
 
 def _check_key_types(
     schema: Any, by: tuple[str, ...], keys: pl.DataFrame | None, unit: str | None
-) -> None:
+) -> pl.DataFrame | None:
     """Refuse, before anything is spent, key columns (and a privacy unit) that cannot be
     grouped (nested or untyped values: TypeError) and public keys that do not fit their
-    column's type (ParameterError): keys that do not cast to it, or non-integral numbers
-    for an integer column (a cast would truncate 1.5 to 1). The schema is public; the data
-    is not read."""
+    column's type (ParameterError): keys that do not cast to it, or that the cast changes
+    (non-integral numbers for an integer column, ``"01"`` for one, a datetime with a time
+    for a date column: the cast back differs). Returns the keys cast to the columns' types,
+    which every later step uses. The schema is public; the data is not read."""
     roles = [(c, "a group key", "group_by") for c in by]
     if unit is not None:
         roles.append((unit, "the privacy unit", "Session"))
@@ -142,7 +143,8 @@ def _check_key_types(
                 "derived from it, computed before the Session"
             )
     if keys is None:
-        return
+        return None
+    cast: dict[str, pl.Series] = {}
     for c in by:
         dtype = schema[c]
         target = nw.String() if isinstance(dtype, nw.Categorical | nw.Enum) else dtype
@@ -155,17 +157,18 @@ def _check_key_types(
                     f"numbers; got {finite.filter(finite != finite.floor()).head(3).to_list()}"
                 )
         try:
-            nw.from_native(keys.select(c)).select(nw.col(c).cast(target))
+            typed = nw.from_native(keys.select(c)).select(nw.col(c).cast(target)).to_native()[c]
+            same = bool(typed.cast(given.dtype).eq_missing(given).all())
         except Exception:  # the cast's own error type (the keys are public)
-            ok = False
-        else:
-            ok = True
-        if not ok:
+            same = False
+        if not same:
             raise ParameterError(
                 f"group_by: the public `keys` of column {c!r} ({given.dtype}) do not fit its "
                 f"type {dtype}; give keys of that type (for example datetime.date values for "
                 "a date column)"
             )
+        cast[c] = typed
+    return keys.with_columns(cast[c].alias(c) for c in by)
 
 
 def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
@@ -416,7 +419,7 @@ class Query:
                 raise ParameterError(
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
-        _check_key_types(schema, self._by, self._keys, s.privacy_unit)
+        keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
         names: list[str] = list(self._by)
         for a in self._aggs:
             a.check_schema(schema)
@@ -438,7 +441,7 @@ class Query:
             self._max_rows,
             self._max_groups,
             self._by,
-            self._keys,
+            keys,
             self._aggs,
             table=s._frame,
             known_clean=s._known_clean,
