@@ -38,7 +38,7 @@ def test_errors_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
         s.query().group_by("Edu", keys=["x"]).agg(dp.count()).release(epsilon=1.0)
     with pytest.raises(dp.ParameterError, match=r"delta = 0.*public keys.*delta > 0"):
         s.query().group_by("Sex").agg(dp.count()).release(epsilon=1.0)
-    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has 1 null"):
+    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has null values"):
         dp.Session(
             engine(_df()), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)
         ).count(epsilon=0.1)
@@ -48,8 +48,25 @@ def test_errors_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
     assert s.accountant.history == ()
 
 
+def test_data_checks_never_quote_a_value(tmp_path: Any) -> None:
+    """The checks before the spend (empty table, nulls in the unit) run through the guarded
+    engine: a lazy plan whose cast fails on a value, or a CSV column whose type was guessed
+    from its first rows, is refused without quoting the value (the engine's own message
+    names it), and nothing is spent."""
+    lazy = pl.DataFrame({"pid": ["1", "2", "zqsecret"]}).lazy()
+    lazy = lazy.with_columns(pl.col("pid").cast(pl.Int64))
+    path = tmp_path / "units.csv"
+    pl.DataFrame({"pid": [str(i) for i in range(20_000)] + ["zqsecret"]}).write_csv(path)
+    for data in (lazy, str(path)):
+        s = dp.Session(data, privacy_unit="pid", max_rows_per_unit=1, budget=dp.PureDP(1.0))
+        with pytest.raises(dp.ParameterError, match="the engine failed") as err:
+            s.count(epsilon=0.1)
+        assert "zqsecret" not in str(err.value)
+        assert s.accountant.history == ()
+
+
 def test_unit_nulls_message_names_the_column() -> None:
-    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has 1 null"):
+    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has null values"):
         dp.Session(_df(), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)).count(
             epsilon=0.1
         )
@@ -71,6 +88,23 @@ def test_unit_nulls_message_names_the_column() -> None:
 def test_bad_bounds(bounds: Any, error: Any, match: str) -> None:
     with pytest.raises(error, match=match or None):
         dp.mean("Age", bounds=bounds)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b: dp.median("Age", bounds=b),
+        lambda b: dp.quantile("Age", [0.1, 0.9], bounds=b),
+    ],
+    ids=["median", "quantile"],
+)
+def test_quantile_bounds_without_a_lattice_are_refused_when_built(make: Any) -> None:
+    """Bounds narrower than the mechanism's lattice allows (width below about 2.4e-299) are
+    refused by the constructor, like dp.sum's; they used to pass explain() and the spend,
+    and fail in the release."""
+    with pytest.raises(dp.ParameterError, match="too close together"):
+        make((0.0, 1e-300))
+    assert make((0.0, 1e-290)).bounds == (0.0, 1e-290)
 
 
 def test_unsupported_data_names_what_is_accepted() -> None:

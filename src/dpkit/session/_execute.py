@@ -168,9 +168,11 @@ class Guarded(Engine):
             failed = type(err).__name__
         raise ParameterError(  # outside the handler: the engine's error is not chained
             f"Session: the engine failed ({failed}) while running the query; its message is "
-            "not shown because it can quote values of the data. The usual cause is a filter "
+            "not shown because it can quote values of the data. The usual causes are a filter "
             "that cannot be evaluated on some rows (a comparison of mismatched types, a cast "
-            "that fails on some value): check the query's filters"
+            "that fails on some value) and a column the engine cannot read as its declared "
+            "type (a CSV column whose type was guessed from its first rows): check the "
+            "query's filters and the data's types"
         )
 
 

@@ -919,7 +919,19 @@ def quantile(
     kw = _bounded("dp.quantile", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or kw["column"]
     levels, _single = _levels("dp.quantile", q)
-    return Quantile(**kw, levels=levels, method=_check_method("dp.quantile", method))
+    out = Quantile(**kw, levels=levels, method=_check_method("dp.quantile", method))
+    return _with_grids("dp.quantile", out)
+
+
+def _with_grids(owner: str, agg: Quantile) -> Quantile:
+    """``agg`` once the bounds are known to carry both of its grids (refused here, before
+    any release: the engine's grid and the mechanism's lattice, which a release builds after
+    the spend)."""
+    from dpkit.frameworks._quantile_em import Lattice as EmLattice
+
+    agg.grid()
+    EmLattice.for_bounds(owner, *agg.bounds)
+    return agg
 
 
 def median(
@@ -942,7 +954,8 @@ def median(
     """
     kw = _bounded("dp.median", column, bounds, fill, name, weight)
     kw["name"] = kw["name"] or f"{kw['column']}_median"
-    return Quantile(**kw, levels=(0.5,), single=True, method=_check_method("dp.median", method))
+    out = Quantile(**kw, levels=(0.5,), single=True, method=_check_method("dp.median", method))
+    return _with_grids("dp.median", out)
 
 
 def histogram(

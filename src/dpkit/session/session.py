@@ -13,6 +13,7 @@ from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
+from dpkit.session._execute import Guarded
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
 
@@ -219,16 +220,16 @@ class Session:
         """
         if self._data_checked:
             return
+        engine = Guarded(self._engine)  # an engine's own message can quote data values
         # one row is enough to know the table is not empty (LIMIT 1 on every engine)
-        if self._engine.is_empty(self._frame):
+        if engine.is_empty(self._frame):
             raise ParameterError("Session: the table is empty; there is nothing to release")
         if self.privacy_unit is not None:
             check = self._frame.select(nw.col(self.privacy_unit).null_count().alias("nulls"))
-            nulls = int(self._engine.collect(check)["nulls"][0])
-            if nulls:
+            if int(engine.collect(check)["nulls"][0]):  # the number itself is not shown
                 raise ParameterError(
-                    f"Session: the privacy_unit column {self.privacy_unit!r} has {nulls} null "
-                    "value(s); every row must name its unit (drop or attribute them first)"
+                    f"Session: the privacy_unit column {self.privacy_unit!r} has null values; "
+                    "every row must name its unit (drop or attribute them first)"
                 )
         self._data_checked = True
 
