@@ -235,6 +235,30 @@ def test_keys_of_a_castable_type_release_like_typed_keys(
     assert len(s.accountant.history) == 0
 
 
+def test_column_names_an_engine_cannot_use_are_refused_before_the_spend(
+    engine: Callable[[pl.DataFrame], Any],
+) -> None:
+    """Names that would break a release after the spend are refused before it: dpkit's
+    reserved prefix (its working columns, such as the histogram's bin, could clash), ``*``
+    (a pattern of all columns), a dotted group key on DuckDB (narwhals binds ``g.h`` as a
+    table's column) and any used dotted name on Spark (``F.col`` reads a struct field).
+    Where a dotted key works, it gives the true counts (epsilon 1e4: noise 0 except with
+    probability about 4 exp(-1e4))."""
+    df = pl.DataFrame({"g.h": ["a", "b", "a"], "x": [1.0, 2.0, 3.0], "*": [1.0, 2.0, 3.0]})
+    with pytest.raises(dp.ParameterError, match=r"reserved .*; rename '__dpkit_bucket'"):
+        dp.Session(engine(df.rename({"x": "__dpkit_bucket"})), budget=dp.PureDP(1.0))
+    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=3)
+    with pytest.raises(dp.ParameterError, match="reads as a pattern"):
+        s.query().agg(dp.sum("*", bounds=(0, 10))).release(epsilon=1.0)
+    keyed = s.query().group_by("g.h", keys=["a", "b"]).agg(dp.count())
+    if s.engine in ("duckdb", "spark"):
+        with pytest.raises(dp.ParameterError, match=r"contains '\.'"):
+            keyed.release(epsilon=1e4)
+    else:
+        assert as_polars(keyed.release(epsilon=1e4))["count"].to_list() == [2, 1]
+    assert len(s.accountant.history) == (0 if s.engine in ("duckdb", "spark") else 1)
+
+
 def test_bounded_aggregates_agree_across_engines(engine: Callable[[pl.DataFrame], Any]) -> None:
     """With per-person bounding the kept rows are random, but the total kept per person is
     min(rows, k) on every engine, so the bounded total count has one true value."""
@@ -268,7 +292,7 @@ def test_quantile_grid_counts_equal_brute_force(engine: Callable[[pl.DataFrame],
         )
         sub = got.filter(pl.col("Sex") == sex)
         assert sub["__dpkit_bucket"].to_list() == u.tolist()
-        assert sub["__n"].to_list() == n.tolist()
+        assert sub["__dpkit_n"].to_list() == n.tolist()
 
 
 @pytest.mark.parametrize("by", [(), ("Education",)])

@@ -76,13 +76,13 @@ def frame_outputs(frame: Any, size: int | None) -> Outputs:
     if keys and df.height:
         groups = (
             df.select(keys)
-            .with_row_index("__row")
+            .with_row_index("__dpkit_row")
             .group_by(keys, maintain_order=True)
-            .agg(pl.col("__row"))
-            .with_row_index("__key")
+            .agg(pl.col("__dpkit_row"))
+            .with_row_index("__dpkit_key")
         )
-        rows = groups.select("__key", "__row").explode("__row")
-        code[rows["__row"].to_numpy().astype(np.int64)] = rows["__key"].to_numpy()
+        rows = groups.select("__dpkit_key", "__dpkit_row").explode("__dpkit_row")
+        code[rows["__dpkit_row"].to_numpy().astype(np.int64)] = rows["__dpkit_key"].to_numpy()
         names = [repr(t) if len(keys) > 1 else repr(t[0]) for t in groups.select(keys).rows()]
     if len(names) > MAX_KEYS:
         raise ValueError(

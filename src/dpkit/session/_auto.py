@@ -173,11 +173,11 @@ def bucket_counts(ctx: ex.Context, rows: nw.LazyFrame[Any], agg: Any) -> tuple[A
         lf = rows.with_columns(nw.when(valid).then(x).otherwise(nw.lit(float(agg.fill))))
         x = nw.col(column).cast(nw.Float64)
     lf = lf.select(_key(agg, x).alias(_BUCKET))
-    out = ctx.engine.collect(lf.group_by(_BUCKET).agg(nw.len().alias("__n")))
+    out = ctx.engine.collect(lf.group_by(_BUCKET).agg(nw.len().alias("__dpkit_n")))
     out = out.sort(_BUCKET)
     return (
         out[_BUCKET].to_numpy().astype(np.int64),
-        out["__n"].to_numpy().astype(np.int64),
+        out["__dpkit_n"].to_numpy().astype(np.int64),
     )
 
 
@@ -216,8 +216,8 @@ def rows_per_unit(ctx: ex.Context) -> tuple[Any, Any]:
     group-bys in the engine; one row per distinct count reaches Python)."""
     assert ctx.unit is not None
     per_unit = ctx.frame.group_by(ctx.unit).agg(nw.len().alias(_ROWS))
-    hist = ctx.engine.collect(per_unit.group_by(_ROWS).agg(nw.len().alias("__n"))).sort(_ROWS)
-    return hist[_ROWS].to_numpy().astype(np.int64), hist["__n"].to_numpy().astype(np.int64)
+    hist = ctx.engine.collect(per_unit.group_by(_ROWS).agg(nw.len().alias("__dpkit_n"))).sort(_ROWS)
+    return hist[_ROWS].to_numpy().astype(np.int64), hist["__dpkit_n"].to_numpy().astype(np.int64)
 
 
 def choose_max_rows(

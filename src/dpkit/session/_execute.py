@@ -20,6 +20,7 @@ from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
 __all__ = [
+    "RESERVED",
     "CleanColumns",
     "Context",
     "Guarded",
@@ -32,6 +33,9 @@ __all__ = [
     "table_clean",
 ]
 
+#: The prefix of every working column dpkit adds to a query (a Session refuses data columns
+#: that start with it, so that none can clash with a key, a unit or a statistic's column).
+RESERVED = "__dpkit"
 _ROW_RANK = "__dpkit_row_rank"
 _GROUP_RANK = "__dpkit_group_rank"
 SELECT = "__dpkit_select"
@@ -145,6 +149,9 @@ class Guarded(Engine):
 
     def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         return self.engine.output(frame, like=like)
+
+    def check_column(self, owner: str, name: str, role: str) -> None:
+        self.engine.check_column(owner, name, role)
 
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
@@ -339,7 +346,7 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
     lf = rows if agg.fill is not None else rows.filter(valid)
     lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
     out = _plain_keys(out, ctx.by).with_columns(pl.col(BUCKET).cast(pl.Int64))
     return out.sort(by, nulls_last=True)
 
@@ -354,7 +361,7 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
         assert agg.column is not None and agg.edges is not None
         lf = ctx.engine.with_bins(lf, agg.column, agg.edges, BUCKET)
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__n")))
+    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
     return _plain_keys(out, ctx.by)
 
 

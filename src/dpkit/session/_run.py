@@ -71,7 +71,7 @@ def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregate
     clean = ex.table_clean(ctx, ex.summed_columns(ctx))
     for i, a in enumerate(ctx.aggregates):
         if hasattr(a, "columns"):
-            columns.update(a.columns(ctx.schema, f"__a{i}_", clean))
+            columns.update(a.columns(ctx.schema, f"__dpkit_a{i}_", clean))
     sel = plan.selection
     if sel is not None and sel.reuse is None:
         columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
@@ -127,7 +127,7 @@ def draw(
     for p in plan.parts:
         parts.setdefault(p.aggregate, []).append(p)
     stats = {
-        a.name: a.statistics(agg.arrays, f"__a{i}_")  # type: ignore[attr-defined]
+        a.name: a.statistics(agg.arrays, f"__dpkit_a{i}_")  # type: ignore[attr-defined]
         for i, a in enumerate(ctx.aggregates)
         if not isinstance(a, Quantile | Histogram)
     }
@@ -259,7 +259,7 @@ def _summaries(
             out.append((np.zeros(0), np.zeros(0, dtype=np.int64)))
         else:
             pts = sub[ex.BUCKET].to_numpy().astype(np.float64) * unit
-            out.append((pts, sub["__n"].to_numpy().astype(np.int64)))
+            out.append((pts, sub["__dpkit_n"].to_numpy().astype(np.int64)))
     return out
 
 
@@ -346,17 +346,17 @@ def _histogram(
     labels = agg.labels()
     n_bins = len(labels[0]) if isinstance(labels, tuple) else len(labels)
     by = list(ctx.by)
-    groups = table.select(by) if by else pl.DataFrame({"__g": [0]})
-    grid = groups.with_row_index("__row").join(
+    groups = table.select(by) if by else pl.DataFrame({"__dpkit_g": [0]})
+    grid = groups.with_row_index("__dpkit_row").join(
         pl.DataFrame({ex.BUCKET: np.arange(n_bins, dtype=np.int64)}), how="cross"
     )
     counts = counts.with_columns(pl.col(ex.BUCKET).cast(pl.Int64))
     if by:
         grid = grid.join(counts, on=[*by, ex.BUCKET], how="left", nulls_equal=True)
     else:
-        grid = grid.join(counts, on=ex.BUCKET, how="left").drop("__g")
-    grid = grid.sort("__row", ex.BUCKET, maintain_order=True)
-    matrix = grid["__n"].fill_null(0).to_numpy().astype(np.int64).reshape(-1, n_bins)
+        grid = grid.join(counts, on=ex.BUCKET, how="left").drop("__dpkit_g")
+    grid = grid.sort("__dpkit_row", ex.BUCKET, maintain_order=True)
+    matrix = grid["__dpkit_n"].fill_null(0).to_numpy().astype(np.int64).reshape(-1, n_bins)
     noisy = part.noise.draw(matrix[group].ravel(), source)
     h = part.half_width
     assert agg.column is not None

@@ -420,6 +420,14 @@ class Query:
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
         keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
+        engine = s._engine
+        for c in self._by:
+            engine.check_column("group_by", c, "key")
+        if s.privacy_unit is not None:
+            engine.check_column("Session", s.privacy_unit, "unit")
+        for a in self._aggs:
+            if a.column is not None:
+                engine.check_column(f"dp.{type(a).__name__.lower()}", a.column, "value")
         names: list[str] = list(self._by)
         for a in self._aggs:
             a.check_schema(schema)

@@ -13,7 +13,7 @@ from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
-from dpkit.session._execute import Guarded
+from dpkit.session._execute import RESERVED, Guarded
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
 
@@ -130,6 +130,12 @@ class Session:
         self._source = as_source(rng)
         self._frame = self._engine.to_lazy(data)
         self._schema = self._frame.collect_schema()
+        reserved = [c for c in self._schema if c.startswith(RESERVED)]
+        if reserved:
+            raise ParameterError(
+                f"Session: column names starting with {RESERVED!r} are reserved for dpkit's "
+                f"own working columns; rename {', '.join(map(repr, reserved[:3]))}"
+            )
         if privacy_unit is not None:
             if not isinstance(privacy_unit, str):
                 raise TypeError(

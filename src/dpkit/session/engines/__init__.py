@@ -9,6 +9,9 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.with_bins` - optionally, a numeric histogram's bin per row, by a binary
   search (by default nested ``when/then``; Polars and pandas search natively, DuckDB joins
   the edges as of the value, Spark uses its ``Bucketizer``);
+* :meth:`Engine.check_column` - optionally, refuse before the spend a column name the
+  engine cannot use in a role (``*`` everywhere, a dotted key on DuckDB, a dotted name on
+  Spark);
 * :meth:`Engine.is_empty` - whether the data has a row (the empty-table check);
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.

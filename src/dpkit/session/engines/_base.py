@@ -7,6 +7,8 @@ from typing import Any, Literal
 import narwhals as nw
 import polars as pl
 
+from dpkit.errors import ParameterError
+
 __all__ = ["Engine", "RankMethod", "engine_for", "register", "supported"]
 
 RankMethod = Literal["ordinal", "dense"]
@@ -59,6 +61,17 @@ class Engine:
         caller's objects, files or tables can reach (facts read from it once, such as a
         column's range, then hold for every later release). False unless an adapter knows."""
         return False
+
+    def check_column(self, owner: str, name: str, role: str) -> None:
+        """Refuse (ParameterError, before anything is spent) a column this engine cannot
+        use as ``role`` ("key", "unit" or "value") under its name. By default: ``"*"`` and
+        names of the form ``^...$``, which narwhals and Polars read as patterns selecting
+        other columns."""
+        if name == "*" or (len(name) > 1 and name.startswith("^") and name.endswith("$")):
+            raise ParameterError(
+                f"{owner}: the column name {name!r} reads as a pattern of columns in "
+                "expressions; rename the column"
+            )
 
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str

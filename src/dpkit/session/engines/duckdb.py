@@ -7,6 +7,7 @@ from typing import Any
 
 import narwhals as nw
 
+from dpkit.errors import ParameterError
 from dpkit.session.engines._base import Engine, RankMethod
 
 __all__ = ["DuckDBEngine", "quote"]
@@ -29,6 +30,17 @@ class DuckDBEngine(Engine):
 
     def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
         return nw.from_native(data)
+
+    def check_column(self, owner: str, name: str, role: str) -> None:
+        """Also refuse a dotted name as a key or a unit: narwhals' DuckDB ``group_by`` reads
+        ``"g.h"`` as column ``h`` of a table ``g``."""
+        super().check_column(owner, name, role)
+        if role in ("key", "unit") and "." in name:
+            raise ParameterError(
+                f"{owner}: on DuckDB a column whose name contains '.' ({name!r}) cannot be "
+                f"{'a group key' if role == 'key' else 'the privacy unit'}; rename it "
+                "(for example rel.project(...) with an alias)"
+            )
 
     def with_rank(
         self,

@@ -26,7 +26,7 @@ from typing import Any
 import narwhals as nw
 import polars as pl
 
-from dpkit.errors import InternalError, MissingDependencyError
+from dpkit.errors import InternalError, MissingDependencyError, ParameterError
 from dpkit.session.engines._base import Engine, RankMethod
 
 __all__ = [
@@ -308,6 +308,16 @@ class SparkEngine(Engine):
         fn = F.row_number() if method == "ordinal" else F.dense_rank()
         return nw.from_native(df.withColumn(name, fn.over(window).cast("long")))
 
+    def check_column(self, owner: str, name: str, role: str) -> None:
+        """Also refuse names with '.' or a backtick in any role: narwhals' Spark backend
+        passes names to ``F.col``, which reads ``"x.y"`` as field ``y`` of a struct ``x``."""
+        super().check_column(owner, name, role)
+        if "." in name or "`" in name:
+            raise ParameterError(
+                f"{owner}: on Spark a column whose name contains '.' or '`' ({name!r}) cannot "
+                "be used by a query; rename it (for example withColumnRenamed)"
+            )
+
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
     ) -> nw.LazyFrame[Any]:
@@ -321,7 +331,7 @@ class SparkEngine(Engine):
         from pyspark.ml.feature import Bucketizer
         from pyspark.sql import functions as F
 
-        tmp = name + "__x"
+        tmp = name + "_value"  # name is one of dpkit's reserved working columns
         df = frame.to_native().withColumn(tmp, _col(column).cast("double") + F.lit(0.0))
         splits = [float(e) + 0.0 for e in edges]
         out = Bucketizer(splits=splits, inputCol=tmp, outputCol=name).transform(df)
