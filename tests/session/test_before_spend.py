@@ -254,3 +254,58 @@ def test_automatic_stages_just_inside_the_range_release(
     )
     s.query().agg(dp.count()).release(epsilon=1e-12)
     assert len(s.accountant.history) == 1
+
+
+# -- errors after the spend quote no data --------------------------------------------------
+
+
+def test_pyarrow_backed_integers_beyond_2_53_release_on_pandas() -> None:
+    """PyArrow refuses to cast an integer beyond 2**53 to Float64 (ArrowInvalid, quoting the
+    value, after the spend); the pandas adapter hands such columns to narwhals as pandas'
+    nullable integers, which round like every other engine. Counts exact at epsilon 1e4."""
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    x = pd.array([2**53 + 1, 1, None], dtype=pd.ArrowDtype(pa.int64()))
+    u = pd.array([2**64 - 1, 1, 3], dtype=pd.ArrowDtype(pa.uint64()))
+    df = pd.DataFrame({"x": x, "u": u})
+    s = dp.Session(df, budget=dp.PureDP(1e6), rng=5)
+    out = s.query().agg(dp.histogram("x", bins=[0, 10, 2**54])).release(epsilon=1e4)
+    assert out["x_count"].tolist() == [1, 1]
+    assert s.query().agg(dp.count("u")).release(epsilon=1e4)["u_count"].tolist() == [3]
+    assert isinstance(df["x"].dtype, pd.ArrowDtype)  # the caller's frame is not changed
+
+
+def test_an_error_after_the_spend_names_its_type_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever fails once the cost is charged (an eager engine such as pandas raises while
+    the query is built, outside the guarded collect) surfaces as a ParameterError naming the
+    error's type, never its message, which can quote data; the charge stands."""
+    from dpkit.session import _execute
+
+    def leak(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("could not convert 'zqsecret'")
+
+    monkeypatch.setattr(_execute, "bounded_rows", leak)
+    s = dp.Session(_df(), budget=dp.PureDP(10))
+    with pytest.raises(dp.ParameterError, match=r"failed after its spend \(ValueError\)") as info:
+        s.query().agg(dp.count()).release(epsilon=1.0)
+    assert "zqsecret" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    assert len(s.accountant.history) == 1
+
+
+@pytest.mark.parametrize("aware", [True, False])
+def test_datetime_categories_must_match_the_column_timezone(aware: bool) -> None:
+    """Naive categories for a timezone-aware column (or the reverse) are refused before the
+    spend; engines refuse to compare them, which used to fail after it."""
+    moments = [datetime.datetime(2024, 1, d) for d in (1, 2, 2)]
+    col = pl.Series("t", moments)
+    df = pl.DataFrame({"t": col.dt.replace_time_zone("UTC") if aware else col})
+    s = dp.Session(df, budget=dp.PureDP(1e5), rng=1)
+    utc = datetime.UTC
+    naive, tagged = moments[:2], [m.replace(tzinfo=utc) for m in moments[:2]]
+    good, bad = (tagged, naive) if aware else (naive, tagged)
+    with pytest.raises(TypeError, match="timezone-aware" if aware else "naive"):
+        s.query().agg(dp.histogram("t", bins=bad)).release(epsilon=1.0)
+    assert s.accountant.history == ()
+    out = s.query().agg(dp.histogram("t", bins=good)).release(epsilon=1e4)
+    assert out["t_count"].to_list() == [1, 2]

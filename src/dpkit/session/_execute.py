@@ -24,6 +24,7 @@ __all__ = [
     "CleanColumns",
     "Context",
     "Guarded",
+    "after_spend",
     "aggregate_table",
     "bounded_rows",
     "grid_counts",
@@ -165,7 +166,7 @@ class Guarded(Engine):
         return self._guarded(lambda: self.engine.collect(frame))
 
     @staticmethod
-    def _guarded(run: Callable[[], _T]) -> _T:
+    def _guarded(run: Callable[[], _T], what: str = "the engine failed") -> _T:
         failed = None
         try:
             return run()
@@ -174,13 +175,21 @@ class Guarded(Engine):
         except Exception as err:  # the engine's own error types
             failed = type(err).__name__
         raise ParameterError(  # outside the handler: the engine's error is not chained
-            f"Session: the engine failed ({failed}) while running the query; its message is "
+            f"Session: {what} ({failed}) while running the query; its message is "
             "not shown because it can quote values of the data. The usual causes are a filter "
             "that cannot be evaluated on some rows (a comparison of mismatched types, a cast "
             "that fails on some value) and a column the engine cannot read as its declared "
             "type (a CSV column whose type was guessed from its first rows): check the "
             "query's filters and the data's types"
         )
+
+
+def after_spend(run: Callable[[], _T]) -> _T:
+    """``run()``, the part of a release that follows its spend, with any error that is not
+    dpkit's own turned into a ParameterError naming only its type: engines that evaluate
+    eagerly (pandas) raise while the query is built, outside :class:`Guarded`'s collect,
+    and their messages can quote values of the data."""
+    return Guarded._guarded(run, "the release failed after its spend")
 
 
 def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:

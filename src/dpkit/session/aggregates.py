@@ -511,6 +511,13 @@ class Histogram(Aggregate):
                 f"column's type {dtype}{want}; got {sorted({type(c).__name__ for c in cats})} "
                 "(numeric bins are edges: a sorted list of numbers)"
             )
+        if isinstance(dtype, nw.Datetime):  # engines refuse to compare aware with naive
+            aware = dtype.time_zone is not None
+            if any((c.tzinfo is not None) != aware for c in cats):
+                raise TypeError(
+                    f"dp.histogram({self.column!r}): the column's datetimes are "
+                    f"{'timezone-aware' if aware else 'naive'}; give categories that are too"
+                )
 
     def bin_expr(self, schema: Any) -> tuple[nw.Expr, nw.Expr | None]:
         """(in range, category position) expressions: the position is the category's index

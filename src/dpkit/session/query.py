@@ -669,6 +669,23 @@ class Query:
         source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
+        return ex.after_spend(
+            lambda: self._release(ctx, plan, source, label, epsilon, delta, rho, noise, alpha)
+        )
+
+    def _release(
+        self,
+        ctx: ex.Context,
+        plan: Plan,
+        source: Any,
+        label: str,
+        epsilon: Any,
+        delta: Any,
+        rho: Any,
+        noise: Any,
+        alpha: Any,
+    ) -> QueryRelease:
+        """The release once its cost is charged: the automatic stages, then the statistics."""
         contribution = None
         if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
             auto = plan.rows.auto

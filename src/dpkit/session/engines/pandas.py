@@ -14,6 +14,11 @@ from dpkit.session.engines._base import Engine, RankMethod
 __all__ = ["PandasEngine"]
 
 
+def _nullable_int(name: str) -> str:
+    """pandas' nullable integer type for a NumPy integer name ("uint8" -> "UInt8")."""
+    return "UInt" + name[4:] if name.startswith("uint") else "Int" + name[3:]
+
+
 class PandasEngine(Engine):
     """pandas DataFrame; results come back as pandas."""
 
@@ -25,7 +30,18 @@ class PandasEngine(Engine):
         return pd is not None and isinstance(data, pd.DataFrame)
 
     def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
-        return nw.from_native(data).lazy()
+        """The frame, with PyArrow-backed integer columns as pandas' nullable integers:
+        PyArrow refuses to cast an integer beyond ``2**53`` to Float64 (a failure that
+        depends on the values, hence after the spend), where NumPy rounds it like every
+        other engine."""
+        import pandas as pd
+
+        arrow_ints = {
+            c: _nullable_int(t.numpy_dtype.name)
+            for c, t in data.dtypes.items()
+            if isinstance(t, pd.ArrowDtype) and t.kind in "iu"
+        }
+        return nw.from_native(data.astype(arrow_ints) if arrow_ints else data).lazy()
 
     def with_rank(
         self,
