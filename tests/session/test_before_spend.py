@@ -309,3 +309,17 @@ def test_datetime_categories_must_match_the_column_timezone(aware: bool) -> None
     assert s.accountant.history == ()
     out = s.query().agg(dp.histogram("t", bins=good)).release(epsilon=1e4)
     assert out["t_count"].to_list() == [1, 2]
+
+
+def test_duckdb_interval_keys_spend_nothing() -> None:
+    """Polars cannot read DuckDB's INTERVAL back, so an interval group key failed after the
+    spend; it is refused before it."""
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.connect().sql(
+        "SELECT to_days((i % 3)::INTEGER) AS k, i::DOUBLE AS x FROM range(30) t(i)"
+    )
+    s = dp.Session(rel, budget=dp.PureDP(10.0), rng=1)
+    query = s.query().group_by("k", keys=[datetime.timedelta(days=1)]).agg(dp.count())
+    with pytest.raises(dp.ParameterError, match="INTERVAL column"):
+        query.release(epsilon=1.0)
+    assert s.accountant.history == ()

@@ -151,8 +151,8 @@ class Guarded(Engine):
     def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
         return self.engine.output(frame, like=like)
 
-    def check_column(self, owner: str, name: str, role: str) -> None:
-        self.engine.check_column(owner, name, role)
+    def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
+        self.engine.check_column(owner, name, role, dtype)
 
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str

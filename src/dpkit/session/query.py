@@ -422,12 +422,14 @@ class Query:
         keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
         engine = s._engine
         for c in self._by:
-            engine.check_column("group_by", c, "key")
+            engine.check_column("group_by", c, "key", schema[c])
         if s.privacy_unit is not None:
-            engine.check_column("Session", s.privacy_unit, "unit")
+            unit = s.privacy_unit
+            engine.check_column("Session", unit, "unit", schema[unit])
         for a in self._aggs:
-            if a.column is not None:
-                engine.check_column(f"dp.{type(a).__name__.lower()}", a.column, "value")
+            if a.column is not None and a.column in schema:
+                owner = f"dp.{type(a).__name__.lower()}"
+                engine.check_column(owner, a.column, "value", schema[a.column])
         names: list[str] = list(self._by)
         for a in self._aggs:
             a.check_schema(schema)

@@ -62,11 +62,11 @@ class Engine:
         column's range, then hold for every later release). False unless an adapter knows."""
         return False
 
-    def check_column(self, owner: str, name: str, role: str) -> None:
+    def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         """Refuse (ParameterError, before anything is spent) a column this engine cannot
-        use as ``role`` ("key", "unit" or "value") under its name. By default: ``"*"`` and
-        names of the form ``^...$``, which narwhals and Polars read as patterns selecting
-        other columns."""
+        use as ``role`` ("key", "unit" or "value") under its name or narwhals ``dtype``. By
+        default: ``"*"`` and names of the form ``^...$``, which narwhals and Polars read as
+        patterns selecting other columns."""
         if name == "*" or (len(name) > 1 and name.startswith("^") and name.endswith("$")):
             raise ParameterError(
                 f"{owner}: the column name {name!r} reads as a pattern of columns in "

@@ -31,10 +31,16 @@ class DuckDBEngine(Engine):
     def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
         return nw.from_native(data)
 
-    def check_column(self, owner: str, name: str, role: str) -> None:
-        """Also refuse a dotted name as a key or a unit: narwhals' DuckDB ``group_by`` reads
-        ``"g.h"`` as column ``h`` of a table ``g``."""
-        super().check_column(owner, name, role)
+    def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
+        """Also refuse a dotted name as a key or a unit (narwhals' DuckDB ``group_by`` reads
+        ``"g.h"`` as column ``h`` of a table ``g``) and an INTERVAL key (Polars cannot read
+        DuckDB's intervals back, so the grouped counts would fail after the spend)."""
+        super().check_column(owner, name, role, dtype)
+        if role == "key" and isinstance(dtype, nw.Duration):
+            raise ParameterError(
+                f"{owner}: on DuckDB an INTERVAL column ({name!r}) cannot be a group key; "
+                "group by a number derived from it (for example its days)"
+            )
         if role in ("key", "unit") and "." in name:
             raise ParameterError(
                 f"{owner}: on DuckDB a column whose name contains '.' ({name!r}) cannot be "

@@ -308,10 +308,10 @@ class SparkEngine(Engine):
         fn = F.row_number() if method == "ordinal" else F.dense_rank()
         return nw.from_native(df.withColumn(name, fn.over(window).cast("long")))
 
-    def check_column(self, owner: str, name: str, role: str) -> None:
+    def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         """Also refuse names with '.' or a backtick in any role: narwhals' Spark backend
         passes names to ``F.col``, which reads ``"x.y"`` as field ``y`` of a struct ``x``."""
-        super().check_column(owner, name, role)
+        super().check_column(owner, name, role, dtype)
         if "." in name or "`" in name:
             raise ParameterError(
                 f"{owner}: on Spark a column whose name contains '.' or '`' ({name!r}) cannot "
