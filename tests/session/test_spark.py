@@ -164,3 +164,70 @@ def test_release_is_a_spark_frame_in_the_data_session(
     # private keys come back sorted too; nothing released is empty-typed
     none = s.query().group_by("Sex").agg(dp.count()).release(epsilon=0.01, delta=1e-12)
     assert none.count() == 0 and dict(none.dtypes)["Sex"] == "string"
+
+
+def test_columns_differing_only_by_case_are_refused_before_the_spend(spark: Any) -> None:
+    """Spark resolves names case-insensitively by default: with columns ``x`` and ``X`` every
+    reference to either is ambiguous and the query would fail after its spend. Both are
+    refused first (group key, value, privacy unit; duplicates too); other columns release,
+    and with ``spark.sql.caseSensitive`` on the names are distinct and release."""
+    sdf = spark.createDataFrame([(1, 2.0, 3.0), (2, 5.0, 4.0)], "x long, X double, y double")
+    s = dp.Session(sdf, budget=dp.PureDP(1.0), rng=1)
+    for q in (
+        s.query().agg(dp.mean("x", bounds=(0, 10))),
+        s.query().agg(dp.sum("X", bounds=(0, 10))),
+        s.query().group_by("x").agg(dp.count()),
+    ):
+        with pytest.raises(dp.ParameterError, match=r"'[xX]' is ambiguous"):
+            q.release(epsilon=0.25)
+    with pytest.raises(dp.ParameterError, match="'x' is ambiguous"):
+        dp.Session(sdf, privacy_unit="x", max_rows_per_unit=1, budget=dp.PureDP(1.0))
+    dup = spark.createDataFrame([(1, 2, 3.0)], "g long, h long, y double").toDF("g", "g", "y")
+    with pytest.raises(dp.ParameterError, match="'g' is ambiguous"):
+        dp.Session(dup, budget=dp.PureDP(1.0)).query().group_by("g").agg(dp.count()).release(
+            epsilon=0.25
+        )
+    assert s.accountant.spent == dp.PureDP(0.0)
+    s.query().agg(dp.mean("y", bounds=(0, 10))).release(epsilon=0.25)
+    sensitive = spark.conf.get("spark.sql.caseSensitive")
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        s = dp.Session(sdf, budget=dp.PureDP(1.0), rng=1)
+        out = s.query().group_by("x", keys=[1, 2]).agg(dp.sum("X", bounds=(0, 10)))
+        assert out.release(epsilon=0.25).count() == 2
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", sensitive)
+
+
+def test_a_timestamp_ntz_key_keeps_its_type_and_wall_clock(spark: Any) -> None:
+    """A TIMESTAMP_NTZ key came back as TIMESTAMP, shifted by the session's time zone (12:30
+    read back as 17:30 under New York time). Public and private keys keep type and value."""
+    import datetime as dt
+
+    when = dt.datetime(2020, 1, 1, 12, 30)
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        sdf = spark.createDataFrame([(when, 1.0)] * 40, "k timestamp_ntz, x double")
+        s = dp.Session(sdf, budget=dp.ApproxDP(10.0, 1e-3), rng=1)
+        for keys in ([when], None):
+            out = s.query().group_by("k", keys=keys).agg(dp.count())
+            got = out.release(epsilon=2.0, delta=1e-4 if keys is None else 0.0)
+            assert got.schema["k"].dataType.typeName() == "timestamp_ntz"
+            assert [r["k"] for r in got.collect()] == [when]
+            assert got.join(sdf, "k").count() == 40
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def test_a_failing_cast_after_the_spend_prints_no_value(spark: Any, capfd: Any) -> None:
+    """A filter that fails on one value fails after the spend, and its message (which quotes
+    the value) is not shown; PySpark's query-context logger used to print it on stderr."""
+    rows = [("SECRET9" if i == 3 else str(i), float(i)) for i in range(40)]
+    sdf = spark.createDataFrame(rows, "s string, x double")
+    s = dp.Session(sdf, budget=dp.PureDP(1.0), rng=1)
+    q = s.query().filter(nw.col("s").cast(nw.Int64) > 3).agg(dp.count())
+    with pytest.raises(dp.ParameterError, match="NumberFormatException") as err:
+        q.release(epsilon=0.5)
+    out, errs = capfd.readouterr()
+    assert "SECRET9" not in str(err.value) + out + errs

@@ -215,7 +215,8 @@ def rows_per_unit(ctx: ex.Context) -> tuple[Any, Any]:
     """``(rows, units)``: how many units have each row count, in the filtered table (two
     group-bys in the engine; one row per distinct count reaches Python)."""
     assert ctx.unit is not None
-    per_unit = ctx.frame.group_by(ctx.unit).agg(nw.len().alias(_ROWS))
+    units = ex.canonical_floats(ctx.frame.select(ctx.unit), ctx.schema, [ctx.unit])
+    per_unit = units.group_by(ctx.unit).agg(nw.len().alias(_ROWS))
     hist = ctx.engine.collect(per_unit.group_by(_ROWS).agg(nw.len().alias("__dpkit_n"))).sort(_ROWS)
     return hist[_ROWS].to_numpy().astype(np.int64), hist["__dpkit_n"].to_numpy().astype(np.int64)
 

@@ -27,6 +27,7 @@ __all__ = [
     "after_spend",
     "aggregate_table",
     "bounded_rows",
+    "canonical_floats",
     "grid_counts",
     "histogram_counts",
     "keys_only",
@@ -74,6 +75,26 @@ class Context:
 _ONE = "__dpkit_one"
 
 
+def canonical_floats(lf: nw.LazyFrame[Any], schema: Any, names: list[str]) -> nw.LazyFrame[Any]:
+    """Float ``names`` (privacy unit, group keys) with one bit pattern per value: -0.0 as
+    0.0, every NaN as the positive quiet NaN.
+
+    Engines group -0.0 with 0.0 and every NaN together, but the key they output carries the
+    bits of one of the group's rows (the first, on Polars, pandas, PyArrow and DuckDB): a
+    privately selected key would then tell whether one record holds -0.0 or a negative NaN,
+    an output bit with no noise on it. Canonical keys depend on the group only.
+    """
+    exprs = []
+    for c in dict.fromkeys(names):
+        dtype = schema[c]
+        if not dtype.is_float():
+            continue
+        col = nw.col(c)
+        nan = nw.when(col.is_nan()).then(nw.lit(float("nan"), dtype)).otherwise(col)
+        exprs.append(nw.when(col == 0).then(nw.lit(0.0, dtype)).otherwise(nan).alias(c))
+    return lf.with_columns(*exprs) if exprs else lf
+
+
 def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any]:
     """The rows that enter the aggregates, after per-unit contribution bounding.
 
@@ -88,6 +109,7 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     cols = ctx.used_columns()
     if cols:
         lf = ctx.frame.select(*cols)
+        lf = canonical_floats(lf, ctx.schema, [c for c in (ctx.unit, *ctx.by) if c is not None])
     else:
         # no column is read (a bare count): a literal must be attached to every row, because
         # select(lit) alone is one row on some engines
@@ -154,10 +176,18 @@ class Guarded(Engine):
     def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         self.engine.check_column(owner, name, role, dtype)
 
+    def ambiguous_columns(self, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        return self._guarded(lambda: self.engine.ambiguous_columns(frame))
+
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
     ) -> nw.LazyFrame[Any]:
         return self._guarded(lambda: self.engine.with_bins(frame, column, edges, name))
+
+    def with_categories(
+        self, frame: nw.LazyFrame[Any], column: str, categories: tuple[Any, ...], name: str
+    ) -> nw.LazyFrame[Any]:
+        return self._guarded(lambda: self.engine.with_categories(frame, column, categories, name))
 
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         return self._guarded(lambda: self.engine.is_empty(frame))
@@ -362,12 +392,13 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
 
 def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> pl.DataFrame:
     """Counts per (group, bin): (keys..., bin, count) for the bins that occur."""
-    inside, position = agg.bin_expr(ctx.schema)
-    lf = rows.filter(inside)
-    if position is not None:  # categories
-        lf = lf.with_columns(position.alias(BUCKET))
+    assert agg.column is not None
+    if agg.edges is None:  # categories: the engine's lookup, null for the other values
+        cats = tuple(agg.categories or ())
+        lf = ctx.engine.with_categories(rows, agg.column, cats, BUCKET)
+        lf = lf.filter(~nw.col(BUCKET).is_null())
     else:  # numeric edges: the engine's own search
-        assert agg.column is not None and agg.edges is not None
+        lf = rows.filter(agg.bin_expr(ctx.schema))
         lf = ctx.engine.with_bins(lf, agg.column, agg.edges, BUCKET)
     by = [*ctx.by, BUCKET]
     out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))

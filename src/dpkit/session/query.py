@@ -422,6 +422,7 @@ class Query:
         keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
         engine = s._engine
         for c in self._by:
+            s._check_unambiguous("group_by", c)
             engine.check_column("group_by", c, "key", schema[c])
         if s.privacy_unit is not None:
             unit = s.privacy_unit
@@ -429,6 +430,7 @@ class Query:
         for a in self._aggs:
             if a.column is not None and a.column in schema:
                 owner = f"dp.{type(a).__name__.lower()}"
+                s._check_unambiguous(owner, a.column)
                 engine.check_column(owner, a.column, "value", schema[a.column])
         names: list[str] = list(self._by)
         for a in self._aggs:

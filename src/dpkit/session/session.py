@@ -130,6 +130,8 @@ class Session:
         self._source = as_source(rng)
         self._frame = self._engine.to_lazy(data)
         self._schema = self._frame.collect_schema()
+        #: names a query cannot refer to unambiguously (duplicates; on Spark, case variants)
+        self._ambiguous = Guarded(self._engine).ambiguous_columns(self._frame)
         reserved = [c for c in self._schema if c.startswith(RESERVED)]
         if reserved:
             raise ParameterError(
@@ -146,6 +148,7 @@ class Session:
                     f"Session: unknown `privacy_unit` column {privacy_unit!r}; the data has "
                     f"{', '.join(map(repr, self._schema))}"
                 )
+            self._check_unambiguous("Session", privacy_unit)
         elif max_rows_per_unit is not None or max_groups_per_unit is not None:
             raise ParameterError(
                 "Session: `max_rows_per_unit` and `max_groups_per_unit` need a privacy_unit "
@@ -218,6 +221,15 @@ class Session:
             auto_rows=settings,
         )
 
+    def _check_unambiguous(self, owner: str, name: str) -> None:
+        """Refuse a column the engine cannot tell apart from another (before any spend)."""
+        if name in self._ambiguous:
+            raise ParameterError(
+                f"{owner}: the column name {name!r} is ambiguous on this {self._engine.name} "
+                "table (it appears twice, or on Spark differs from another only by case); "
+                "rename or drop the other column first"
+            )
+
     def _check_data(self) -> None:
         """Refuse an empty table or a privacy unit with nulls (before anything is spent).
 
@@ -231,7 +243,8 @@ class Session:
         if engine.is_empty(self._frame):
             raise ParameterError("Session: the table is empty; there is nothing to release")
         if self.privacy_unit is not None:
-            check = self._frame.select(nw.col(self.privacy_unit).null_count().alias("nulls"))
+            unit = nw.col(self.privacy_unit)
+            check = engine._guarded(lambda: self._frame.select(unit.null_count().alias("nulls")))
             if int(engine.collect(check)["nulls"][0]):  # the number itself is not shown
                 raise ParameterError(
                     f"Session: the privacy_unit column {self.privacy_unit!r} has null values; "

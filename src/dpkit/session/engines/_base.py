@@ -67,11 +67,22 @@ class Engine:
         use as ``role`` ("key", "unit" or "value") under its name or narwhals ``dtype``. By
         default: ``"*"`` and names of the form ``^...$``, which narwhals and Polars read as
         patterns selecting other columns."""
+        if name == "":
+            raise ParameterError(
+                f"{owner}: a column with an empty name cannot be used by a query; rename it"
+            )
         if name == "*" or (len(name) > 1 and name.startswith("^") and name.endswith("$")):
             raise ParameterError(
                 f"{owner}: the column name {name!r} reads as a pattern of columns in "
                 "expressions; rename the column"
             )
+
+    def ambiguous_columns(self, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        """Column names of ``frame`` that a query cannot refer to unambiguously (the Session
+        refuses to use them, before anything is spent). By default the names the table
+        holds more than once (a pandas frame can)."""
+        names = list(frame.columns)
+        return frozenset(c for c in names if names.count(c) > 1)
 
     def with_bins(
         self, frame: nw.LazyFrame[Any], column: str, edges: tuple[float, ...], name: str
@@ -85,6 +96,27 @@ class Engine:
         x = nw.col(column).cast(nw.Float64)
         return frame.with_columns(_search(x, edges[1:-1], 0, len(edges) - 2).alias(name))
 
+    def with_categories(
+        self, frame: nw.LazyFrame[Any], column: str, categories: tuple[Any, ...], name: str
+    ) -> nw.LazyFrame[Any]:
+        """Add column ``name`` (an integer): the index in ``categories`` (distinct; ``None``
+        stands for null) of each row's value, null for a value that is none of them. By
+        default a balanced sum of ``(column == c) * i`` indicators (depth ``log2`` of the
+        categories, which engines plan much faster than a chain) on the rows whose value
+        ``is_in`` the categories; adapters with a native lookup override it."""
+        col = nw.col(column)
+        named = [c for c in categories if c is not None]
+        terms = [
+            (col == c).cast(nw.Int64) * i for i, c in enumerate(categories) if i and c is not None
+        ]
+        position = balanced_sum(terms)
+        inside = col.is_in(named) if named else nw.lit(False)
+        if None in categories:
+            null_at = nw.lit(categories.index(None), nw.Int64)
+            position = nw.when(col.is_null()).then(null_at).otherwise(position)
+            inside = inside | col.is_null()
+        return frame.with_columns(nw.when(inside).then(position).alias(name))
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         """Whether the lazy frame has no row (reads at most one row; returns no data)."""
         return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
@@ -97,6 +129,18 @@ class Engine:
         """The released frame in the caller's family (Polars unless overridden); ``like`` is
         the queried data (an engine such as Spark builds its result in the data's session)."""
         return frame
+
+
+def balanced_sum(terms: list[nw.Expr]) -> nw.Expr:
+    """The sum of Int64 ``terms`` (0 for none) as a balanced tree of additions: depth
+    ``log2(len)`` rather than ``len``, which engines plan in time linear in the number of
+    terms (a chain of 3,000 additions took Polars about 35 s, the tree 0.7 s)."""
+    if not terms:
+        return nw.lit(0, nw.Int64)
+    while len(terms) > 1:
+        pairs = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + terms[len(terms) - len(terms) % 2 :]
+    return terms[0]
 
 
 def _search(x: nw.Expr, inner: tuple[float, ...], lo: int, hi: int) -> nw.Expr:
