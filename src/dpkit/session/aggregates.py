@@ -483,7 +483,8 @@ class Histogram(Aggregate):
 
     ``bins`` is either a sorted sequence of numeric edges ``e0 < e1 < ... < eB`` (bins
     ``[e_i, e_{i+1})``, the last one closed; values outside ``[e0, eB]`` and nulls are not
-    counted) or a sequence of category values (values outside it are not counted).
+    counted) or a sequence of category values (values outside it are not counted; ``None``
+    among them counts the nulls).
     """
 
     edges: tuple[float, ...] | None = None
@@ -964,7 +965,8 @@ def histogram(
         Public bins, required: numeric edges (sorted, finite, at least two) or category
         values (at least one, distinct) of the column's type: ``str`` for a string or
         categorical column, ``bool``, or ``datetime`` values for a temporal one (checked
-        against the schema before anything is spent). Never derived from the data.
+        against the schema before anything is spent); ``None`` among them counts the
+        nulls. Never derived from the data.
     name : str, optional
         Output column for the counts (default ``"<column>_count"``).
     weight : float > 0, default 1.0
