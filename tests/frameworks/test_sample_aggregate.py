@@ -12,6 +12,7 @@ from scipy import stats
 
 import dpkit
 from dpkit.frameworks import chunk_outputs, sample_and_aggregate
+from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
 from dpkit.samplers.heavy_tailed import rounded_laplace
 
 
@@ -207,3 +208,100 @@ def test_bad_input_gets_a_clear_error(kwargs: dict, exc: type, match: str) -> No
     args.update(kwargs)
     with pytest.raises(exc, match=match):
         sample_and_aggregate(**args)
+
+
+# D04: object and string arrays were not validated: strings parsed as numbers, None and inf
+# accepted inside object arrays, and an unparseable string or a huge int failed after the
+# spend with a message quoting the record.
+NON_NUMERIC = {
+    "numeric strings": ["1", "2", "3", "4"] * 10,
+    "unparseable string": np.array(["1.0", "123456.789", "abc"] * 10),
+    "bytes": np.array([b"1", b"2"] * 10),
+    "None in an object array": np.array([1.0, None, 3.0, 4.0] * 10, dtype=object),
+    "inf in an object array": np.array([1.0, float("inf"), 3.0, 4.0] * 10, dtype=object),
+    "nan in an object array": np.array([1.0, float("nan"), 3.0, 4.0] * 10, dtype=object),
+    "int too large for a float": [10**400, 1, 2, 3] * 10,
+    "string in an object array": np.array([1.0, "987654.321", 3.0] * 10, dtype=object),
+    "bool in an object array": np.array([1.0, True, 3.0] * 10, dtype=object),
+}
+
+
+@pytest.mark.parametrize("func", ["mean", "median", np.mean])
+@pytest.mark.parametrize("aggregator", ["mean", "median"])
+@pytest.mark.parametrize("case", sorted(NON_NUMERIC))
+def test_non_numeric_records_are_refused_before_the_spend(
+    case: str, aggregator: str, func: object
+) -> None:
+    data = NON_NUMERIC[case]
+    acct = dpkit.Accountant(dpkit.PureDP(5.0), relation="bounded")
+    with pytest.raises((TypeError, dpkit.ParameterError)) as info:
+        sample_and_aggregate(
+            data,
+            func,  # type: ignore[arg-type]
+            chunks=2,
+            output_bounds=(0.0, 100.0),
+            epsilon=1.0,
+            aggregator=aggregator,
+            rng=1,
+            accountant=acct,
+        )
+    assert acct.history == ()
+    assert info.value.__class__ in (TypeError, dpkit.ParameterError)
+    text = str(info.value)
+    assert text.startswith("sample_and_aggregate: `data`")
+    for value in ("abc", "123456", "987654", "10000000000"):
+        assert value not in text  # never a record's value
+    with pytest.raises((TypeError, dpkit.ParameterError)):
+        chunk_outputs(data, func, chunks=2, output_bounds=(0.0, 100.0), rng=1)  # type: ignore[arg-type]
+    with pytest.raises((TypeError, dpkit.ParameterError)):
+        sample_and_aggregate_sample(
+            data,
+            func,
+            chunks=2,
+            output_bounds=(0.0, 100.0),
+            epsilon=1.0,
+            rng=1,  # type: ignore[arg-type]
+        )
+
+
+def test_nonfinite_object_arrays_are_refused_like_float_arrays() -> None:
+    args = {"chunks": 2, "output_bounds": (0.0, 100.0), "epsilon": 1.0, "rng": 1}
+    for bad in (None, float("nan"), float("inf"), 10**400):
+        with pytest.raises(dpkit.ParameterError, match="must be finite; found 10 NaN"):
+            sample_and_aggregate(np.array([1.0, bad, 3.0, 4.0] * 10, dtype=object), "mean", **args)
+    with pytest.raises(dpkit.ParameterError, match="must be finite; found 10 NaN"):
+        sample_and_aggregate(np.array([1.0, np.nan, 3.0, 4.0] * 10), "mean", **args)
+
+
+def test_object_arrays_of_numbers_release_like_the_float_array() -> None:
+    x = np.arange(40.0)
+    as_objects = np.array(
+        [int(v) if i % 2 else Fraction(int(v)) for i, v in enumerate(x)], dtype=object
+    )
+    for func in ("mean", "median", np.mean):
+        for aggregator in ("mean", "median"):
+            args = {
+                "chunks": 4,
+                "output_bounds": (0.0, 40.0),
+                "epsilon": 1.0,
+                "aggregator": aggregator,
+                "rng": 7,
+            }
+            a = sample_and_aggregate(x, func, **args)  # type: ignore[arg-type]
+            b = sample_and_aggregate(as_objects, func, **args)  # type: ignore[arg-type]
+            assert a.value == b.value
+
+
+def test_structured_records_with_a_string_func_are_refused_before_the_spend() -> None:
+    recs = np.array([(1, 2.0)] * 10, dtype=[("a", "i4"), ("b", "f8")])
+    acct = dpkit.Accountant(dpkit.PureDP(5.0), relation="bounded")
+    with pytest.raises(TypeError, match="needs 1-D numeric data"):
+        sample_and_aggregate(
+            recs, "mean", chunks=2, output_bounds=(0, 10), epsilon=1.0, rng=1, accountant=acct
+        )
+    assert acct.history == ()
+    # a callable that reads the fields still works on records
+    rel = sample_and_aggregate(
+        recs, lambda p: p["b"].mean(), chunks=2, output_bounds=(0, 10), epsilon=1.0, rng=1
+    )
+    assert rel.details["nonfinite_outputs"] == 0

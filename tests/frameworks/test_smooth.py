@@ -198,3 +198,75 @@ def test_bad_input_gets_a_clear_error(kwargs: dict, match: str) -> None:
     args.update(kwargs)
     with pytest.raises(dpkit.ParameterError, match=match):
         smooth_sensitivity_release(**args)
+
+
+# D11: the default exact scan of the median took minutes (O(K^3)); the framework now finds the
+# same smooth sensitivity in O(K^2) (frameworks.smooth._smooth_percentile), and a noise range
+# the sampler cannot draw from is refused before any scan.
+def _fast_cases() -> list[tuple[np.ndarray, tuple[float, float], float, float]]:
+    rng = np.random.default_rng(11)
+    cases = []
+    for i in range(90):
+        n = int(rng.integers(1, 90))
+        shape = i % 5
+        if shape == 0:
+            x, b = rng.integers(0, 12, n).astype(float), (0.0, 12.0)
+        elif shape == 1:  # off the lattice of the bounds: the slack is added
+            x, b = rng.normal(50, 10, n).clip(0, 100), (0.0, 100.0)
+        elif shape == 2:
+            x, b = np.linspace(1, 99, n), (0.0, 100.0)
+        elif shape == 3:  # long runs of ties
+            x, b = np.repeat(rng.integers(0, 5, 4), n // 4 + 1).astype(float), (0.0, 10.0)
+        else:
+            x, b = rng.exponential(2.0, n).clip(-3, 30), (-3.0, 30.0)
+        beta = float(10 ** rng.uniform(-4.5, 0.5))
+        q = (0.5, 0.25, 0.75, 0.125, 0.0, 1.0, 0.375, 0.5)[i % 8]
+        cases.append((x, b, beta, q))
+    return cases
+
+
+def test_fast_percentile_scan_equals_the_toolkit_exactly() -> None:
+    from dpkit.frameworks.smooth import _fast_percentile, _smooth_percentile
+    from dpkit.queries import percentile, resolve
+    from dpkit.sensitivity import at_distance
+
+    for x, b, beta, level in _fast_cases():
+        q = resolve("median" if level == 0.5 else percentile(level * 100))
+        assert _fast_percentile(q, "unbounded")
+        want = sens.smooth(q, x, beta=beta, relation="unbounded", bounds=b)
+        xs, lo, hi = at_distance.prepare("t", q, x, b)
+        assert _smooth_percentile(q, xs, beta, lo, hi) == (want.sensitivity, want.k)
+        # and through the framework's entry point (the default exact_k=None)
+        got = smooth_upper_bound(q, x, beta, "unbounded", b[0], b[1])
+        assert got == (want.sensitivity, want.k, True)
+
+
+def test_default_median_release_is_unchanged() -> None:
+    """The default path (no ``exact_k``) at a small epsilon scans every distance (18 s with
+    the O(K^3) scan, 0.2 s with the windowed one; speed is the benchmarks' business) and
+    gives the toolkit's exact value."""
+    x = np.linspace(1, 99, 501)
+    rel = smooth_sensitivity_release(
+        x, "median", epsilon=1e-3, delta=1e-6, bounds=(0.0, 100.0), rng=1
+    )
+    beta = smooth_noise_parameters("laplace", 1e-3, 1e-6)[0]
+    want = sens.smooth("median", x[:101], beta=beta, relation="unbounded", bounds=(0, 100))
+    small = smooth_upper_bound("median", x[:101], beta, "unbounded", 0.0, 100.0)
+    assert small == (want.sensitivity, want.k, True)
+    assert rel.diagnostics["k"] == 502 and rel.diagnostics["exact"]
+
+
+def test_noise_out_of_the_samplers_range_is_refused_before_the_scan(monkeypatch) -> None:
+    import dpkit.frameworks.smooth as smooth_module
+
+    def no_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the smooth scan ran before the public noise-range check")
+
+    monkeypatch.setattr(smooth_module, "smooth_upper_bound", no_scan)
+    x = np.linspace(1, 99, 501)
+    with pytest.raises(dpkit.ParameterError, match="2\\*\\*50 steps"):
+        smooth_sensitivity_release(x, "median", epsilon=1e-20, delta=1e-6, bounds=(0.0, 100.0))
+    with pytest.raises(dpkit.ParameterError, match="2\\*\\*960"):
+        smooth_sensitivity_release(
+            x, "median", epsilon=1e-300, bounds=(0.0, 1e300), noise="cauchy", delta=0.0
+        )

@@ -208,3 +208,19 @@ def test_keys() -> None:
     both = s.query().group_by("Sex", "pid", keys=[("F", 1), ("M", 9)]).agg(dp.count())
     out = both.release(epsilon=1.0)
     assert out.select("Sex", "pid").rows() == [("F", 1), ("M", 9)]
+
+
+def test_alphas_and_lowers_the_statistics_refuse_are_refused_before_the_spend() -> None:
+    """The array statistics refuse an ``alpha`` below 1e-250 (its union bounds underflow) and
+    an automatic-bounds ``lower`` whose chosen bounds could not start at it; the Session
+    refuses both before anything is spent, not after."""
+    s = dp.Session(pl.DataFrame({"x": [1.0, 2.0, 3.0]}), budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="`alpha` must be at least 1e-250"):
+        s.query().agg(dp.median("x", bounds=(0, 10))).release(epsilon=0.5, alpha=1e-300)
+    for make in (dp.sum, dp.mean):
+        with pytest.raises(dp.ParameterError, match="`lower` 1e\\+308 is out of range"):
+            make("x", bounds="auto", lower=1e308)
+    with pytest.raises(dp.ParameterError, match="out of range for a variance"):
+        dp.std("x", bounds="auto", lower=1e308)
+    assert s.accountant.spent == dp.PureDP(0.0)
+    s.query().agg(dp.mean("x", bounds="auto", lower=1e300)).release(epsilon=0.5, alpha=1e-250)

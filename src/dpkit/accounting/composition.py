@@ -251,7 +251,10 @@ def advanced_composition(loss: PureDP | ApproxDP, k: int, *, delta_prime: float)
         )
     try:
         kf = float(k)
-        eps_out = math.sqrt(2.0 * kf * math.log(1.0 / dp)) * eps + kf * eps * math.expm1(eps)
+        if 1.0 / dp == math.inf:  # a subnormal delta_prime: log(1/delta') as -log(delta')
+            eps_out = math.sqrt(2.0 * kf * -math.log(dp)) * eps + kf * eps * math.expm1(eps)
+        else:
+            eps_out = math.sqrt(2.0 * kf * math.log(1.0 / dp)) * eps + kf * eps * math.expm1(eps)
     except OverflowError:
         eps_out = math.inf
     if not math.isfinite(eps_out):

@@ -285,12 +285,24 @@ def zcdp_to_approx(
     r = _rho_of(owner, rho)
     d = check_delta(owner, delta, allow_zero=False)
     check_choice(owner, "method", method, ("cks", "standard"))
+    eps = _converted_epsilon(r, d, method)
+    if not math.isfinite(eps):
+        raise ParameterError(
+            f"{owner}: the converted epsilon overflows a float for `rho`={r!r} and "
+            f"`delta`={d!r}; a rho this large gives no useful (epsilon, delta) guarantee"
+        )
+    return ApproxDP(eps, d)
+
+
+def _converted_epsilon(r: float, d: float, method: str) -> float:
+    """:func:`zcdp_to_approx`'s epsilon for checked ``rho`` and ``delta`` (``inf`` when it
+    overflows a float)."""
     if r == 0:
-        return ApproxDP(0.0, d)
+        return 0.0
     log_inv_delta = -math.log(d)
     standard = r + 2.0 * math.sqrt(r * log_inv_delta)
     eps = standard if method == "standard" else min(standard, _cks_epsilon(r, log_inv_delta))
-    return ApproxDP(round_up(max(eps, 0.0)), d)
+    return round_up(max(eps, 0.0))
 
 
 def approx_to_zcdp(epsilon: float, delta: float) -> ZCDP:
@@ -351,18 +363,19 @@ def _largest_rho(epsilon: float, delta: float) -> float:
     lg = -math.log(delta)
     lo = (math.sqrt(lg + epsilon) - math.sqrt(lg)) ** 2
     # the standard bound is exact at lo up to rounding: step down until the check passes
-    while lo > 0 and zcdp_to_approx(lo, delta).epsilon > epsilon:
+    # (_converted_epsilon is zcdp_to_approx's epsilon, infinite where that overflows)
+    while lo > 0 and _converted_epsilon(lo, delta, "cks") > epsilon:
         lo *= 1 - 2.0**-20
     if lo <= 0 or lo > 1e300:
         return max(lo, 0.0)
     hi = 4 * lo
-    while zcdp_to_approx(hi, delta).epsilon <= epsilon:
+    while _converted_epsilon(hi, delta, "cks") <= epsilon:
         lo, hi = hi, 2 * hi
         if hi > 1e300:
             return lo
     while hi / lo > 1 + 1e-9:
         mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi may overflow
-        if zcdp_to_approx(mid, delta).epsilon <= epsilon:
+        if _converted_epsilon(mid, delta, "cks") <= epsilon:
             lo = mid
         else:
             hi = mid

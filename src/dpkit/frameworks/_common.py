@@ -17,6 +17,7 @@ from dpkit.errors import ParameterError
 
 __all__ = [
     "OnLattice",
+    "check_exact_query",
     "grid_for_bounds",
     "on_data_lattice",
     "on_grid",
@@ -52,6 +53,33 @@ def on_grid(value: float, spacing: float) -> int:
 def grid_value(units: int, spacing: float) -> float:
     """``units * spacing`` correctly rounded to float (exact while ``|units| < 2**53``)."""
     return float(Fraction(units) * Fraction(spacing))
+
+
+def check_exact_query(owner: str, query: Any, resolved: Any, supported: str) -> None:
+    """Refuse a query without an exact ``A(f, x, k)`` (a callable, a histogram), by name.
+
+    ``resolved`` is :func:`dpkit.queries.resolve` of ``query``; ``supported`` lists the
+    query names ``owner`` takes. A callable such as ``numpy.median`` is named as a callable
+    (its ``__name__`` is not a query name: dpkit cannot know what it computes).
+    """
+    from dpkit.queries import Query
+    from dpkit.sensitivity.at_distance import SUPPORTED
+
+    if resolved.kind in SUPPORTED:
+        return
+    if callable(query) and not isinstance(query, Query):
+        what = f"a callable named {describe(getattr(query, '__name__', type(query).__name__))}"
+        hint = (
+            "; a callable is not a supported query name, even one that computes a supported "
+            "statistic: pass the name (for example 'median', not numpy.median); for any "
+            "function use sample_and_aggregate"
+        )
+    else:
+        what = f"{describe(resolved.name)} (a {resolved.kind} query)"
+        hint = "; for other queries use sample_and_aggregate"
+    raise ParameterError(
+        f"{owner}: `query` must be one of the supported query names: {supported}; got {what}{hint}"
+    )
 
 
 def quantile_of(owner: str, query: Any, percentile: Any) -> tuple[str, float]:

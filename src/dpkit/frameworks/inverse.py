@@ -585,6 +585,14 @@ def _modulus(xs: np.ndarray, p: float, k: int, lower: float, upper: float) -> fl
     return max(hi - center, center - lo, 0.0)
 
 
+def _ceil_at_most(value: float, cap: int) -> int:
+    """``min(ceil(value), cap)``, also for an infinite or NaN ``value`` (a tiny epsilon).
+
+    :func:`_modulus` is the same for every loss level ``k >= n + 1`` (both ends clamp to
+    the bounds), so capping at ``n + 2`` changes no bound and keeps ``ceil`` finite."""
+    return math.ceil(value) if value < cap else cap
+
+
 def utility_bound(
     data: Any,
     query: Any = "median",
@@ -645,7 +653,7 @@ def utility_bound(
     if grid is not None:
         pts = _check_grid(owner, grid, lower, upper)
         losses = _point_loss(xs, pts, p)
-        k = int(losses.min()) + math.ceil(2 / eps * math.log(pts.size / b)) - 1
+        k = int(losses.min()) + _ceil_at_most(2 / eps * math.log(pts.size / b), xs.size + 2) - 1
         # the released grid point has loss <= k: within omega(k) of the percentile
         return _modulus(xs, p, max(k, 0), lower, upper)
     units, lo, hi, spacing = _units(xs, lower, upper)
@@ -656,7 +664,7 @@ def utility_bound(
     logz_terms = np.log(w[live]) - eps / 2 * ell[live]
     m = logz_terms.max()
     log_z = m + math.log(float(np.exp(logz_terms - m).sum()))
-    big_k = math.ceil(2 / eps * (math.log(upper - lower) - math.log(b) - log_z))
+    big_k = _ceil_at_most(2 / eps * (math.log(upper - lower) - math.log(b) - log_z), xs.size + 2)
     k = max(big_k - 1, 0)
     # data rounded to the grid move the quantile by <= g/2; the cell midpoint by <= g/2
     return _modulus(xs, p, k, lower, upper) + spacing

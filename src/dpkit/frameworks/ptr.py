@@ -52,12 +52,14 @@ from dpkit._validate import (
     check_delta,
     check_finite_array,
     check_int,
+    check_number,
     check_positive,
     check_relation,
 )
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
+    check_exact_query,
     grid_for,
     laplace_on_grid,
     laplace_units,
@@ -82,11 +84,47 @@ _OWNER = "propose_test_release"
 def ptr_threshold(epsilon_test: float, delta: float, spacing: float = 0.0) -> float:
     """The threshold ``T = (1 + g) ln(1 / (2 delta)) / epsilon_test + g`` (module docstring).
 
+    ``epsilon_test`` finite and > 0, ``0 < delta < 1`` (as :func:`propose_test_release`
+    takes it), the grid ``g = spacing`` finite and >= 0. For ``delta >= 1/2`` the threshold is
+    at most ``g`` and can be negative: the test may then pass at distance 0 with probability
+    above one half, which such a ``delta`` allows (``1 - 1 / (4 delta) <= delta``).
+
+    Raises
+    ------
+    TypeError
+        A parameter that is not a real number.
+    ParameterError
+        A parameter outside its range, or a threshold that overflows a float (an
+        ``epsilon_test`` so small that the test could never pass).
+
     Examples
     --------
     >>> round(ptr_threshold(1.0, 1e-6), 4)
     13.1224
     """
+    owner = "ptr_threshold"
+    eps = check_positive(owner, "epsilon_test", epsilon_test)
+    dlt = check_delta(owner, delta, allow_zero=False)
+    g = check_number(owner, "spacing", spacing)
+    if g < 0:
+        raise ParameterError(f"{owner}: `spacing` must be a finite number >= 0; got {g!r}")
+    if math.isinf(1 / (2 * dlt)):
+        # propose_test_release refuses such a delta (its threshold overflows): so does this
+        raise ParameterError(
+            f"{owner}: `delta`={dlt!r} is so small that 1 / (2 delta) overflows a float; "
+            "use delta >= 2**-1023"
+        )
+    threshold = _threshold(eps, dlt, g)
+    if not math.isfinite(threshold):
+        raise ParameterError(
+            f"{owner}: the threshold overflows a float for `epsilon_test`={eps!r}, "
+            f"`delta`={dlt!r} and `spacing`={g!r}: the test could never pass; raise epsilon_test"
+        )
+    return threshold
+
+
+def _threshold(epsilon_test: float, delta: float, spacing: float) -> float:
+    """:func:`ptr_threshold` of checked parameters (``inf`` where it overflows)."""
     return (1 + spacing) * math.log(1 / (2 * delta)) / epsilon_test + spacing
 
 
@@ -124,6 +162,11 @@ def threshold_plan(epsilon_test: float, delta: float) -> tuple[float, float, int
             "raise epsilon"
         )
     return g_test, threshold, _cap(threshold, epsilon_test)
+
+
+#: The query names propose-test-release takes, and those the distance to high sensitivity takes.
+_PTR_QUERIES = "'count', 'sum', 'mean', 'median' or a percentile ('pNN')"
+_DISTANCE_QUERIES = "'count', 'sum', 'mean', 'median', a percentile ('pNN'), 'var' or 'std'"
 
 
 def _query(query: Any) -> Any:
@@ -179,6 +222,7 @@ def distance_to_high_sensitivity(
         cap = check_int(owner, "cap", cap, minimum=1)
     arr = np.clip(check_finite_array(owner, "data", data, ndim=1), lower, upper)
     q = _query(query)
+    check_exact_query(owner, query, q, _DISTANCE_QUERIES)
     x, lo, hi = at_distance.prepare(owner, q, arr, (lower, upper))
     limit = cap if cap is not None else x.size + 4
     stable = at_distance.stable_distance(q, x.size, relation)
@@ -344,6 +388,7 @@ def _plan(
     check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = _query(query)
+    check_exact_query(_OWNER, query, q, _PTR_QUERIES)
     if q.kind in ("var", "std"):
         raise ParameterError(
             f"{_OWNER}: propose-test-release needs the exact distance to high sensitivity, "

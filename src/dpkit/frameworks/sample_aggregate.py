@@ -61,16 +61,59 @@ def _check_data(data: Any) -> np.ndarray:
         raise TypeError(f"{_OWNER}: `data` must be an array of records; got a scalar")
     if arr.shape[0] == 0:
         raise ParameterError(f"{_OWNER}: `data` is empty; at least one record is needed")
+    if arr.dtype.kind in "US":
+        # strings are never parsed as numbers: '1' is not 1, and parsing could fail on one
+        # record after the spend, quoting it (the dtype is not quoted: its width is the
+        # length of the longest record)
+        raise TypeError(
+            f"{_OWNER}: `data` must hold real numbers or records; got an array of strings "
+            "(strings are not parsed as numbers: convert the records first)"
+        )
     if arr.dtype.kind in "mMcb":
         raise TypeError(
             f"{_OWNER}: `data` must hold real numbers or records; got dtype {arr.dtype}"
         )
+    if arr.dtype.kind == "O":
+        arr = _object_to_float(arr)
     if np.issubdtype(arr.dtype, np.number) and not np.isfinite(arr).all():
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ParameterError(
             f"{_OWNER}: `data` must be finite; found {bad} NaN or infinite value(s)"
+            " (None counts as NaN; values too large for a float as infinite)"
         )
     return arr
+
+
+def _object_to_float(arr: np.ndarray) -> np.ndarray:
+    """An object array of real numbers as float64, checked entry by entry before any spend.
+
+    Each entry must be a real number (:func:`dpkit._validate.is_real`: no bool, string,
+    ``Decimal`` or nested sequence) or ``None`` (a missing value, mapped to NaN so the finite
+    check refuses it like a float NaN); an int too large for a float becomes infinite, refused
+    the same way. The message names only types and counts, never a value (the values are the
+    private data).
+    """
+    flat = arr.ravel()
+    out = np.empty(flat.size, dtype=np.float64)
+    wrong: dict[str, int] = {}
+    for j, v in enumerate(flat):
+        if v is None:
+            out[j] = math.nan
+        elif is_real(v):
+            try:
+                out[j] = float(v)
+            except OverflowError:
+                out[j] = math.inf
+        else:
+            name = type(v).__name__
+            wrong[name] = wrong.get(name, 0) + 1
+    if wrong:
+        kinds = ", ".join(f"{c} {t}" for t, c in sorted(wrong.items()))
+        raise TypeError(
+            f"{_OWNER}: `data` must hold real numbers; got an object array with entries that "
+            f"are not ({kinds}); convert the records to numbers first"
+        )
+    return out.reshape(arr.shape)
 
 
 def _check_func(func: Any, arr: np.ndarray) -> None:
@@ -79,6 +122,11 @@ def _check_func(func: Any, arr: np.ndarray) -> None:
             raise ParameterError(
                 f"{_OWNER}: `func` as a string must be 'mean' or 'median' on 1-D data; got "
                 f"{describe(func)}"
+            )
+        if arr.dtype.kind not in "iuf":  # structured records: refused now, not after the spend
+            raise TypeError(
+                f"{_OWNER}: `func`={func!r} needs 1-D numeric data; got records of dtype "
+                f"{arr.dtype}; pass a callable that reads the records' fields"
             )
     elif not callable(func):
         raise TypeError(
@@ -106,7 +154,7 @@ def _check_chunks(chunks: Any, n: int) -> int:
     if not 1 <= k <= n:
         raise ParameterError(
             f"{_OWNER}: `chunks` must be between 1 and the number of records ({n}) so every "
-            f"part holds at least one record; got {k}"
+            f"part holds at least one record; got {describe(k)}"
         )
     return k
 
@@ -393,6 +441,7 @@ def sample_and_aggregate_sample(
     k = _check_chunks(chunks, int(arr.shape[0]))
     lower, upper = check_bounds(_OWNER, output_bounds, name="output_bounds")
     eps = check_positive(_OWNER, "epsilon", epsilon)
+    _check_func(func, arr)
     if aggregator not in ("mean", "median"):
         raise ParameterError(
             f"{_OWNER}: `aggregator` must be 'mean' or 'median'; got {aggregator!r}"

@@ -60,6 +60,7 @@ from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
     MAX_NOISE_SCALE,
+    check_exact_query,
     grid_for,
     grid_release,
     on_data_lattice,
@@ -79,6 +80,7 @@ __all__ = [
 
 _OWNER = "smooth_sensitivity_release"
 NOISES = ("laplace", "cauchy", "student_t")
+_SMOOTH_QUERIES = "'count', 'sum', 'mean', 'median', a percentile ('pNN'), 'var' or 'std'"
 
 
 def smooth_noise_parameters(
@@ -87,7 +89,17 @@ def smooth_noise_parameters(
     """``(beta, multiplier)``: the smoothing parameter and the noise scale per unit of ``S``.
 
     The released noise is ``multiplier * S * Z`` with ``Z`` standard Laplace, Cauchy or
-    Student's t (module docstring).
+    Student's t (module docstring). ``epsilon`` finite and > 0; ``delta`` in (0, 1) for
+    ``"laplace"`` and 0 for the pure-DP noises (as :func:`smooth_sensitivity_release` takes
+    them); ``df`` an int in [1, 64] (Student's t).
+
+    Raises
+    ------
+    TypeError
+        A non-string ``noise``, a parameter that is not a real number, a non-integer ``df``.
+    ParameterError
+        An unknown noise or a parameter outside its range, or an ``epsilon`` so small that
+        ``beta`` underflows to 0 or the multiplier overflows.
 
     Examples
     --------
@@ -97,10 +109,33 @@ def smooth_noise_parameters(
     >>> smooth_noise_parameters("cauchy", 1.0)
     (0.16666666666666666, 6.0)
     """
+    owner = "smooth_noise_parameters"
+    check_choice(owner, "noise", noise, NOISES)
+    eps = check_positive(owner, "epsilon", epsilon)
+    dlt = check_delta(owner, delta)
+    if noise != "laplace" and dlt != 0:
+        raise ParameterError(
+            f"{owner}: `noise`={noise!r} gives pure epsilon-DP and uses no delta; pass "
+            f"`delta`=0 (got {delta!r})"
+        )
+    dof = check_int(owner, "df", df, minimum=1, maximum=64)
+    beta, mult = _noise_parameters(noise, eps, dlt, dof, owner)
+    if not (beta > 0 and math.isfinite(mult)):
+        raise ParameterError(
+            f"{owner}: `epsilon`={eps!r} is too small: the smoothing parameter beta ({beta!r}) "
+            f"or the noise multiplier ({mult!r}) is not a positive finite float"
+        )
+    return beta, mult
+
+
+def _noise_parameters(
+    noise: str, epsilon: float, delta: float, df: int, owner: str
+) -> tuple[float, float]:
+    """:func:`smooth_noise_parameters` of validated parameters (``owner`` names the caller)."""
     if noise == "laplace":
         if not delta > 0:
             raise ParameterError(
-                f"{_OWNER}: noise='laplace' needs 0 < delta < 1 (it gives (epsilon, delta)-DP); "
+                f"{owner}: noise='laplace' needs 0 < delta < 1 (it gives (epsilon, delta)-DP); "
                 f"got delta={delta!r}. Use noise='cauchy' or 'student_t' for pure epsilon-DP"
             )
         return epsilon / (2 * math.log(2 / delta)), 2 / epsilon
@@ -108,7 +143,7 @@ def smooth_noise_parameters(
         return epsilon / 6, 6 / epsilon
     if noise == "student_t":
         return epsilon / (2 * (df + 1)), (df + 1) / (epsilon * math.sqrt(df))
-    raise ParameterError(f"{_OWNER}: `noise` must be one of {NOISES}; got {noise!r}")
+    raise ParameterError(f"{owner}: `noise` must be one of {NOISES}; got {noise!r}")
 
 
 def _prepare(
@@ -137,8 +172,9 @@ def _prepare(
     check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = resolve(query, owner=_OWNER)
+    check_exact_query(_OWNER, query, q, _SMOOTH_QUERIES)
     lat = on_data_lattice(arr, lower, upper, owner=_OWNER)
-    beta, mult = smooth_noise_parameters(noise, eps, dlt, df)
+    beta, mult = _noise_parameters(noise, eps, dlt, df, _OWNER)
     params = f"`epsilon`={eps!r}" + (f", `delta`={dlt!r}" if noise == "laplace" else "")
     if not (beta > 0 and math.isfinite(mult)):
         raise ParameterError(
@@ -154,6 +190,9 @@ def _prepare(
         owner=_OWNER,
         params=f"{params} and `bounds`=({lower!r}, {upper!r})",
     )
+    # the noise scale in grid units is at least `mult` (S + g >= g): a range the sampler
+    # cannot draw from is refused from the public parameters, before the smooth scan
+    _check_noise_range(noise, Fraction(mult) * (1 + Fraction(1, 2**40)), spacing, params)
     s_val, s_k, exact = smooth_upper_bound(q, lat.values, beta, relation, lower, upper, exact_k)
     if not math.isfinite(s_val):  # pragma: no cover - the sensitivity functions refuse it
         raise ParameterError(f"{_OWNER}: the smooth sensitivity overflows for `bounds`")
@@ -170,16 +209,7 @@ def _prepare(
     # noise scale in grid units; the float multiplier is taken exactly and rounded *up* by
     # 2**-40 relative so that float error can only add noise
     ratio = s_star * Fraction(mult) * (1 + Fraction(1, 2**40)) / g
-    if noise == "laplace" and ratio > 2**50:  # the exact rounded-Laplace sampler's range
-        raise ParameterError(
-            f"{_OWNER}: {params} is too small: the Laplace noise would exceed 2**50 steps of "
-            "the output grid, the exact sampler's range"
-        )
-    if ratio * g > MAX_NOISE_SCALE:
-        raise ParameterError(
-            f"{_OWNER}: {params} give a noise scale above 2**960 for this data's smooth "
-            "sensitivity: epsilon is too small for the bounds (the release could overflow)"
-        )
+    _check_noise_range(noise, ratio, spacing, params)
     privacy: PrivacyLoss = ApproxDP(eps, dlt) if noise == "laplace" else PureDP(eps)
     return {
         "eps": eps,
@@ -198,6 +228,20 @@ def _prepare(
         "df": df,
         "relation": relation,
     }
+
+
+def _check_noise_range(noise: str, ratio: Fraction, spacing: float, params: str) -> None:
+    """Refuse a noise scale of ``ratio`` grid steps that the samplers cannot draw from."""
+    if noise == "laplace" and ratio > 2**50:  # the exact rounded-Laplace sampler's range
+        raise ParameterError(
+            f"{_OWNER}: {params} is too small: the Laplace noise would exceed 2**50 steps of "
+            "the output grid, the exact sampler's range"
+        )
+    if ratio * Fraction(spacing) > MAX_NOISE_SCALE:
+        raise ParameterError(
+            f"{_OWNER}: {params} give a noise scale above 2**960 for this data's smooth "
+            "sensitivity: epsilon is too small for the bounds (the release could overflow)"
+        )
 
 
 #: A suggested ``exact_k`` when the exact scan is too slow (long runs of ties, huge data).
@@ -231,6 +275,11 @@ def smooth_upper_bound(
     from dpkit.sensitivity import at_distance, smooth
 
     q = resolve(query, owner=_OWNER)
+    check_exact_query("smooth_upper_bound", query, q, _SMOOTH_QUERIES)
+    if exact_k is None and _fast_percentile(q, relation):
+        x, lo, hi = at_distance.prepare(_OWNER, q, data, (lower, upper))
+        best, best_k = _smooth_percentile(q, x, beta, lo, hi)
+        return best, best_k, True
     if (
         exact_k is None
         or q.kind in ("count", "sum")
@@ -258,6 +307,169 @@ def smooth_upper_bound(
                 return rest, k_env, False
             return float(best), best_k, True
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Largest denominator of the percentile level (a dyadic float ``q = Qn / D``) for which
+#: :func:`_smooth_percentile` is used: the median (``D = 2``), the quartiles (4), ...
+_FAST_DENOMINATOR = 16
+#: Up to this many distances of a block are computed one by one (as ``smooth`` does).
+_FEW_DISTANCES = 3
+
+
+def _fast_percentile(q: Any, relation: str) -> bool:
+    """Whether :func:`_smooth_percentile` computes ``smooth`` of ``q`` (same value, faster)."""
+    return (
+        q.kind == "percentile"
+        and relation == "unbounded"
+        and q.q is not None
+        and Fraction(q.q).denominator <= _FAST_DENOMINATOR
+    )
+
+
+def _smooth_percentile(
+    q: Any, x: np.ndarray, beta: float, lower: float, upper: float
+) -> tuple[float, int]:
+    """:func:`dpkit.sensitivity.smooth` of a percentile, unbounded relation: the same
+    ``(S, k)``, bit for bit, in ``O(K^2)`` instead of ``O(K^3)`` (``K`` the stopping distance).
+
+    The scan over ``k``, the envelope, the stopping rule and the rounding of each ``A(f, x, k)``
+    up to a float (``ceil_float(A u + slack)``) are those of ``smooth``; only ``A`` is found
+    another way. ``smooth`` takes, at distance ``k``, the largest value of every group (a move,
+    ``r`` removals, ``a = k - r`` additions) over the placements ``p = 0..a`` of the additions,
+    ``O(a)`` candidates per group (:func:`dpkit.sensitivity.at_distance._percentile_groups`).
+    Here the placements are never enumerated: for fixed ``r`` and move, the candidates of the
+    group ``a`` are the positions ``i`` in the window ``[t(a) - a, t(a)]``, and ``t(a)`` (the
+    floor of a position growing by ``q <= 1`` per record) grows by 0 or 1 when ``a`` grows by
+    1, so the windows are nested and all contain ``c = t(a_first)``. A candidate's value at
+    ``i`` is ``W0 G0(i) + W1 G1(i)`` with integer gaps ``G`` fixed by ``r`` and the split
+    ``d1`` and integer weights ``W`` fixed by the group; for each of the (at most ``D``)
+    weight pairs the window maximum is the larger of two running maxima outward from ``c``.
+    The values are exact integers (``W <= D <= 16``, gaps below ``2**32``), so ``A`` is
+    exact, as ``smooth`` computes it when ``D <= 2**60``. Where ``smooth`` prunes a distance
+    (its ``floor``) its value may be lower than ``A``, but only where neither can beat the
+    best value so far (both by a margin of ``2**-40``), so the maximum and its ``k`` agree;
+    ``tests/frameworks/test_smooth.py`` checks the equality on many datasets.
+    """
+    from dpkit.sensitivity import at_distance
+    from dpkit.sensitivity._common import check_sensitivity
+    from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
+
+    ld = LatticeData(x, lower, upper)
+    unit = Fraction(ld.unit)
+    slack = ld.slack(1)
+    den = Fraction(q.q).denominator
+    n = x.size
+    kmax = n + 3
+    stable = at_distance.stable_distance(q, n, "unbounded")
+    env = at_distance.upper_envelope(q, x, "unbounded", lower, upper, kmax)
+    with np.errstate(over="ignore"):  # exp(-beta k) underflows to 0 for a huge beta
+        weighted = np.exp(-beta * np.arange(kmax + 1)) * env
+    tail = np.maximum.accumulate(weighted[::-1])[::-1]
+    best, best_k = -1.0, 0
+    top = 0  # the largest numerator (A in units of u / D) so far
+    k0, k1 = 0, 63
+    while True:
+        # distances whose envelope cannot beat the best value so far need no A (smooth's
+        # `floor`, with the best value at the start of the block: it only grows)
+        ks = np.arange(k0, k1 + 1)
+        floor = best * np.exp(np.minimum(beta * ks, 700.0)) * (1 - 2.0**-40) if best > 0 else 0.0
+        needed = env[np.minimum(ks, kmax)] > floor
+        wanted = np.flatnonzero(needed)
+        if wanted.size > _FEW_DISTANCES:
+            diag = _percentile_diagonals(ld, float(q.q), k0, k1, needed)
+        else:  # a few distances: one at a time, as smooth does (its exact diagonal)
+            diag = np.zeros(ks.size, dtype=np.int64)
+            for j in wanted:
+                value = at_distance._percentile_groups(
+                    ld, float(q.q), "unbounded", int(k0 + j), -1.0
+                )[1]
+                assert value is not None and (value * den).denominator == 1
+                diag[j] = int(value * den)
+        for k in range(k0, k1 + 1):
+            top = max(top, int(diag[k - k0]))
+            a = ceil_float(Fraction(top, den) * unit + slack)
+            val = math.exp(-beta * k) * a
+            if val > best:
+                best, best_k = val, k
+            if k >= stable:
+                return check_sensitivity("smooth", float(best)), best_k
+            rest = tail[k + 1] if k + 1 <= kmax else math.exp(-beta * (k + 1)) * env[-1]
+            if rest * (1 + 2.0**-40) <= best:
+                return check_sensitivity("smooth", float(best)), best_k
+        k0, k1 = k1 + 1, 2 * k1 + 1
+
+
+def _percentile_diagonals(ld: Any, q: float, k0: int, k1: int, needed: np.ndarray) -> np.ndarray:
+    """``D`` times the largest unbounded ``LS_1`` of the percentile over the datasets with
+    ``r`` removals and ``a`` additions, ``r + a = k``, for ``k = k0..k1`` (lattice units;
+    0 where nothing is feasible or ``k`` is not ``needed``): :func:`_smooth_percentile`."""
+    from dpkit.sensitivity import _exact_diagonal
+    from dpkit.sensitivity.at_distance import _exact_moves
+
+    n = ld.n
+    out = np.zeros(k1 - k0 + 1, dtype=np.int64)
+    rmax = min(k1, n)
+    block = max(1, (1 << 19) // (k1 + 1))
+    avals = np.arange(k1 + 1, dtype=np.int64)
+    # the moves depend on the size m = n - r + a only: computed once per size, exactly
+    m_first = max(n - rmax, 0)
+    sizes = np.arange(m_first, n + k1 + 1, dtype=np.int64)
+    moves = [
+        (t, w0.astype(np.int64), w1.astype(np.int64), allowed)
+        for t, w0, w1, allowed in _exact_moves(q, sizes, "unbounded")
+    ]
+    # the padded lattice data over every index used below: i >= min(t) - k1 - 1 and
+    # i + d + 2 <= max(t) + k1 + rmax + 2
+    t_min = min(int(mv[0].min()) for mv in moves)
+    t_max = max(int(mv[0].max()) for mv in moves)
+    base = t_min - k1 - 2
+    ypad = _exact_diagonal.gaps(
+        ld, np.full(1, -1, np.int64), np.arange(base, t_max + k1 + rmax + 4, dtype=np.int64)
+    )  # xt[idx] - lower, int64
+    for r_first in range(0, rmax + 1, block):
+        rs = np.arange(r_first, min(rmax, r_first + block - 1) + 1, dtype=np.int64)
+        rr, aa = np.meshgrid(rs, avals, indexing="ij")
+        m = n - rr + aa
+        valid = (rr + aa >= k0) & (rr + aa <= k1) & (m >= 1)
+        valid &= needed[np.clip(rr + aa - k0, 0, needed.size - 1)]
+        if not valid.any():
+            continue
+        first = np.argmax(valid, axis=1)
+        rows = np.arange(rs.size)
+        d = rs[:, None]
+        at = np.clip(m - m_first, 0, sizes.size - 1)
+        for t_all, w0_all, w1_all, allowed_all in moves:
+            t = t_all[at]
+            ok = valid & allowed_all[at]
+            if not ok.any():
+                continue
+            c = t[rows, first]  # in every window of its row (the windows are nested)
+            sel_r, sel_a = np.nonzero(ok)
+            ts = t[sel_r, sel_a]
+            left_at = c[sel_r] - (ts - sel_a)  # c - (t - a) >= 0
+            right_at = ts - c[sel_r]  # t - c >= 0
+            reach = int(left_at.max())
+            i = c[:, None] + np.arange(-reach, int(right_at.max()) + 1, dtype=np.int64)[None, :]
+            sel_m = at[sel_r, sel_a]
+            code = w0_all[sel_m] * (2 * _FAST_DENOMINATOR + 1) + w1_all[sel_m]
+            kinds = np.unique(code)
+            y0 = ypad[i - base]
+            for d1 in (np.zeros_like(d), np.minimum(d, 1), np.maximum(d - 1, 0), d):
+                y1 = ypad[i + d1 + 1 - base]
+                g0 = y1 - y0
+                g1 = ypad[i + d + 2 - base] - y1
+                feas = np.where(d1 >= 1, (i + 1 >= 0) & (i + d1 <= n - 1), True)
+                feas &= np.where(d1 < d, (i + d1 + 2 >= 0) & (i + d + 1 <= n - 1), True)
+                for kind in kinds:
+                    w0, w1 = divmod(int(kind), 2 * _FAST_DENOMINATOR + 1)
+                    f = np.where(feas, w0 * g0 + w1 * g1, 0)
+                    right = np.maximum.accumulate(f[:, reach:], axis=1)
+                    left = np.maximum.accumulate(f[:, reach::-1], axis=1)
+                    pick = code == kind
+                    pr = sel_r[pick]
+                    v = np.maximum(left[pr, left_at[pick]], right[pr, right_at[pick]])
+                    np.maximum.at(out, rs[pr] + sel_a[pick] - k0, v)
+    return out
 
 
 def _noise_units(p: dict[str, Any], size: int, source: Any) -> np.ndarray:

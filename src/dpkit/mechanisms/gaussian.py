@@ -15,8 +15,10 @@ from dpkit._validate import (
     check_delta,
     check_finite_result,
     check_int,
+    check_number,
     check_positive,
     check_relation,
+    describe,
 )
 from dpkit.accounting.conversions import approx_to_zcdp
 from dpkit.accounting.loss import ApproxDP
@@ -231,8 +233,32 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
     ``delta = P[Y > eps sigma2/D - D/2] - exp(eps) P[Y > eps sigma2/D + D/2]``,
     ``Y ~ N_Z(0, sigma2)``. Evaluated by summing the pmf over ``|y| <= 40 sigma`` in float64
     (the mass beyond is below 1e-300); a calibration aid, not a sampler.
+
+    ``sigma2`` finite and > 0, ``sensitivity`` an int >= 1, ``epsilon`` finite and >= 0. The
+    sum runs over ``2 (40 sigma + 2 sensitivity) + 1`` points: beyond ``2**25`` of them
+    (``sigma`` above about ``2**19``; the mechanisms use it up to ``sigma = 2**16``) the
+    call is refused rather than allocating gigabytes.
+
+    Raises
+    ------
+    TypeError
+        A parameter that is not a real number, a non-integer ``sensitivity``.
+    ParameterError
+        A parameter outside its range, or a sum too large to evaluate.
     """
+    owner = "discrete_gaussian_delta"
+    sigma2 = check_positive(owner, "sigma2", sigma2)
+    sensitivity = check_int(owner, "sensitivity", sensitivity, minimum=1)
+    epsilon = check_number(owner, "epsilon", epsilon)
+    if epsilon < 0:
+        raise ParameterError(f"{owner}: `epsilon` must be a finite number >= 0; got {epsilon!r}")
     sigma = math.sqrt(sigma2)
+    if 40 * sigma + 2 * sensitivity + 3 > _MAX_DELTA_POINTS:
+        raise ParameterError(
+            f"{owner}: `sigma2`={sigma2!r} and `sensitivity`={describe(sensitivity)} need a sum "
+            "over more than 2**26 points (40 sigma + 2 sensitivity above 2**25), too many for "
+            "this exact calibration aid; it supports sigma up to about 2**19"
+        )
     k = math.ceil(40 * sigma) + 2 * sensitivity + 2
     y = np.arange(-k, k + 1, dtype=np.float64)
     with np.errstate(over="ignore", under="ignore"):  # a tiny sigma2: the weights are 1 and 0
@@ -242,6 +268,8 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
     tail = np.cumsum(w[::-1])[::-1] / z
 
     def p_greater(a: float) -> float:
+        if not math.isfinite(a):  # epsilon sigma2 / D overflows: beyond the support
+            return 0.0
         first = math.floor(a) + 1  # smallest integer > a
         idx = first + k
         if idx <= 0:
@@ -270,6 +298,8 @@ _MAX_TC = 2**56
 #: Largest lattice sigma whose exact 1-D delta (CKS Theorem 7, an O(sigma) sum) is checked;
 #: above it (epsilon below about 1e-4) the proven zCDP route of the vectors is used instead.
 _MAX_EXACT_SIGMA = 2.0**16
+#: Largest half-width ``40 sigma + 2 sensitivity`` of the sum in :func:`discrete_gaussian_delta`.
+_MAX_DELTA_POINTS = 2**25
 
 
 def _too_noisy(owner: str, params: str, s2: float) -> ParameterError:
@@ -514,10 +544,13 @@ class Gaussian:
         Raises
         ------
         TypeError
-            A bad ``rng``.
+            A bad ``rng``, a ``size`` that is not an int (a float, a bool).
+        ParameterError
+            A negative ``size``.
         """
+        n = check_int("Gaussian.noise", "size", size, minimum=0)  # as sample() checks it
         g, t, c, _ = self._plan(1)
-        return discrete_gaussian_tc(t, c, int(size), as_source(rng)).astype(np.float64) * g
+        return discrete_gaussian_tc(t, c, n, as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Gaussian noise, on a power-of-two lattice.

@@ -273,10 +273,13 @@ class Laplace:
         Raises
         ------
         TypeError
-            A bad ``rng``.
+            A bad ``rng``, a ``size`` that is not an int (a float, a bool).
+        ParameterError
+            A negative ``size``.
         """
+        n = check_int("Laplace.noise", "size", size, minimum=0)  # as sample() checks it
         g, t = self._lattice_scale(1)
-        return _discrete_laplace(t, int(size), as_source(rng)).astype(np.float64) * g
+        return _discrete_laplace(t, n, as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Laplace noise, on the lattice ``grid(d) * Z``.

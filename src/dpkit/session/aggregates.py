@@ -46,7 +46,7 @@ from dpkit.session._specs import CountOf, Rows, Summed
 from dpkit.statistics._input import check_level
 from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
-from dpkit.statistics.bounds import check_variance_lower, representable
+from dpkit.statistics.bounds import check_moments_lower, representable
 
 __all__ = [
     "Aggregate",
@@ -756,6 +756,7 @@ def sum(
     """
     kw = _bounded("dp.sum", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.sum", kw, bounds_share, bounds_method, lower)
+    check_moments_lower("dp.sum", kw.get("lower"))
     kw["name"] = kw["name"] or f"{kw['column']}_sum"
     return _with_lattice(Sum(**kw), _SUM_BITS)
 
@@ -783,6 +784,7 @@ def mean(
     """
     kw = _bounded("dp.mean", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.mean", kw, bounds_share, bounds_method, lower)
+    check_moments_lower("dp.mean", kw.get("lower"))
     kw["name"] = kw["name"] or f"{kw['column']}_mean"
     return _with_lattice(Mean(**kw), _SUM_BITS)
 
@@ -810,7 +812,7 @@ def var(
     """
     kw = _bounded("dp.var", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.var", kw, bounds_share, bounds_method, lower)
-    check_variance_lower("dp.var", kw.get("lower"))
+    check_moments_lower("dp.var", kw.get("lower"), variance=True)
     kw["name"] = kw["name"] or f"{kw['column']}_var"
     return _with_lattice(Var(**kw), _VAR_BITS)
 
@@ -838,7 +840,7 @@ def std(
     """
     kw = _bounded("dp.std", column, bounds, fill, name, weight, auto=True)
     kw = _auto_share("dp.std", kw, bounds_share, bounds_method, lower)
-    check_variance_lower("dp.std", kw.get("lower"))
+    check_moments_lower("dp.std", kw.get("lower"), variance=True)
     kw["name"] = kw["name"] or f"{kw['column']}_std"
     return _with_lattice(Var(**kw, root=True), _VAR_BITS)
 

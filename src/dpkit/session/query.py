@@ -25,6 +25,7 @@ from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scale
 from dpkit.session._run import QUANTILE_INTERVAL_SHARE, check_quantile, execute, statistics_layer
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
+from dpkit.statistics._input import check_alpha
 
 if TYPE_CHECKING:
     from dpkit.session.session import Session
@@ -473,9 +474,7 @@ class Query:
     ) -> Plan:
         """The plan; ``aggregates`` (with their bounds chosen) and ``rows`` (the chosen
         ``max_rows_per_unit``) replace the query's own once a release has chosen them."""
-        a = check_positive("release", "alpha", alpha)
-        if not a < 1:
-            raise ParameterError(f"release: `alpha` must be in (0, 1); got {alpha!r}")
+        a = check_alpha("release", alpha)
         aggs = self._aggs if aggregates is None else aggregates
         k = self._max_rows if rows is None else rows
         m = self._max_groups if rows is None else min(self._groups_given or rows, rows)

@@ -8,19 +8,30 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_finite_array, check_number, check_positive
+from dpkit._validate import as_real_array, check_finite_array, check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.frameworks._quantile_em import MAX_DENOMINATOR, Counts, Lattice
 
 __all__ = [
+    "MAX_RECORDS",
+    "MIN_ALPHA",
     "as_rational_level",
     "check_alpha",
+    "check_count_array",
     "check_level",
     "check_levels",
     "counts_from_data",
     "counts_from_summary",
     "exact_total",
+    "record_array",
 ]
+
+#: Largest total of records (or persons) a summary may hold: ``2**40`` keeps the weighted
+#: counts of the mechanisms (``2**20 * n``) exact in int64.
+MAX_RECORDS = 2**40
+#: Smallest ``alpha``: the intervals divide it over their union bounds (by up to a few
+#: thousand times the number of levels) and take its logarithm, which must not underflow.
+MIN_ALPHA = 1e-250
 
 
 def as_rational_level(q: float) -> Fraction:
@@ -61,6 +72,12 @@ def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
     Raises TypeError for non-numbers (bool included) and ParameterError for values outside
     (0, 1), NaN, an empty sequence, unsorted or repeated levels.
     """
+    if (
+        not isinstance(levels, Sequence | np.ndarray | np.generic | str | bytes)
+        and hasattr(levels, "__array__")
+        and hasattr(levels, "__len__")
+    ):  # a pandas or polars Series (or another array-like): its values, as for an ndarray
+        levels = np.asarray(levels)
     scalar = not isinstance(levels, Sequence | np.ndarray) or isinstance(levels, str | bytes)
     if isinstance(levels, np.ndarray) and levels.ndim == 0:
         scalar = True
@@ -81,29 +98,74 @@ def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
             )
     rational = [as_rational_level(q) for q in out]
     for i in range(1, len(rational)):
-        if rational[i] <= rational[i - 1]:
+        if rational[i] <= rational[i - 1]:  # the rounding is monotone: equal after it
             raise ParameterError(
-                f"{owner}: levels {out[i - 1]!r} and {out[i]!r} are closer than 2**-40; merge them"
+                f"{owner}: levels {out[i - 1]!r} and {out[i]!r} both round to {rational[i]} "
+                "(levels are rounded to the nearest fraction with denominator at most 2**20); "
+                "use levels at least 2**-20 apart, or merge them"
             )
     return tuple(out), scalar
 
 
 def check_alpha(owner: str, alpha: Any) -> float:
+    """An error probability in ``[MIN_ALPHA, 1)`` (smaller ones underflow in the intervals'
+    union bounds, :data:`MIN_ALPHA`)."""
     a = check_positive(owner, "alpha", alpha)
     if not a < 1:
         raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
+    if a < MIN_ALPHA:
+        raise ParameterError(
+            f"{owner}: `alpha` must be at least {MIN_ALPHA:g}: smaller error probabilities "
+            f"underflow in the intervals' union bounds; got {alpha!r}"
+        )
     return a
 
 
-def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
-    """Records (finite reals, clipped to the bounds) as sorted lattice values with counts."""
+def record_array(owner: str, data: Any) -> np.ndarray:
+    """Records as a 1-D array of real numbers in their own dtype (not yet float64): a
+    scalar or a 2-D array is refused as by the frameworks ("must be a 1-D array"), as are
+    masked arrays, bools, time deltas and other non-numbers (:func:`as_real_array`).
+    pandas and polars Series are read through ``numpy.asarray``."""
     if isinstance(data, np.ma.MaskedArray):
         raise TypeError(
             f"{owner}: `data` must not be a masked array; drop or fill the masked values first"
         )
-    arr = check_finite_array(owner, "data", data)
+    return as_real_array(owner, "data", data, ndim=1)
+
+
+def check_count_array(owner: str, name: str, value: Any, *, whole_floats: bool) -> np.ndarray:
+    """Counts (``>= 0``) as a 1-D int64 array, refused before any spend when they are not
+    integers (bool and time deltas included: NumPy files those under the integers), not
+    1-D, negative or too large for int64 (a uint64 past ``2**63`` would wrap; a float past
+    ``2**62`` is refused as before). ``whole_floats`` also accepts floats holding whole
+    numbers. The callers cap the exact total (:func:`exact_total`).
+
+    Counts are private data: the messages never quote them."""
+    if isinstance(value, str | bytes | np.ma.MaskedArray):
+        raise TypeError(f"{owner}: `{name}` must be an array of integers")
+    arr = np.asarray(value)
+    kinds = "iuf" if whole_floats else "iu"
+    if arr.dtype.kind not in kinds:
+        raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
     if arr.ndim != 1:
-        arr = arr.ravel()
+        what = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D shape {arr.shape}"
+        raise ParameterError(f"{owner}: `{name}` must be a 1-D array of counts; got {what}")
+    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr))):
+        raise ParameterError(f"{owner}: `{name}` must be whole numbers")
+    if arr.size and arr.min() < 0:
+        raise ParameterError(f"{owner}: `{name}` must be >= 0")
+    # checked before the cast, which would wrap them
+    if arr.dtype.kind == "f" and arr.size and arr.max() >= 2.0**62:
+        raise ParameterError(f"{owner}: `{name}` must be below 2**62")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ParameterError(f"{owner}: `{name}` must fit in int64 (below 2**63)")
+    return arr.astype(np.int64)
+
+
+def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
+    """Records (finite reals in a 1-D array, :func:`record_array`; clipped to the bounds) as
+    sorted lattice values with counts."""
+    arr = check_finite_array(owner, "data", record_array(owner, data))
     return Counts.from_units(lattice, lattice.units(arr))
 
 
@@ -132,27 +194,15 @@ def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) 
         raise ParameterError(f"{owner}: `points` must be one-dimensional; got shape {pts.shape}")
     if isinstance(counts, str | bytes):
         raise TypeError(f"{owner}: `counts` must hold integers; got {type(counts).__name__}")
-    cnt = np.asarray(counts)
-    if cnt.dtype == np.bool_ or not (
-        np.issubdtype(cnt.dtype, np.integer) or np.issubdtype(cnt.dtype, np.floating)
-    ):
-        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {cnt.dtype}")
+    # counts are private data: no message quotes them, nor their total
+    cnt = check_count_array(owner, "counts", counts, whole_floats=True)
     if cnt.shape != pts.shape:
         raise ParameterError(
             f"{owner}: `counts` must have the shape of `points` {pts.shape}; got {cnt.shape}"
         )
-    if np.issubdtype(cnt.dtype, np.floating):
-        if not np.all(np.isfinite(cnt)) or np.any(cnt != np.floor(cnt)):
-            raise ParameterError(f"{owner}: `counts` must be whole numbers; got {cnt!r}")
-        if cnt.size and np.abs(cnt).max() >= 2.0**62:
-            raise ParameterError(f"{owner}: `counts` must be below 2**62")
-        cnt = cnt.astype(np.int64)
-    cnt = cnt.astype(np.int64)
-    if cnt.size and cnt.min() < 0:
-        raise ParameterError(f"{owner}: `counts` must be >= 0; got {int(cnt.min())}")
     if pts.size > 1 and not np.all(pts[1:] > pts[:-1]):
         raise ParameterError(f"{owner}: `points` must be sorted and distinct (strictly increasing)")
     total = exact_total(cnt)
-    if total >= 2**40:
-        raise ParameterError(f"{owner}: more than 2**40 records are not supported; got {total}")
+    if total >= MAX_RECORDS:
+        raise ParameterError(f"{owner}: more than 2**40 records are not supported")
     return Counts.build(lattice, lattice.units(pts), cnt)

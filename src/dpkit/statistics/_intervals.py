@@ -81,14 +81,26 @@ def weighted_halfwidth(groups: list[tuple[int, float]], scale: float, beta: floa
     return _halfwidth(tuple((int(k), float(w)) for k, w in groups), float(scale), float(beta))
 
 
+def _computable(scale: float, wmax: float) -> float:
+    """``scale``, or where the grid of ``s`` (``1 / (scale wmax)``) overflows (a scale near
+    the smallest double, epsilon near the largest), the larger scale ``2**-1022 / wmax``:
+    a Chernoff bound for the larger noise holds for the smaller (the discrete Laplace's
+    moment generating function grows with its scale at every ``s``), so the half-width stays
+    valid, and finite (only cases that gave NaN before take this branch)."""
+    if scale * wmax > 0 and math.isfinite(1.0 / (scale * wmax)):
+        return scale
+    return 2.0**-1022 / wmax
+
+
 @lru_cache(maxsize=4096)
 def _halfwidth(groups: tuple[tuple[int, float], ...], scale: float, beta: float) -> float:
-    c = 1.0 / scale
-    a = math.exp(-c)
     live = [(k, w) for k, w in groups if k > 0 and w > 0]
     if not live:
         return 0.0
     wmax = max(w for _k, w in live)
+    scale = _computable(scale, wmax)
+    c = 1.0 / scale
+    a = math.exp(-c)
     s = np.linspace(1e-4, 1 - 1e-6, 4000) / (scale * wmax)
     total = np.zeros_like(s)
     for k, w in live:
@@ -104,12 +116,13 @@ def split_halfwidths(
 
     A side with no variables (every ``k`` zero, as on a one-point grid) contributes nothing:
     its weight may exceed ``wmax``, where its moment generating function is infinite."""
-    c = 1.0 / scale
-    a = math.exp(-c)
     low_live, high_live = bool(np.any(k_low > 0)), bool(np.any(k_high > 0))
     wmax = max(w_low if low_live else 0.0, w_high if high_live else 0.0)
     if wmax <= 0:
         return np.zeros(np.shape(k_low))
+    scale = _computable(scale, wmax)
+    c = 1.0 / scale
+    a = math.exp(-c)
     s = np.linspace(1e-4, 1 - 1e-6, 600) / (scale * wmax)
     lm_low = _log_mgf(w_low * s, a, c) if w_low > 0 and low_live else np.zeros_like(s)
     lm_high = _log_mgf(w_high * s, a, c) if w_high > 0 and high_live else np.zeros_like(s)

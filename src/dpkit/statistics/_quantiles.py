@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_number, check_positive
+from dpkit._validate import check_bounds, check_choice, check_number, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
@@ -54,6 +54,7 @@ from dpkit.statistics._input import (
     check_levels,
     counts_from_data,
     counts_from_summary,
+    record_array,
 )
 from dpkit.statistics._intervals import helper_offset, interval_stage
 from dpkit.statistics._joint import joint_exp, joint_exp_samples
@@ -74,10 +75,12 @@ METHODS = ("auto", "aq", "joint", "independent", "cdf")
 HELPER_SHARE = Fraction(1, 3)
 
 
-def _is_integer_typed(data: Any) -> bool:
-    """Whether the column's *type* is integer (schema, public), not whether its values are."""
-    dtype = getattr(data, "dtype", None)
-    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
+def _is_integer_typed(data: Any, arr: np.ndarray) -> bool:
+    """Whether the column's *type* is integer (schema, public), not whether its values are:
+    ``data`` has a dtype (an ndarray, a pandas or polars Series; a list has none) and its
+    NumPy form ``arr`` (:func:`record_array`) has an integer one (polars' and pandas'
+    own integer types read as NumPy's int64)."""
+    return getattr(data, "dtype", None) is not None and arr.dtype.kind in "iu"
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -206,8 +209,7 @@ def _check_common(
     lv, _scalar = check_levels(owner, levels)
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
-    if not isinstance(method, str) or method not in METHODS:
-        raise ParameterError(f"{owner}: `method` must be one of {METHODS}; got {method!r}")
+    method = check_choice(owner, "method", method, METHODS)
     _check_support(owner, support)
     a = check_alpha(owner, alpha)
     if not isinstance(intervals, bool):
@@ -425,8 +427,9 @@ def quantiles_from_counts(
         Non-numeric points, counts, levels or parameters; bool values; masked arrays.
     ParameterError
         Levels outside (0, 1), unsorted or repeated; unsorted or repeated points; negative or
-        fractional counts, or 2**40 records or more in total; bad epsilon, bounds, method,
-        support or alpha; ``method="cdf"`` without a small power-of-two grid. Every error is
+        fractional counts, or 2**40 records or more in total (counts are private: no message
+        quotes them); bad epsilon, bounds, method, support or alpha (below ``1e-250`` too);
+        ``method="cdf"`` without a small power-of-two grid. Every error is
         raised before the accountant is charged (``rng`` is checked first too).
 
     Privacy
@@ -504,8 +507,9 @@ def quantiles(
         owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
     )
     lattice = Lattice.for_bounds(owner, lower, upper)
-    summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, _is_integer_typed(data), method)
+    arr = record_array(owner, data)
+    summary = counts_from_data(owner, arr, lattice)
+    measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), method)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
@@ -535,7 +539,9 @@ def quantile(
     >>> round(quantile(np.arange(1.0, 100.0), 0.9, epsilon=1.0, bounds=(0, 100), rng=2).value, 2)
     90.81
     """
-    if isinstance(q, list | tuple | np.ndarray):
+    if isinstance(q, list | tuple | np.ndarray) or (
+        hasattr(q, "__array__") and hasattr(q, "__len__")  # a pandas or polars Series
+    ):
         raise TypeError("quantile: `q` must be one level; use quantiles() for several")
     return quantiles(
         data,
@@ -646,8 +652,9 @@ def quantile_samples(
     ):
         raise TypeError(f"{owner}: `window` must be None or an int >= 0; got {window!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
-    summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, _is_integer_typed(data))
+    arr = record_array(owner, data)
+    summary = counts_from_data(owner, arr, lattice)
+    measure = _measure(owner, lattice, support, _is_integer_typed(data, arr))
     if window is not None:
         source = as_source(rng)
         view = root_view(summary, measure)
@@ -710,8 +717,9 @@ def quantiles_samples(
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 1:
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
-    summary = counts_from_data(owner, data, lattice)
-    measure = _measure(owner, lattice, support, _is_integer_typed(data), meth)
+    arr = record_array(owner, data)
+    summary = counts_from_data(owner, arr, lattice)
+    measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), meth)
     source = as_source(rng)
     rational = [as_rational_level(q) for q in lv]
     if meth == "joint":

@@ -32,12 +32,19 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_finite_array, check_number, check_positive
+from dpkit._validate import check_choice, check_finite_array, check_number, check_positive
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
-from dpkit.statistics._input import as_rational_level, check_level
+from dpkit.statistics._input import (
+    MAX_RECORDS,
+    as_rational_level,
+    check_count_array,
+    check_level,
+    exact_total,
+    record_array,
+)
 
 __all__ = [
     "BoundsRelease",
@@ -65,8 +72,11 @@ def log2_buckets(x: Any) -> np.ndarray:
     --------
     >>> log2_buckets([0.0, 1.0, 3.0, -0.75]).tolist()
     [0, 1076, 1077, -1075]
+
+    Raises TypeError for non-numbers (bool, None, strings, time deltas) and ParameterError
+    for NaN or infinities: no bucket holds them.
     """
-    arr = np.asarray(x, dtype=np.float64)
+    arr = check_finite_array("log2_buckets", "x", x, allow_empty=True)
     _m, e = np.frexp(arr)
     out = e.astype(np.int64) + _OFFSET
     out = np.where(arr > 0, out, np.where(arr < 0, -out, 0))
@@ -80,8 +90,11 @@ def bucket_edges(buckets: Any) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> [a.tolist() for a in bucket_edges([0, 1076, -1075])]
     [[0.0, 1.0, -1.0], [0.0, 2.0, -0.5]]
+
+    Raises TypeError for non-integers (floats, NaN, bool, time deltas) and ParameterError
+    for ids outside ``[-2099, 2099]`` (no such bucket).
     """
-    b = np.asarray(buckets, dtype=np.int64)
+    b = _bucket_ids("bucket_edges", "buckets", buckets, -_TOP, _TOP)
     e = np.abs(b) - _OFFSET
     top = np.finfo(np.float64).max  # the last bucket [2**1023, max]: 2**1024 overflows
     high = np.where(b == 0, 0.0, np.where(e >= 1024, top, np.ldexp(1.0, np.minimum(e, 1023))))
@@ -129,6 +142,19 @@ BOUNDS_CAP, MIN_WIDTH = 2.0**1020, 2.0**-960
 VAR_CAP, VAR_MIN_WIDTH = 2.0**500, 2.0**-480
 
 
+def _bucket_ids(owner: str, name: str, value: Any, lo: int, hi: int) -> np.ndarray:
+    """Integer ids in ``[lo, hi]`` as int64 (TypeError for other dtypes: floats, bool, time
+    deltas, which NumPy files under the integers; ParameterError out of range)."""
+    if isinstance(value, str | bytes | np.ma.MaskedArray):
+        raise TypeError(f"{owner}: `{name}` must be an array of integers")
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        raise ParameterError(f"{owner}: {name} must lie in [{lo}, {hi}]")
+    return arr.astype(np.int64)
+
+
 def representable(
     bounds: tuple[float, float], variance: bool = False, zero: bool = False
 ) -> tuple[float, float]:
@@ -163,9 +189,38 @@ def check_variance_lower(owner: str, lower: Any) -> None:
 
 
 def _check_lower(owner: str, lower: Any) -> float | None:
+    """A public lower bound: finite, and below the largest double (bounds need an upper
+    bound above it)."""
     if lower is None:
         return None
-    return check_number(owner, "lower", lower)
+    low = check_number(owner, "lower", lower)
+    if low >= sys.float_info.max:
+        raise ParameterError(
+            f"{owner}: `lower` must be below the largest float so that a finite upper bound "
+            f"above it exists; got {lower!r}"
+        )
+    return low
+
+
+def check_moments_lower(owner: str, lower: Any, variance: bool = False) -> None:
+    """A mean's, sum's (or, with ``variance``, a variance's) public ``lower`` for
+    ``bounds="auto"``, checked before any spend: finite, within ``+-VAR_CAP`` for a
+    variance (:func:`check_variance_lower`), and at most ``(1 - 2**-30)`` times the cap of
+    :func:`representable`, so that the chosen bounds, kept within the cap, still start at
+    ``lower`` (above it, they would be moved below it: the statistic would fall below the
+    public lower bound it was given)."""
+    if lower is None:
+        return
+    low = check_number(owner, "lower", lower)
+    if variance:
+        check_variance_lower(owner, low)
+    cap = VAR_CAP if variance else BOUNDS_CAP
+    if low > cap * (1 - 2.0**-30):
+        raise ParameterError(
+            f"{owner}: `lower` {lower!r} is out of range: chosen bounds must lie within "
+            f"2**{500 if variance else 1020} (about {cap:.1e}) and start at `lower`; "
+            "rescale the data"
+        )
 
 
 def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
@@ -178,6 +233,9 @@ def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
     accurate where ``a`` rounds near 1 (a tiny epsilon, where ``log(a)`` would lose digits).
     """
     a = math.exp(-1.0 / float(scale))
+    if not math.isfinite(buckets / beta):  # a beta near the smallest double overflows it
+        log_ratio = math.log(buckets) - math.log(beta)
+        return max(1, math.ceil(float(scale) * (log_ratio - math.log1p(a))))
     t = float(scale) * (math.log(buckets / beta) - math.log1p(a))
     return max(1, math.ceil(t))
 
@@ -245,8 +303,9 @@ def _from_histogram(
     if lower is not None:
         lo_v = lower
         hi_v = max(hi_v, lower)
-    if lo_v == hi_v:  # a single point (all zeros, say): widen to a usable interval
-        hi_v = lo_v + (abs(lo_v) or 1.0)
+    if lo_v == hi_v:  # a single point (all zeros, say): widen to a usable interval, finite
+        # (a public `lower` is below the largest double, so the upper bound stays above it)
+        hi_v = min(lo_v + (abs(lo_v) or 1.0), sys.float_info.max)
     # the DP clipped fraction: noisy counts of the buckets wholly outside [lo_v, hi_v] over
     # those of all buckets, both restricted to magnitudes within 2**_NEAR of the passing
     # buckets' (a public window: far buckets hold noise only, and summing thousands of them
@@ -339,20 +398,23 @@ def _keyed_counts(
     """Engine-side counts per key, checked: integer keys in ``[lo, hi]``, each once, with
     integer counts ``>= 0`` of the same 1-d shape; returned as int64 arrays."""
     k = np.asarray(keys)
-    if k.dtype == np.bool_ or not np.issubdtype(k.dtype, np.integer):
+    if k.dtype.kind not in "iu":  # bool and time deltas (NumPy's "integers") refused
         raise TypeError(f"{owner}: `{name}s` must hold integers; got dtype {k.dtype}")
     c = np.asarray(counts)
-    if c.dtype == np.bool_ or not np.issubdtype(c.dtype, np.integer):
+    if c.dtype.kind not in "iu":
         raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
     if k.shape != c.shape or k.ndim != 1:
         raise ParameterError(f"{owner}: `{name}s` and `counts` must be 1-d of one shape")
     if k.size and (k.min() < lo or k.max() > hi):
         raise ParameterError(f"{owner}: {name}s must lie in [{lo}, {hi}]")
-    if c.size and c.min() < 0:
-        raise ParameterError(f"{owner}: `counts` must be >= 0")
+    # counts are private: refused (never quoted) when negative, beyond int64 or with a
+    # total of 2**40 or more (the noisy sums in int64 would wrap)
+    c64 = check_count_array(owner, "counts", c, whole_floats=False)
+    if exact_total(c64) >= MAX_RECORDS:
+        raise ParameterError(f"{owner}: more than 2**40 records are not supported")
     if k.size != np.unique(k).size:
         raise ParameterError(f"{owner}: every {name} must appear once")
-    return k.astype(np.int64), c.astype(np.int64)
+    return k.astype(np.int64), c64
 
 
 def _check_beta(owner: str, beta: Any) -> float:
@@ -420,12 +482,9 @@ def private_bounds(
     ((0.0, 1024.0), 0.012)
     """
     owner = "private_bounds"
-    if isinstance(data, np.ma.MaskedArray):
-        raise TypeError(f"{owner}: `data` must not be a masked array; drop or fill first")
-    arr = check_finite_array(owner, "data", data).ravel()
+    arr = check_finite_array(owner, "data", record_array(owner, data))
     eps = check_positive(owner, "epsilon", epsilon)
-    if method not in METHODS:
-        raise ParameterError(f"{owner}: `method` must be one of {METHODS}; got {method!r}")
+    method = check_choice(owner, "method", method, METHODS)
     low = _check_lower(owner, lower)
     beta_v = _check_beta(owner, beta)
     tail_v = _check_tail(owner, tail)
@@ -471,11 +530,12 @@ def tail_steps(data: Any, lower: float | None = None) -> np.ndarray:
     whose log rounds differently at a candidate moves that record to the neighbouring index:
     still a function of the record alone, so privacy is unaffected.
     """
-    x = np.asarray(data, dtype=np.float64)
+    x = check_finite_array("tail_steps", "data", data, allow_empty=True)
+    low = None if lower is None else check_number("tail_steps", "lower", lower)
     with np.errstate(over="ignore"):  # an overflowed shift counts as the top (clipped below)
-        if lower is None:
+        if low is None:
             return np.sign(x).astype(np.int64) * _steps(np.abs(x) + 1.0)
-        return _steps(x - float(lower) + 1.0)
+        return _steps(x - low + 1.0)
 
 
 def _steps(shifted: np.ndarray) -> np.ndarray:

@@ -25,12 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_positive
+from dpkit._validate import check_choice, check_int, check_positive, describe
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
-from dpkit.statistics._input import as_rational_level, check_level, exact_total
+from dpkit.statistics._input import (
+    MAX_RECORDS,
+    as_rational_level,
+    check_count_array,
+    check_level,
+    exact_total,
+)
 from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
 
@@ -65,30 +71,27 @@ class ContributionBound:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
 
-def _int_array(owner: str, name: str, value: Any) -> np.ndarray:
+def _row_counts(owner: str, name: str, value: Any) -> np.ndarray:
+    """Row counts (one per person, or the distinct counts of a histogram): a 1-D array of
+    integers ``>= 1`` (whole floats below ``2**53`` accepted; bools and time deltas refused),
+    as int64. Row counts are private data: the messages never quote them."""
     if isinstance(value, str | bytes | np.ma.MaskedArray):
         raise TypeError(f"{owner}: `{name}` must be an array of integers")
     arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
+    if arr.dtype.kind not in "iuf":  # bool, time deltas (NumPy's "integers"), objects, ...
         raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
-            raise ParameterError(f"{owner}: `{name}` must hold whole numbers")
-        if arr.size and np.abs(arr).max() >= 2.0**53:
-            raise ParameterError(f"{owner}: `{name}` values must be below 2**53")
-    return arr.astype(np.int64).ravel()
-
-
-def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float, float, int]:
-    eps = check_positive(owner, "epsilon", epsilon)
-    lv = check_level(owner, "level", level)
-    if isinstance(max_bound, bool) or not isinstance(max_bound, int | np.integer):
-        raise TypeError(f"{owner}: `max_bound` must be an int >= 1; got {max_bound!r}")
-    if int(max_bound) < 1:
-        raise ParameterError(f"{owner}: `max_bound` must be >= 1; got {max_bound!r}")
-    return eps, lv, int(max_bound)
+    if arr.ndim != 1:
+        what = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D shape {arr.shape}"
+        raise ParameterError(f"{owner}: `{name}` must be a 1-D array of row counts; got {what}")
+    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr))):
+        raise ParameterError(f"{owner}: `{name}` must hold whole numbers")
+    if arr.size and arr.min() < 1:
+        raise ParameterError(f"{owner}: every row count in `{name}` must be >= 1")
+    # checked before the cast: a float past 2**53 is not exact, a uint64 past 2**63 wraps
+    limit, text = (2**53, "2**53") if arr.dtype.kind == "f" else (2**63, "2**63")
+    if arr.size and arr.max() >= limit:
+        raise ParameterError(f"{owner}: `{name}` values must be below {text}")
+    return arr.astype(np.int64)
 
 
 #: ``method=`` of the contribution bound: the exponential mechanism over 0 .. max_bound, or
@@ -96,6 +99,25 @@ def _check(owner: str, epsilon: Any, level: Any, max_bound: Any) -> tuple[float,
 CONTRIBUTION_METHODS = ("quantile", "threshold")
 #: Largest ``max_bound`` of ``method="threshold"`` (one noisy count per candidate is drawn).
 MAX_THRESHOLD_BOUND = 2**20
+#: Largest ``max_bound`` of ``method="quantile"``: its integer support needs a lattice
+#: spacing of at most 1 over ``[0, max_bound]`` (30 bits of the width).
+MAX_QUANTILE_BOUND = 2**31 - 1
+
+
+def _check(
+    owner: str, epsilon: Any, level: Any, max_bound: Any, method: Any = "quantile"
+) -> tuple[float, float, int, str]:
+    eps = check_positive(owner, "epsilon", epsilon)
+    lv = check_level(owner, "level", level)
+    cap = check_int(owner, "max_bound", max_bound, minimum=1)
+    meth = check_choice(owner, "method", method, CONTRIBUTION_METHODS)
+    if meth == "quantile" and cap > MAX_QUANTILE_BOUND:
+        raise ParameterError(
+            f"{owner}: `max_bound` must be at most 2**31 - 1 = {MAX_QUANTILE_BOUND:,} with "
+            f"method='quantile' (its integer support needs a lattice spacing of at most 1 "
+            f"over [0, max_bound]); got {describe(max_bound)}"
+        )
+    return eps, lv, cap, meth
 
 
 def _check_threshold(owner: str, eps: float, level: float, cap: int) -> None:
@@ -164,7 +186,8 @@ def contribution_bound_from_counts(
         trade-off: a high level keeps most rows, a low one cuts the noise).
     max_bound : int
         A public cap: persons with more rows count as ``max_bound`` (it bounds the search);
-        at most ``2**20`` with ``method="threshold"``.
+        at most ``2**20`` with ``method="threshold"``, ``2**31 - 1`` with ``"quantile"``
+        (whose integer support needs a lattice spacing of at most 1).
     rng, accountant
         As everywhere (the accountant is charged before anything is drawn).
     method : {"quantile", "threshold"}
@@ -193,22 +216,17 @@ def contribution_bound_from_counts(
     3
     """
     owner = "contribution_bound_from_counts"
-    eps, lv, cap = _check(owner, epsilon, level, max_bound)
-    r = _int_array(owner, "rows", rows)
-    p = _int_array(owner, "persons", persons)
+    eps, lv, cap, method = _check(owner, epsilon, level, max_bound, method)
+    # row counts and persons are private data: no message below quotes them
+    r = _row_counts(owner, "rows", rows)
+    p = check_count_array(owner, "persons", persons, whole_floats=True)
     if r.shape != p.shape:
         raise ParameterError(f"{owner}: `rows` and `persons` must have the same length")
-    if r.size and r.min() < 1:
-        raise ParameterError(f"{owner}: every row count must be >= 1; got {int(r.min())}")
-    if p.size and p.min() < 0:
-        raise ParameterError(f"{owner}: `persons` must be >= 0; got {int(p.min())}")
     total = exact_total(p)
-    if total >= 2**40:
-        raise ParameterError(f"{owner}: more than 2**40 persons are not supported; got {total}")
-    if method not in CONTRIBUTION_METHODS:
-        raise ParameterError(
-            f"{owner}: `method` must be one of {CONTRIBUTION_METHODS}; got {method!r}"
-        )
+    if total >= MAX_RECORDS:
+        raise ParameterError(f"{owner}: more than 2**40 persons are not supported")
+    if r.size > 1 and not np.all(r[1:] > r[:-1]):
+        raise ParameterError(f"{owner}: `rows` must be sorted and distinct (strictly increasing)")
     if method == "threshold":
         _check_threshold(owner, eps, lv, cap)
         source = as_source(rng)
@@ -272,8 +290,8 @@ def contribution_bound(
     3
     """
     owner = "contribution_bound"
-    eps, lv, cap = _check(owner, epsilon, level, max_bound)
-    arr = _int_array(owner, "rows_per_unit", rows_per_unit)
+    eps, lv, cap, _method = _check(owner, epsilon, level, max_bound)
+    arr = _row_counts(owner, "rows_per_unit", rows_per_unit)
     if arr.size == 0:
         raise ParameterError(f"{owner}: `rows_per_unit` is empty; one entry per person")
     values, counts = np.unique(arr, return_counts=True)

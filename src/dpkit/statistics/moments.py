@@ -26,21 +26,27 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_finite_array, check_number, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_finite_array,
+    check_number,
+    check_positive,
+)
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import Lattice
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
-from dpkit.statistics._input import check_alpha
+from dpkit.statistics._input import check_alpha, record_array
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import (
     VAR_CAP,
     _from_histogram,
     _tail_bounds,
     check_bounds_noise,
-    check_variance_lower,
+    check_moments_lower,
     log2_buckets,
     representable,
 )
@@ -70,10 +76,9 @@ def _prepare(
     bounds_method: Any,
     lower: Any,
     alpha: Any,
+    kind: str,
 ) -> tuple[np.ndarray, float, float, float]:
-    if isinstance(data, np.ma.MaskedArray):
-        raise TypeError(f"{owner}: `data` must not be a masked array; drop or fill first")
-    arr = check_finite_array(owner, "data", data).ravel()
+    arr = check_finite_array(owner, "data", record_array(owner, data))
     eps = check_positive(owner, "epsilon", epsilon)
     a = check_alpha(owner, alpha)
     share = 0.0
@@ -85,12 +90,8 @@ def _prepare(
         share = check_number(owner, "bounds_share", bounds_share)
         if not 0 < share < 1:
             raise ParameterError(f"{owner}: `bounds_share` must be in (0, 1); got {share!r}")
-        if bounds_method not in BOUNDS_METHODS:
-            raise ParameterError(
-                f"{owner}: `bounds_method` must be one of {BOUNDS_METHODS}; got {bounds_method!r}"
-            )
-        if lower is not None:
-            check_number(owner, "lower", lower)
+        check_choice(owner, "bounds_method", bounds_method, BOUNDS_METHODS)
+        check_moments_lower(owner, lower, variance=kind in ("var", "std"))
     else:
         check_bounds(owner, bounds)
         if lower is not None:
@@ -182,10 +183,8 @@ def _moments(
     kind: str,
 ) -> Release:
     arr, eps, share, a = _prepare(
-        owner, data, epsilon, bounds, bounds_share, bounds_method, lower, alpha
+        owner, data, epsilon, bounds, bounds_share, bounds_method, lower, alpha, kind
     )
-    if kind in ("var", "std"):
-        check_variance_lower(owner, lower)
     if isinstance(bounds, str):
         check_bounds_noise(owner, Fraction(eps) * Fraction(share), bounds_method, lower)
     else:
@@ -242,7 +241,14 @@ def _moments(
         if n_lo >= 1:
             cands = [(s1 + sa) / nb for sa in (-h_1, h_1) for nb in (n_lo, n_hi)]
             iv = (c * g + min(cands) * g - half, c * g + max(cands) * g + half)
-            interval = (max(iv[0], lo_v), min(iv[1], hi_v))
+            # The mean of the clipped records lies in [lo_v, hi_v], so the interval is
+            # intersected with the bounds; both ends are clamped into them (not just the
+            # low end raised and the high end lowered), which keeps low <= high when the
+            # noise interval lies wholly outside the bounds (its coverage event failed):
+            # the interval is then the nearest bound. Clamping is monotone, and the raw
+            # estimate lies in iv (s1 / n_t is within the corners of the noise box), so the
+            # clamped value stays within the clamped interval.
+            interval = (min(max(iv[0], lo_v), hi_v), max(min(iv[1], hi_v), lo_v))
         else:
             interval = (lo_v, hi_v)
         return Release(

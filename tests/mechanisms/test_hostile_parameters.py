@@ -1,0 +1,59 @@
+"""Mechanism helpers refuse bad parameters by name (hostile-input sweep, D09 and D10)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dpkit
+from dpkit.mechanisms import Gaussian, Laplace, discrete_gaussian_delta
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "match"),
+    [
+        ((1.0, 1, -1.0), dpkit.ParameterError, "`epsilon` must be a finite number >= 0"),
+        ((1.0, 1, math.nan), dpkit.ParameterError, "`epsilon`"),
+        ((1.0, 1, math.inf), dpkit.ParameterError, "`epsilon`"),
+        ((1.0, 0, 1.0), dpkit.ParameterError, "`sensitivity` must be an int >= 1"),
+        ((1.0, -3, 1.0), dpkit.ParameterError, "`sensitivity`"),
+        ((1.0, 1.5, 1.0), TypeError, "`sensitivity` must be an int"),
+        ((1.0, True, 1.0), TypeError, "`sensitivity`"),
+        ((-1.0, 1, 1.0), dpkit.ParameterError, "`sigma2` must be a finite number > 0"),
+        ((0.0, 1, 1.0), dpkit.ParameterError, "`sigma2`"),
+        ((math.nan, 1, 1.0), dpkit.ParameterError, "`sigma2`"),
+        (("1", 1, 1.0), TypeError, "`sigma2` must be a real number"),
+        ((2.0**63, 1, 1.0), dpkit.ParameterError, "more than 2\\*\\*26 points"),
+        ((1.0, 10**30, 1.0), dpkit.ParameterError, "an int of about 10\\*\\*30"),
+    ],
+)
+def test_discrete_gaussian_delta_refuses_bad_parameters(args: tuple, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match) as info:
+        discrete_gaussian_delta(*args)
+    assert str(info.value).startswith("discrete_gaussian_delta: ")
+
+
+def test_discrete_gaussian_delta_edge_values() -> None:
+    # epsilon = 0 is allowed: delta is then the total variation distance
+    assert 0.0 < discrete_gaussian_delta(1.0, 1, 0.0) < 1.0
+    # epsilon sigma2 / D overflows: both tails are empty
+    assert discrete_gaussian_delta(2.0**30, 1, 1e300) == 0.0
+    # the largest sums the mechanisms need (sigma up to 2**16) are still evaluated
+    assert discrete_gaussian_delta(2.0**32, 1, 1.0) == 0.0
+    assert discrete_gaussian_delta(2.0**32, 2**15, 1e-5) > 0.0
+
+
+@pytest.mark.parametrize("mech", [Laplace(epsilon=1.0), Gaussian(epsilon=1.0, delta=1e-6)])
+def test_noise_checks_size_like_sample(mech: object) -> None:
+    owner = type(mech).__name__ + ".noise"
+    with pytest.raises(dpkit.ParameterError, match=f"^{owner}: `size` must be an int >= 0"):
+        mech.noise(-1, rng=1)  # type: ignore[attr-defined]
+    for bad in (2.0, True, "3", np.float64(2.0)):
+        with pytest.raises(TypeError, match=f"^{owner}: `size`"):
+            mech.noise(bad, rng=1)  # type: ignore[attr-defined]
+        with pytest.raises(TypeError):
+            mech.sample(1.0, bad, rng=1)  # type: ignore[attr-defined]
+    assert mech.noise(0, rng=1).shape == (0,)  # type: ignore[attr-defined]
+    assert mech.noise(np.int64(3), rng=1).shape == (3,)  # type: ignore[attr-defined]
