@@ -133,12 +133,21 @@ def record_array(owner: str, data: Any) -> np.ndarray:
     return as_real_array(owner, "data", data, ndim=1)
 
 
-def check_count_array(owner: str, name: str, value: Any, *, whole_floats: bool) -> np.ndarray:
-    """Counts (``>= 0``) as a 1-D int64 array, refused before any spend when they are not
-    integers (bool and time deltas included: NumPy files those under the integers), not
-    1-D, negative or too large for int64 (a uint64 past ``2**63`` would wrap; a float past
-    ``2**62`` is refused as before). ``whole_floats`` also accepts floats holding whole
-    numbers. The callers cap the exact total (:func:`exact_total`).
+def check_count_array(
+    owner: str,
+    name: str,
+    value: Any,
+    *,
+    whole_floats: bool,
+    minimum: int = 0,
+    what: str = "counts",
+) -> np.ndarray:
+    """Counts (``>= minimum``; 0 or 1) as a 1-D int64 array, refused before any spend when
+    they are not integers (bool and time deltas included: NumPy files those under the
+    integers), not 1-D, below ``minimum`` or too large for int64 (a uint64 past ``2**63``
+    would wrap). ``whole_floats`` also accepts floats holding whole numbers: below ``2**62``
+    for counts, below ``2**53`` (where floats stop being exact) for row counts
+    (``minimum=1``). The callers cap the exact total (:func:`exact_total`).
 
     Counts are private data: the messages never quote them."""
     if isinstance(value, str | bytes | np.ma.MaskedArray):
@@ -148,15 +157,18 @@ def check_count_array(owner: str, name: str, value: Any, *, whole_floats: bool) 
     if arr.dtype.kind not in kinds:
         raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
     if arr.ndim != 1:
-        what = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D shape {arr.shape}"
-        raise ParameterError(f"{owner}: `{name}` must be a 1-D array of counts; got {what}")
+        shape = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D shape {arr.shape}"
+        raise ParameterError(f"{owner}: `{name}` must be a 1-D array of {what}; got {shape}")
     if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr))):
         raise ParameterError(f"{owner}: `{name}` must be whole numbers")
-    if arr.size and arr.min() < 0:
-        raise ParameterError(f"{owner}: `{name}` must be >= 0")
+    if arr.size and arr.min() < minimum:
+        if minimum == 0:
+            raise ParameterError(f"{owner}: `{name}` must be >= 0")
+        raise ParameterError(f"{owner}: every row count in `{name}` must be >= 1")
     # checked before the cast, which would wrap them
-    if arr.dtype.kind == "f" and arr.size and arr.max() >= 2.0**62:
-        raise ParameterError(f"{owner}: `{name}` must be below 2**62")
+    limit, text = (2.0**62, "2**62") if minimum == 0 else (2.0**53, "2**53")
+    if arr.dtype.kind == "f" and arr.size and arr.max() >= limit:
+        raise ParameterError(f"{owner}: `{name}` must be below {text}")
     if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
         raise ParameterError(f"{owner}: `{name}` must fit in int64 (below 2**63)")
     return arr.astype(np.int64)

@@ -72,26 +72,10 @@ class ContributionBound:
 
 
 def _row_counts(owner: str, name: str, value: Any) -> np.ndarray:
-    """Row counts (one per person, or the distinct counts of a histogram): a 1-D array of
-    integers ``>= 1`` (whole floats below ``2**53`` accepted; bools and time deltas refused),
-    as int64. Row counts are private data: the messages never quote them."""
-    if isinstance(value, str | bytes | np.ma.MaskedArray):
-        raise TypeError(f"{owner}: `{name}` must be an array of integers")
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iuf":  # bool, time deltas (NumPy's "integers"), objects, ...
-        raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
-    if arr.ndim != 1:
-        what = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D shape {arr.shape}"
-        raise ParameterError(f"{owner}: `{name}` must be a 1-D array of row counts; got {what}")
-    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr))):
-        raise ParameterError(f"{owner}: `{name}` must hold whole numbers")
-    if arr.size and arr.min() < 1:
-        raise ParameterError(f"{owner}: every row count in `{name}` must be >= 1")
-    # checked before the cast: a float past 2**53 is not exact, a uint64 past 2**63 wraps
-    limit, text = (2**53, "2**53") if arr.dtype.kind == "f" else (2**63, "2**63")
-    if arr.size and arr.max() >= limit:
-        raise ParameterError(f"{owner}: `{name}` values must be below {text}")
-    return arr.astype(np.int64)
+    """Row counts (one per person, or the distinct counts of a histogram): integers
+    ``>= 1`` (:func:`~dpkit.statistics._input.check_count_array`), as int64. Row counts are
+    private data: the messages never quote them."""
+    return check_count_array(owner, name, value, whole_floats=True, minimum=1, what="row counts")
 
 
 #: ``method=`` of the contribution bound: the exponential mechanism over 0 .. max_bound, or
