@@ -126,7 +126,7 @@ def test_one_rule_for_both_commands(
         (
             "x,name\n1,a\n2,b\n",
             "name",
-            "'name' of {path} holds String values such as 'a', not numbers",
+            "'name' of {path} holds String values, not numbers",  # no value quoted
         ),
         ("x,flag\n1,true\n2,false\n", "flag", "holds Boolean values, not numbers"),
         ("x,y\n1,\n2,\n", "y", "'y' of {path} has no values (2 missing, 2 rows)"),
@@ -229,3 +229,15 @@ def test_help_lists_every_method(capsys: pytest.CaptureFixture[str]) -> None:
     for method in METHODS:
         assert method in text
     assert "(required; for Adult's Age: 0,100)" in text
+
+
+@pytest.mark.parametrize("command", ["compare", "sensitivity"])
+def test_a_csv_parse_error_quotes_no_data(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Polars' parse error quotes the line it failed on; the message names its type only."""
+    path = tmp_path / "bad.csv"
+    path.write_text('a,b\n1,2\n"SECRETQ,3\n')
+    assert main([command, "--data", str(path), "--column", "a", "--bounds", "0,10"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "SECRETQ" not in err

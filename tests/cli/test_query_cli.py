@@ -175,3 +175,21 @@ def test_query_auto_bounds_and_auto_rows(data: Path, capsys: pytest.CaptureFixtu
     bad = ["query", str(data), "--epsilon", "1", "--unit", "pid", "--max-rows", "x", "--count"]
     assert main(bad) != 0
     assert "--max-rows takes an int or 'auto'" in capsys.readouterr().err
+
+
+def test_unreadable_keys_and_non_finite_json(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty or unreadable --keys file is one line of error (it was a Polars traceback),
+    and --json is strict JSON: a sum past the float range is null, not -Infinity."""
+    empty = tmp_path / "keys.csv"
+    empty.write_text("")
+    args = ["query", str(data), "--epsilon", "1", "--group-by", "Sex", "--count"]
+    assert main([*args, "--keys", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the --keys file" in err and "Traceback" not in err
+    assert main([*args, "--keys", str(data)]) == 2  # a Parquet file is not a CSV
+    assert "cannot read the --keys file" in capsys.readouterr().err
+    assert main(["query", "adult", "--epsilon", "1", "--sum", "Age:-1e308:-1e307", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
+    assert out["rows"] == [[None, None, None]]

@@ -224,3 +224,44 @@ def test_alphas_and_lowers_the_statistics_refuse_are_refused_before_the_spend() 
         dp.std("x", bounds="auto", lower=1e308)
     assert s.accountant.spent == dp.PureDP(0.0)
     s.query().agg(dp.mean("x", bounds="auto", lower=1e300)).release(epsilon=0.5, alpha=1e-250)
+
+
+def test_a_delta_too_small_to_split_is_refused_before_keys_are_released() -> None:
+    """Half of delta 5e-324 rounds to 0: private keys used to be released without any
+    threshold (a group of one record was published). Refused before the spend, as is a
+    delta whose share per key a unit may hold rounds to 0."""
+    df = pl.DataFrame({"city": ["Atlantis"] + ["Paris"] * 300, "pid": range(301)})
+    s = dp.Session(df, budget=dp.ApproxDP(10.0, 1e-3))
+    with pytest.raises(dp.ParameterError, match="too small to share with the key threshold"):
+        s.query().group_by("city").agg(dp.count()).release(epsilon=1.0, delta=5e-324)
+    s = dp.Session(
+        df,
+        privacy_unit="pid",
+        max_rows_per_unit=3,
+        max_groups_per_unit=3,
+        budget=dp.ApproxDP(10.0, 1e-3),
+    )
+    with pytest.raises(dp.ParameterError, match="split over the 3 keys a unit may hold"):
+        s.query().group_by("city").agg(dp.count()).release(epsilon=1.0, delta=1e-323)
+    assert s.accountant.spent == dp.ApproxDP(0.0, 0.0)
+    out = s.query().group_by("city").agg(dp.count()).release(epsilon=1.0, delta=1e-6)
+    assert "Atlantis" not in out["city"].to_list()
+
+
+def test_a_key_twice_or_a_bin_column_named_like_a_key_is_refused_before_the_spend() -> None:
+    """``group_by("city", "city")`` failed after the spend (a DuplicateError), and a
+    histogram's bin column (``age_from``, or the column itself for categories) silently
+    replaced a group key of that name."""
+    df = pl.DataFrame(
+        {"city": ["a", "b"] * 50, "age": [30.0, 60.0] * 50, "age_from": ["m", "n"] * 50}
+    )
+    s = dp.Session(df, budget=dp.ApproxDP(10.0, 1e-3))
+    with pytest.raises(dp.ParameterError, match="a column appears twice"):
+        s.query().group_by("city", "city")
+    q = s.query().group_by("age_from", keys=["m", "n"])
+    with pytest.raises(dp.ParameterError, match="bin column 'age_from' would replace a group key"):
+        q.agg(dp.histogram("age", bins=[0, 50, 100])).release(epsilon=1.0)
+    q = s.query().group_by("city", keys=["a", "b"])
+    with pytest.raises(dp.ParameterError, match="bin column 'city' would replace a group key"):
+        q.agg(dp.histogram("city", bins=["a", "b"])).release(epsilon=1.0)
+    assert s.accountant.spent == dp.ApproxDP(0.0, 0.0)

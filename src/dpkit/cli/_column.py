@@ -61,9 +61,13 @@ def read_column(path: Path | None, column: str | None) -> tuple[np.ndarray, str]
     else:
         try:
             frame = pl.read_csv(path, infer_schema_length=None)
-        except (OSError, pl.exceptions.PolarsError) as exc:
+        except OSError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ParameterError(f"--data: cannot read {path} as CSV: {first}") from None
+        except pl.exceptions.PolarsError as exc:  # a parse error can quote the data
+            raise ParameterError(
+                f"--data: cannot read {path} as CSV ({type(exc).__name__})"
+            ) from None
         where = str(path)
     if column not in frame.columns:
         raise ParameterError(
@@ -84,15 +88,8 @@ def read_column(path: Path | None, column: str | None) -> tuple[np.ndarray, str]
     if not col.dtype.is_numeric():
         numeric = [c for c in frame.columns if frame[c].dtype.is_numeric()]
         hint = f"numeric columns: {', '.join(numeric)}" if numeric else "it has no numeric column"
-        example = ""
-        if col.dtype == pl.String:
-            bad_text = col.drop_nulls().filter(
-                col.drop_nulls().cast(pl.Float64, strict=False).is_null()
-            )
-            example = f" such as {bad_text[0]!r}"
-        raise ParameterError(
-            f"--column: {column!r} of {where} holds {col.dtype} values{example}, not numbers; "
-            f"{hint}"
+        raise ParameterError(  # no example value: error messages never quote the data
+            f"--column: {column!r} of {where} holds {col.dtype} values, not numbers; {hint}"
         )
     values = col.drop_nulls().cast(pl.Float64).to_numpy()
     bad = int(np.count_nonzero(~np.isfinite(values)))

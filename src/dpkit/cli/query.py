@@ -103,7 +103,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
     p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (a value past the float range is null)"
+    )
     p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
     p.set_defaults(func=run)
 
@@ -245,11 +247,21 @@ def _keys(args: argparse.Namespace, by: list[str]) -> Any:
         return None
     import polars as pl
 
-    frame = pl.read_csv(args.keys, infer_schema_length=10_000)
+    try:
+        frame = pl.read_csv(args.keys, infer_schema_length=10_000)
+    except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
+        raise ParameterError(
+            f"query: cannot read the --keys file {args.keys!r} as CSV ({type(err).__name__})"
+        ) from None
     missing = [c for c in by if c not in frame.columns]
     if missing:
         raise ParameterError(f"query: the --keys file lacks column(s) {missing}")
     return frame.select(by)
+
+
+def _json_number(value: Any) -> Any:
+    """``value``, or None for a float that is not finite (strict JSON has neither)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _max_rows(text: str | None) -> int | str | None:
@@ -293,7 +305,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "columns": frame.columns,
-            "rows": [list(r) for r in frame.rows()],
+            # strict JSON has no inf or NaN: a sum past the float range is written null
+            "rows": [[_json_number(v) for v in r] for r in frame.rows()],
             "privacy": repr(rel.privacy),
             "relation": rel.relation,
             "privacy_unit": rel.privacy_unit,
@@ -306,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
             },
             "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
         }
-        print(json.dumps(out, default=str))
+        print(json.dumps(out, default=str, allow_nan=False))
         return 0
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True):
         print(frame)

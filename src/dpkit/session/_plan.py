@@ -96,6 +96,11 @@ def make_budget(
         cost: PrivacyLoss = ApproxDP(eps, d) if private_keys else PureDP(eps)
         return Budget("laplace", cost, Fraction(eps), None, d if private_keys else 0.0)
     d_sel = d / 2 if private_keys else 0.0
+    if private_keys and d_sel == 0:  # a subnormal delta: half of it rounds to 0
+        raise ParameterError(
+            f"{owner}: `delta` {d!r} is too small to share with the key threshold (half of it "
+            "rounds to 0); raise delta or give public keys"
+        )
     rho_total = approx_to_zcdp(eps, d - d_sel).rho
     if rho_total == 0:
         raise ParameterError(
@@ -273,6 +278,11 @@ def split(
                 "need a coarser lattice); raise epsilon or the selection weight"
             )
         delta_single = budget.delta_select / keys  # union bound over the unit's own keys
+        if delta_single == 0:
+            raise ParameterError(
+                f"release: `delta` is too small for private keys: split over the {keys} "
+                "keys a unit may hold, it rounds to 0; raise delta or give public keys"
+            )
         tau = threshold(noise.kind, noise.scale, delta_single, top=1)
         selection = SelectionPlan(noise.kind, share, noise, budget.delta_select, keys, tau, reuse)
     return parts, quants, selection, auto

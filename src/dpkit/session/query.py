@@ -369,6 +369,8 @@ class Query:
         for c in columns:
             if not isinstance(c, str):
                 raise TypeError(f"group_by: columns must be str; got {c!r}")
+        if len(set(columns)) != len(columns):
+            raise ParameterError(f"group_by: a column appears twice; got {list(columns)!r}")
         w = check_positive("group_by", "selection_weight", selection_weight)
         kf = None if keys is None else _public_keys(tuple(columns), keys)
         return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w)
@@ -436,6 +438,18 @@ class Query:
         names: list[str] = list(self._by)
         for a in self._aggs:
             a.check_schema(schema)
+            if isinstance(a, Histogram):  # the bin columns sit beside the keys
+                assert a.column is not None
+                bins = (
+                    [a.column] if a.edges is None else [f"{a.column}_{e}" for e in ("from", "to")]
+                )
+                for col in bins:
+                    if col in names:
+                        raise ParameterError(
+                            f"dp.histogram({a.column!r}): its bin column {col!r} would replace "
+                            "a group key of that name; rename the key column first"
+                        )
+                    names.append(col)
             for out in a.outputs():
                 for col in (out, f"{out}_low", f"{out}_high"):
                     if col in names:
@@ -515,6 +529,11 @@ class Query:
             selection_weight=self._sel_w,
             reuse=self._reuse(aggs, k),
         )
+        if private != (sel is not None):  # private keys always pass a noisy threshold
+            raise ParameterError(
+                f"release: `delta` {delta!r} is too small to choose the group keys privately "
+                "(its share for the key threshold rounds to 0); raise delta or give public keys"
+            )
         return dataclasses.replace(
             base,
             parts=tuple(parts),
