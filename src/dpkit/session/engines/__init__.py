@@ -9,9 +9,13 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.with_bins` - optionally, a numeric histogram's bin per row, by a binary
   search (by default nested ``when/then``; Polars and pandas search natively, DuckDB joins
   the edges as of the value, Spark uses its ``Bucketizer``);
+* :meth:`Engine.with_categories` - optionally, a categorical histogram's bin per row (by
+  default a balanced sum of indicators; Spark looks the value up in one array);
 * :meth:`Engine.check_column` - optionally, refuse before the spend a column name the
-  engine cannot use in a role (``*`` everywhere, a dotted key on DuckDB, a dotted name on
-  Spark);
+  engine cannot use in a role (``*`` and the empty name everywhere, a dotted key on DuckDB,
+  a dotted name on Spark);
+* :meth:`Engine.ambiguous_columns` - optionally, the names a query cannot tell apart
+  (duplicates; on Spark, names differing only by case);
 * :meth:`Engine.is_empty` - whether the data has a row (the empty-table check);
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.
