@@ -226,12 +226,14 @@ def split(
     alpha: float,
     selection_weight: float,
     reuse: str | None,
+    private: bool,
 ) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None, list[BoundsPlan]]:
     """Split the budget by weight and build each part's noise (see :func:`make_budget`);
     an aggregate with ``bounds="auto"`` gives its bounds stage ``bounds_share`` of its share
-    and its statistics the rest (once its bounds are chosen)."""
+    and its statistics the rest (once its bounds are chosen). ``private``: the keys are
+    chosen privately, so a selection stage is always planned (never inferred from the
+    delta, which can round to 0)."""
     weights = [Fraction(a.weight) for a in aggregates]
-    private = budget.delta_select > 0
     sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
     total = sum(weights, Fraction(0)) + sel_w
     parts: list[PartPlan] = []

@@ -528,12 +528,8 @@ class Query:
             alpha=a,
             selection_weight=self._sel_w,
             reuse=self._reuse(aggs, k),
+            private=private,
         )
-        if private != (sel is not None):  # private keys always pass a noisy threshold
-            raise ParameterError(
-                f"release: `delta` {delta!r} is too small to choose the group keys privately "
-                "(its share for the key threshold rounds to 0); raise delta or give public keys"
-            )
         return dataclasses.replace(
             base,
             parts=tuple(parts),
