@@ -105,6 +105,16 @@ def check_number(owner: str, name: str, value: Any) -> float:
     return _real(owner, name, value, "a finite number")
 
 
+def check_nonnegative(owner: str, name: str, value: Any) -> float:
+    """A finite number greater than or equal to zero."""
+    out = _real(owner, name, value, "a finite number")
+    if out < 0:
+        raise ParameterError(
+            f"{owner}: `{name}` must be a finite number >= 0; got {describe(value)}"
+        )
+    return out
+
+
 def check_positive(
     owner: str, name: str, value: Any, *, at_most: float | None = None, hint: str = ""
 ) -> float:

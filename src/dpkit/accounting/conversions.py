@@ -25,7 +25,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-from dpkit._validate import check_choice, check_delta, check_number, check_positive
+from dpkit._validate import check_choice, check_delta, check_nonnegative, check_positive
 from dpkit.accounting._rational import finite_up, round_up
 from dpkit.accounting.loss import ZCDP, ApproxDP, PureDP
 from dpkit.errors import ParameterError
@@ -46,10 +46,7 @@ def _epsilon_of(owner: str, value: Any) -> float:
         return value.epsilon
     if isinstance(value, ZCDP):
         raise TypeError(f"{owner}: needs a pure epsilon-DP guarantee; got {value!r}")
-    eps = check_number(owner, "epsilon", value)
-    if eps < 0:
-        raise ParameterError(f"{owner}: `epsilon` must be a finite number >= 0; got {value!r}")
-    return eps
+    return check_nonnegative(owner, "epsilon", value)
 
 
 def _rho_of(owner: str, value: Any) -> float:
@@ -60,10 +57,7 @@ def _rho_of(owner: str, value: Any) -> float:
             f"{owner}: needs a zCDP guarantee; got {value!r} (convert it first with "
             "pure_to_zcdp or bounded_range_to_zcdp)"
         )
-    rho = check_number(owner, "rho", value)
-    if rho < 0:
-        raise ParameterError(f"{owner}: `rho` must be a finite number >= 0; got {value!r}")
-    return rho
+    return check_nonnegative(owner, "rho", value)
 
 
 def pure_to_zcdp(epsilon: PureDP | float) -> ZCDP:

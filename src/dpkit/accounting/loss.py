@@ -24,19 +24,12 @@ ApproxDP(epsilon=1.5, delta=1e-06)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Union
 
-from dpkit._validate import check_delta, check_number
+from dpkit._validate import check_delta, check_nonnegative
 from dpkit.errors import ParameterError
 
 __all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP"]
-
-
-def _nonneg(owner: str, name: str, value: Any) -> float:
-    out = check_number(owner, name, value)
-    if out < 0:
-        raise ParameterError(f"{owner}: `{name}` must be a finite number >= 0; got {value!r}")
-    return out
 
 
 class _EpsilonDelta:
@@ -90,7 +83,7 @@ class PureDP(_EpsilonDelta):
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _nonneg("PureDP", "epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", check_nonnegative("PureDP", "epsilon", self.epsilon))
 
     def _pair(self) -> tuple[float, float]:
         return self.epsilon, 0.0
@@ -136,7 +129,7 @@ class ApproxDP(_EpsilonDelta):
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _nonneg("ApproxDP", "epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", check_nonnegative("ApproxDP", "epsilon", self.epsilon))
         object.__setattr__(self, "delta", check_delta("ApproxDP", self.delta))
 
     def _pair(self) -> tuple[float, float]:
@@ -186,7 +179,7 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _nonneg("ZCDP", "rho", self.rho))
+        object.__setattr__(self, "rho", check_nonnegative("ZCDP", "rho", self.rho))
 
     def __add__(self, other: object) -> ZCDP:
         if isinstance(other, ZCDP):

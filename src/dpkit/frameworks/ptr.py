@@ -52,7 +52,7 @@ from dpkit._validate import (
     check_delta,
     check_finite_array,
     check_int,
-    check_number,
+    check_nonnegative,
     check_positive,
     check_relation,
 )
@@ -105,9 +105,7 @@ def ptr_threshold(epsilon_test: float, delta: float, spacing: float = 0.0) -> fl
     owner = "ptr_threshold"
     eps = check_positive(owner, "epsilon_test", epsilon_test)
     dlt = check_delta(owner, delta, allow_zero=False)
-    g = check_number(owner, "spacing", spacing)
-    if g < 0:
-        raise ParameterError(f"{owner}: `spacing` must be a finite number >= 0; got {g!r}")
+    g = check_nonnegative(owner, "spacing", spacing)
     if math.isinf(1 / (2 * dlt)):
         # propose_test_release refuses such a delta (its threshold overflows): so does this
         raise ParameterError(

@@ -15,7 +15,7 @@ from dpkit._validate import (
     check_delta,
     check_finite_result,
     check_int,
-    check_number,
+    check_nonnegative,
     check_positive,
     check_relation,
     describe,
@@ -249,9 +249,7 @@ def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> 
     owner = "discrete_gaussian_delta"
     sigma2 = check_positive(owner, "sigma2", sigma2)
     sensitivity = check_int(owner, "sensitivity", sensitivity, minimum=1)
-    epsilon = check_number(owner, "epsilon", epsilon)
-    if epsilon < 0:
-        raise ParameterError(f"{owner}: `epsilon` must be a finite number >= 0; got {epsilon!r}")
+    epsilon = check_nonnegative(owner, "epsilon", epsilon)
     sigma = math.sqrt(sigma2)
     if 40 * sigma + 2 * sensitivity + 3 > _MAX_DELTA_POINTS:
         raise ParameterError(
