@@ -20,10 +20,12 @@ __all__ = [
     "check_count_array",
     "check_level",
     "check_levels",
+    "check_total",
     "counts_from_data",
     "counts_from_summary",
     "exact_total",
     "record_array",
+    "series_like",
 ]
 
 #: Largest total of records (or persons) a summary may hold: ``2**40`` keeps the weighted
@@ -66,17 +68,23 @@ def check_level(owner: str, name: str, value: Any, low: float = 0.0) -> float:
     return v
 
 
+def series_like(value: Any) -> bool:
+    """Whether ``value`` is a pandas or polars Series (or another sized array-like that is
+    neither a sequence nor a NumPy array or scalar)."""
+    return (
+        not isinstance(value, Sequence | np.ndarray | np.generic | str | bytes)
+        and hasattr(value, "__array__")
+        and hasattr(value, "__len__")
+    )
+
+
 def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
     """Levels as a tuple of floats in (0, 1), strictly increasing; and whether a scalar came in.
 
     Raises TypeError for non-numbers (bool included) and ParameterError for values outside
     (0, 1), NaN, an empty sequence, unsorted or repeated levels.
     """
-    if (
-        not isinstance(levels, Sequence | np.ndarray | np.generic | str | bytes)
-        and hasattr(levels, "__array__")
-        and hasattr(levels, "__len__")
-    ):  # a pandas or polars Series (or another array-like): its values, as for an ndarray
+    if series_like(levels):  # its values, as for an ndarray
         levels = np.asarray(levels)
     scalar = not isinstance(levels, Sequence | np.ndarray) or isinstance(levels, str | bytes)
     if isinstance(levels, np.ndarray) and levels.ndim == 0:
@@ -192,6 +200,13 @@ def exact_total(counts: np.ndarray) -> int:
     return sum(int(counts[i : i + 2**20].sum()) for i in range(0, counts.size, 2**20))
 
 
+def check_total(owner: str, counts: np.ndarray, what: str = "records") -> None:
+    """Refuse int64 counts whose exact total (:func:`exact_total`) is :data:`MAX_RECORDS`
+    or more; the total is private and never quoted."""
+    if exact_total(counts) >= MAX_RECORDS:
+        raise ParameterError(f"{owner}: more than 2**40 {what} are not supported")
+
+
 def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) -> Counts:
     """A compact summary: sorted distinct finite ``points`` with int ``counts >= 0``.
 
@@ -214,7 +229,5 @@ def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) 
         )
     if pts.size > 1 and not np.all(pts[1:] > pts[:-1]):
         raise ParameterError(f"{owner}: `points` must be sorted and distinct (strictly increasing)")
-    total = exact_total(cnt)
-    if total >= MAX_RECORDS:
-        raise ParameterError(f"{owner}: more than 2**40 records are not supported")
+    check_total(owner, cnt)
     return Counts.build(lattice, lattice.units(pts), cnt)

@@ -55,6 +55,7 @@ from dpkit.statistics._input import (
     counts_from_data,
     counts_from_summary,
     record_array,
+    series_like,
 )
 from dpkit.statistics._intervals import helper_offset, interval_stage
 from dpkit.statistics._joint import joint_exp, joint_exp_samples
@@ -539,9 +540,7 @@ def quantile(
     >>> round(quantile(np.arange(1.0, 100.0), 0.9, epsilon=1.0, bounds=(0, 100), rng=2).value, 2)
     90.81
     """
-    if isinstance(q, list | tuple | np.ndarray) or (
-        hasattr(q, "__array__") and hasattr(q, "__len__")  # a pandas or polars Series
-    ):
+    if isinstance(q, list | tuple | np.ndarray) or series_like(q):
         raise TypeError("quantile: `q` must be one level; use quantiles() for several")
     return quantiles(
         data,

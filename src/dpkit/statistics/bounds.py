@@ -38,11 +38,10 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import (
-    MAX_RECORDS,
     as_rational_level,
     check_count_array,
     check_level,
-    exact_total,
+    check_total,
     record_array,
 )
 
@@ -94,7 +93,9 @@ def bucket_edges(buckets: Any) -> tuple[np.ndarray, np.ndarray]:
     Raises TypeError for non-integers (floats, NaN, bool, time deltas) and ParameterError
     for ids outside ``[-2099, 2099]`` (no such bucket).
     """
-    b = _bucket_ids("bucket_edges", "buckets", buckets, -_TOP, _TOP)
+    if isinstance(buckets, str | bytes | np.ma.MaskedArray):
+        raise TypeError("bucket_edges: `buckets` must be an array of integers")
+    b = _bucket_ids("bucket_edges", "buckets", np.asarray(buckets), -_TOP, _TOP)
     e = np.abs(b) - _OFFSET
     top = np.finfo(np.float64).max  # the last bucket [2**1023, max]: 2**1024 overflows
     high = np.where(b == 0, 0.0, np.where(e >= 1024, top, np.ldexp(1.0, np.minimum(e, 1023))))
@@ -142,12 +143,9 @@ BOUNDS_CAP, MIN_WIDTH = 2.0**1020, 2.0**-960
 VAR_CAP, VAR_MIN_WIDTH = 2.0**500, 2.0**-480
 
 
-def _bucket_ids(owner: str, name: str, value: Any, lo: int, hi: int) -> np.ndarray:
+def _bucket_ids(owner: str, name: str, arr: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Integer ids in ``[lo, hi]`` as int64 (TypeError for other dtypes: floats, bool, time
     deltas, which NumPy files under the integers; ParameterError out of range)."""
-    if isinstance(value, str | bytes | np.ma.MaskedArray):
-        raise TypeError(f"{owner}: `{name}` must be an array of integers")
-    arr = np.asarray(value)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")
     if arr.size and (arr.min() < lo or arr.max() > hi):
@@ -397,24 +395,16 @@ def _keyed_counts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Engine-side counts per key, checked: integer keys in ``[lo, hi]``, each once, with
     integer counts ``>= 0`` of the same 1-d shape; returned as int64 arrays."""
-    k = np.asarray(keys)
-    if k.dtype.kind not in "iu":  # bool and time deltas (NumPy's "integers") refused
-        raise TypeError(f"{owner}: `{name}s` must hold integers; got dtype {k.dtype}")
-    c = np.asarray(counts)
-    if c.dtype.kind not in "iu":
-        raise TypeError(f"{owner}: `counts` must hold integers; got dtype {c.dtype}")
+    k = _bucket_ids(owner, f"{name}s", np.asarray(keys), lo, hi)
+    # counts are private: refused (never quoted) when not integers, negative, beyond int64
+    # or with a total of 2**40 or more (the noisy sums in int64 would wrap)
+    c = check_count_array(owner, "counts", np.asarray(counts), whole_floats=False)
     if k.shape != c.shape or k.ndim != 1:
         raise ParameterError(f"{owner}: `{name}s` and `counts` must be 1-d of one shape")
-    if k.size and (k.min() < lo or k.max() > hi):
-        raise ParameterError(f"{owner}: {name}s must lie in [{lo}, {hi}]")
-    # counts are private: refused (never quoted) when negative, beyond int64 or with a
-    # total of 2**40 or more (the noisy sums in int64 would wrap)
-    c64 = check_count_array(owner, "counts", c, whole_floats=False)
-    if exact_total(c64) >= MAX_RECORDS:
-        raise ParameterError(f"{owner}: more than 2**40 records are not supported")
+    check_total(owner, c)
     if k.size != np.unique(k).size:
         raise ParameterError(f"{owner}: every {name} must appear once")
-    return k.astype(np.int64), c64
+    return k, c
 
 
 def _check_beta(owner: str, beta: Any) -> float:

@@ -31,11 +31,10 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import (
-    MAX_RECORDS,
     as_rational_level,
     check_count_array,
     check_level,
-    exact_total,
+    check_total,
 )
 from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
@@ -206,9 +205,7 @@ def contribution_bound_from_counts(
     p = check_count_array(owner, "persons", persons, whole_floats=True)
     if r.shape != p.shape:
         raise ParameterError(f"{owner}: `rows` and `persons` must have the same length")
-    total = exact_total(p)
-    if total >= MAX_RECORDS:
-        raise ParameterError(f"{owner}: more than 2**40 persons are not supported")
+    check_total(owner, p, "persons")
     if r.size > 1 and not np.all(r[1:] > r[:-1]):
         raise ParameterError(f"{owner}: `rows` must be sorted and distinct (strictly increasing)")
     if method == "threshold":
