@@ -16,6 +16,7 @@ from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
 __all__ = [
+    "EXACT_QUERIES",
     "OnLattice",
     "check_exact_query",
     "grid_for_bounds",
@@ -55,12 +56,19 @@ def grid_value(units: int, spacing: float) -> float:
     return float(Fraction(units) * Fraction(spacing))
 
 
-def check_exact_query(owner: str, query: Any, resolved: Any, supported: str) -> None:
+#: The query names with an exact ``A(f, x, k)`` (``dpkit.sensitivity.at_distance.SUPPORTED``).
+EXACT_QUERIES = "'count', 'sum', 'mean', 'median', a percentile ('pNN'), 'var' or 'std'"
+
+
+def check_exact_query(
+    owner: str, query: Any, resolved: Any, supported: str = EXACT_QUERIES
+) -> None:
     """Refuse a query without an exact ``A(f, x, k)`` (a callable, a histogram), by name.
 
     ``resolved`` is :func:`dpkit.queries.resolve` of ``query``; ``supported`` lists the
-    query names ``owner`` takes. A callable such as ``numpy.median`` is named as a callable
-    (its ``__name__`` is not a query name: dpkit cannot know what it computes).
+    query names ``owner`` takes (by default all of them). A callable such as
+    ``numpy.median`` is named as a callable (its ``__name__`` is not a query name: dpkit
+    cannot know what it computes).
     """
     from dpkit.queries import Query
     from dpkit.sensitivity.at_distance import SUPPORTED

@@ -162,9 +162,9 @@ def threshold_plan(epsilon_test: float, delta: float) -> tuple[float, float, int
     return g_test, threshold, _cap(threshold, epsilon_test)
 
 
-#: The query names propose-test-release takes, and those the distance to high sensitivity takes.
+#: The query names propose-test-release takes (the distance to high sensitivity takes all
+#: of :data:`~dpkit.frameworks._common.EXACT_QUERIES`).
 _PTR_QUERIES = "'count', 'sum', 'mean', 'median' or a percentile ('pNN')"
-_DISTANCE_QUERIES = "'count', 'sum', 'mean', 'median', a percentile ('pNN'), 'var' or 'std'"
 
 
 def _query(query: Any) -> Any:
@@ -220,7 +220,7 @@ def distance_to_high_sensitivity(
         cap = check_int(owner, "cap", cap, minimum=1)
     arr = np.clip(check_finite_array(owner, "data", data, ndim=1), lower, upper)
     q = _query(query)
-    check_exact_query(owner, query, q, _DISTANCE_QUERIES)
+    check_exact_query(owner, query, q)
     x, lo, hi = at_distance.prepare(owner, q, arr, (lower, upper))
     limit = cap if cap is not None else x.size + 4
     stable = at_distance.stable_distance(q, x.size, relation)

@@ -80,7 +80,6 @@ __all__ = [
 
 _OWNER = "smooth_sensitivity_release"
 NOISES = ("laplace", "cauchy", "student_t")
-_SMOOTH_QUERIES = "'count', 'sum', 'mean', 'median', a percentile ('pNN'), 'var' or 'std'"
 
 
 def smooth_noise_parameters(
@@ -172,7 +171,7 @@ def _prepare(
     check_relation(_OWNER, relation)
     arr = np.clip(check_finite_array(_OWNER, "data", data, ndim=1), lower, upper)
     q = resolve(query, owner=_OWNER)
-    check_exact_query(_OWNER, query, q, _SMOOTH_QUERIES)
+    check_exact_query(_OWNER, query, q)
     lat = on_data_lattice(arr, lower, upper, owner=_OWNER)
     beta, mult = _noise_parameters(noise, eps, dlt, df, _OWNER)
     params = f"`epsilon`={eps!r}" + (f", `delta`={dlt!r}" if noise == "laplace" else "")
@@ -275,7 +274,7 @@ def smooth_upper_bound(
     from dpkit.sensitivity import at_distance, smooth
 
     q = resolve(query, owner=_OWNER)
-    check_exact_query("smooth_upper_bound", query, q, _SMOOTH_QUERIES)
+    check_exact_query("smooth_upper_bound", query, q)
     if exact_k is None and _fast_percentile(q, relation):
         x, lo, hi = at_distance.prepare(_OWNER, q, data, (lower, upper))
         best, best_k = _smooth_percentile(q, x, beta, lo, hi)
