@@ -169,15 +169,110 @@ def test_wrong_format_version(path: Path) -> None:
         Accountant.open(path)
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+_AS_ROOT = os.name != "posix" or os.geteuid() == 0
+
+
+@pytest.mark.skipif(_AS_ROOT, reason="root reads anything")
 def test_unreadable_file(path: Path) -> None:
+    """A healthy ledger the user may not read is said to be so, never called corrupt."""
     Accountant.create(path, PureDP(1.0)).close()
     path.chmod(0)
     try:
-        with pytest.raises(LedgerError):
+        with pytest.raises(LedgerError, match="cannot be read: permission denied") as err:
             Accountant.open(path)
+        assert "corrupt" not in str(err.value)
     finally:
         path.chmod(0o600)
+
+
+@pytest.mark.skipif(_AS_ROOT, reason="root writes anything")
+def test_ledger_in_a_read_only_folder(tmp_path: Path) -> None:
+    """SQLite needs the ledger's folder writable even to read it (its -wal and -shm files):
+    the error says so, never "corrupt"."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "budget.sqlite"
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.25), label="before")
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(LedgerError, match="is in a read-only folder") as err:
+            Accountant.open(path)
+        assert "corrupt" not in str(err.value)
+    finally:
+        folder.chmod(0o755)
+    with Accountant.open(path) as acct:  # the ledger was healthy all along
+        assert acct.spent == PureDP(0.25)
+
+
+@pytest.mark.skipif(_AS_ROOT, reason="root writes anything")
+def test_read_only_ledger_file_refuses_the_spend_saying_why(path: Path) -> None:
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.25), label="before")
+    path.chmod(0o444)
+    try:
+        with Accountant.open(path) as acct:  # reading works: the folder is writable
+            assert acct.spent == PureDP(0.25)
+            with pytest.raises(LedgerError, match=r"read-only.*nothing was spent") as err:
+                acct.spend(PureDP(0.25), label="refused")
+        assert "corrupt" not in str(err.value)
+    finally:
+        path.chmod(0o644)
+    with Accountant.open(path) as acct:
+        assert [s.label for s in acct.history] == ["before"]
+
+
+def _sqlite_error(name: str) -> sqlite3.OperationalError:
+    """An error as SQLite raises it, with its result code (``sqlite_errorcode``)."""
+    exc = sqlite3.OperationalError(f"SQLite says {name}")
+    exc.sqlite_errorcode = getattr(sqlite3, name)  # type: ignore[attr-defined]
+    exc.sqlite_errorname = name  # type: ignore[attr-defined]
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        # what an unprivileged user meets: a read-only folder, a read-only file, a file
+        # SQLite cannot open (the last with an extended code, classified by its low byte)
+        ("SQLITE_READONLY_DIRECTORY", "is in a read-only folder"),
+        ("SQLITE_READONLY", "is read-only here"),
+        ("SQLITE_READONLY_CANTLOCK", "is read-only here"),
+        ("SQLITE_CANTOPEN", "cannot be opened"),
+        ("SQLITE_PERM", "cannot be opened"),
+        ("SQLITE_CANTOPEN_ISDIR", "cannot be opened"),
+        ("SQLITE_BUSY", "is busy"),
+        ("SQLITE_IOERR", "SQLite says SQLITE_IOERR"),
+    ],
+)
+def test_access_errors_are_never_called_corruption(
+    path: Path, monkeypatch: pytest.MonkeyPatch, name: str, words: str
+) -> None:
+    """The classification runs as root too: SQLite refusing to open a healthy ledger (as an
+    unprivileged user meets it, see the tests above) is said as what it is."""
+    Accountant.create(path, PureDP(1.0)).close()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _sqlite_error(name)
+
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    with pytest.raises(LedgerError, match=words) as err:
+        Accountant.open(path)
+    assert "corrupt" not in str(err.value) and str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["SQLITE_CORRUPT", "SQLITE_NOTADB"])
+def test_damaged_content_is_corruption(
+    path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    Accountant.create(path, PureDP(1.0)).close()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _sqlite_error(name)
+
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    with pytest.raises(LedgerError, match="is corrupt"):
+        Accountant.open(path)
 
 
 def test_directory_is_not_a_ledger(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,8 @@ def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture
         (["--epsilon", "0"], "`budget.epsilon` must be a finite number > 0"),
         (["--epsilon", "nan"], "`epsilon` must be a finite number"),
         (["--epsilon", "1", "--delta", "1.5"], "`delta`"),
+        (["--epsilon", "1", "--delta", "0.9"], "--delta 0.9 is above 1/2"),
+        (["--epsilon", "1", "--delta", "0.5000001"], "protects no one"),
     ],
 )
 def test_init_bad_budgets(
@@ -63,6 +66,34 @@ def test_init_bad_budgets(
     path = tmp_path / "b.sqlite"
     assert main(["budget", "init", str(path), *args]) == 2
     assert message in capsys.readouterr().err
+    assert not path.exists()
+
+
+def test_init_delta_of_one_half_is_the_largest_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "0.5"]) == 0
+    with Accountant.open(path) as acct:
+        assert acct.budget == ApproxDP(1.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--epsilon", "1", "--epsilon", "10"],
+        ["--epsilon", "1", "--delta", "1e-6", "--delta", "1e-3"],
+        ["--rho", "1", "--rho", "2"],
+        ["--epsilon", "1", "--relation", "bounded", "--relation", "unbounded"],
+    ],
+)
+def test_init_option_given_twice_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """argparse kept the last value without a word: --epsilon 1 --epsilon 10 made budget 10."""
+    path = tmp_path / "b.sqlite"
+    with pytest.raises(SystemExit) as exit_:
+        main(["budget", "init", str(path), *args])
+    assert exit_.value.code == 2
+    assert f"argument {args[-2]}: given twice" in capsys.readouterr().err
     assert not path.exists()
 
 
@@ -96,6 +127,34 @@ def test_show_missing_or_corrupt(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bad.write_bytes(b"\x00garbage" * 100)
     assert main(["budget", "show", str(bad)]) == 2
     assert "corrupt" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_show_says_what_stops_it_never_corrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A healthy ledger in a read-only folder, or one the user may not read, used to be
+    reported as "cannot be opened or is corrupt"."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = folder / "b.sqlite"
+    with Accountant(PureDP(1.0), ledger=path) as acct:
+        acct.spend(PureDP(0.5), label="count")
+    folder.chmod(0o555)
+    try:
+        assert main(["budget", "show", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "is in a read-only folder" in err and "corrupt" not in err
+    finally:
+        folder.chmod(0o755)
+    path.chmod(0)
+    try:
+        assert main(["budget", "show", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "cannot be read: permission denied" in err and "corrupt" not in err
+    finally:
+        path.chmod(0o644)
+    assert main(["budget", "show", str(path)]) == 0
 
 
 def test_console_script_entry_point(tmp_path: Path) -> None:

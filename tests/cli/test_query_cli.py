@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dpkit import Accountant, PureDP
+from dpkit import Accountant, ApproxDP, PureDP
 from dpkit.cli.main import main
 
 
@@ -193,3 +193,70 @@ def test_unreadable_keys_and_non_finite_json(
     assert main(["query", "adult", "--epsilon", "1", "--sum", "Age:-1e308:-1e307", "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
     assert out["rows"] == [[None, None, None]]
+
+
+@pytest.mark.parametrize(
+    ("option", "first", "second"),
+    [
+        ("--histogram", "Age:0,50,100", "Age:0,10,100"),
+        ("--epsilon", "1", "5"),
+        ("--delta", "1e-6", "1e-3"),
+        ("--rho", "0.1", "1"),
+        ("--alpha", "0.05", "0.5"),
+        ("--unit", "pid", "Sex"),
+        ("--max-rows", "1", "5"),
+        ("--max-groups", "1", "2"),
+        ("--group-by", "Sex", "Age"),
+        ("--keys", "a.csv", "b.csv"),
+        ("--ledger", "a.sqlite", "b.sqlite"),
+        ("--seed", "1", "2"),
+        ("--engine", "polars", "polars"),
+    ],
+)
+def test_an_option_given_twice_is_a_usage_error(
+    data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    first: str,
+    second: str,
+) -> None:
+    """argparse's store kept the last value without a word: `--histogram A --histogram B`
+    released only B, `--epsilon 1 --epsilon 5` spent 5, `--unit pid --unit Sex` protected
+    the wrong unit. A second value is now a usage error, before anything is read or spent."""
+    ledger = tmp_path / "b.sqlite"
+    Accountant.create(ledger, PureDP(10.0)).close()
+    argv = ["query", str(data), "--count", "--ledger", str(ledger), option, first, option, second]
+    if option == "--ledger":
+        argv = ["query", str(data), "--count", option, str(ledger), option, second]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: given twice" in err and "give it once" in err
+    if option == "--histogram":
+        assert "run one query per histogram" in err
+    with Accountant.open(ledger) as acct:
+        assert acct.history == ()
+
+
+@pytest.mark.parametrize("delta", ["0.9", "0.999999", "0.5000001"])
+def test_a_delta_above_one_half_is_refused_before_the_spend(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], delta: str
+) -> None:
+    """A delta near 1 was released (counts to within a unit); above 1/2 it is above 1/n for
+    every table of two or more people, which protects no one."""
+    ledger = tmp_path / "b.sqlite"
+    Accountant.create(ledger, ApproxDP(10.0, 0.9999999)).close()
+    argv = ["query", str(data), "--epsilon", "1", "--delta", delta, "--count"]
+    argv += ["--group-by", "Sex", "--ledger", str(ledger), "--seed", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--delta {float(delta)!r} is above 1/2" in err and "protects no one" in err
+    assert main([*argv, "--explain"]) == 2
+    with Accountant.open(ledger) as acct:
+        assert acct.history == ()
+    argv[argv.index(delta)] = "0.5"  # the largest accepted
+    assert main(argv) == 0
+    with Accountant.open(ledger) as acct:
+        assert acct.spent == ApproxDP(1.0, 0.5)

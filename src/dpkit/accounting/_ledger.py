@@ -171,6 +171,51 @@ def _fsync_dir(folder: Path) -> None:
 #: a missing row). Every one of them becomes a LedgerError naming the file.
 _CORRUPT = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, OverflowError)
 
+#: SQLite's primary result codes (the low byte of ``sqlite_errorcode``) that say the file could
+#: not be opened for a reason outside its content (permissions): such a ledger may be healthy.
+_NO_ACCESS = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH)
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _failure(where: str, path: Path, exc: BaseException) -> str:
+    """``where`` and what went wrong using the ledger file, its access or its content.
+
+    SQLite's result code decides, never its message: a read-only file or folder
+    (``SQLITE_READONLY`` and its extended codes) and a file that cannot be opened
+    (``SQLITE_CANTOPEN``, ``SQLITE_PERM``, ``SQLITE_AUTH``; "permission denied" when the
+    operating system refuses to read the file) are said as such, as is a lock held by another
+    connection. Only damaged content (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, or a value that
+    fails to decode, which is not a :class:`sqlite3.Error`) is "corrupt"; any other SQLite
+    error is quoted as it is.
+    """
+    if not isinstance(exc, sqlite3.Error):
+        return f"{where} is corrupt: {exc}"
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if code == sqlite3.SQLITE_READONLY_DIRECTORY:
+        return (
+            f"{where} is in a read-only folder ({exc}): a ledger's folder must be writable, "
+            f"even to read it, since SQLite keeps {path.name}-wal and -shm beside it"
+        )
+    if primary == sqlite3.SQLITE_READONLY:
+        return f"{where} is read-only here: the file or its folder cannot be written ({exc})"
+    if primary in _NO_ACCESS:
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+        except PermissionError:
+            return f"{where} cannot be read: permission denied"
+        except OSError:
+            pass
+        return (
+            f"{where} cannot be opened ({exc}); check the permissions of the file, of its "
+            f"folder and of {path.name}-wal and -shm beside it"
+        )
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return f"{where} is busy: another connection holds it ({exc})"
+    if primary in _DAMAGED:
+        return f"{where} is corrupt: {exc}"
+    return f"{where}: {exc}"
+
 
 def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Put a (version 1, rollback-journal) ledger into WAL mode, waiting out other openers.
@@ -317,7 +362,7 @@ class SQLiteStore:
         try:
             conn = _connect(self.path, self.timeout, must_exist=True)
         except _CORRUPT as exc:
-            raise LedgerError(f"{where} cannot be opened or is corrupt: {exc}") from exc
+            raise LedgerError(_failure(where, self.path, exc)) from exc
         try:
             self._check_file(conn, where)
             if self._version(conn) in _OLD_VERSIONS:
@@ -338,7 +383,7 @@ class SQLiteStore:
             _switch_to_wal(conn, self.timeout)
         except _CORRUPT as exc:
             _close_quietly(conn)
-            raise LedgerError(f"{where} is unreadable or corrupt: {exc}") from exc
+            raise LedgerError(_failure(where, self.path, exc)) from exc
         except BaseException:
             _close_quietly(conn)
             raise
@@ -462,7 +507,7 @@ class SQLiteStore:
             try:
                 self._install(_connect(self.path, self.timeout, must_exist=True))
             except _CORRUPT as exc:
-                raise LedgerError(f"ledger {str(self.path)!r} cannot be opened: {exc}") from exc
+                raise LedgerError(_failure(f"ledger {str(self.path)!r}", self.path, exc)) from exc
         return self._conn
 
     def close(self) -> None:
@@ -486,9 +531,8 @@ class SQLiteStore:
                 f"ledger {str(self.path)!r} is busy: another writer held it for more than "
                 f"{self.timeout} s; nothing was spent, so nothing may be released"
             )
-        if not isinstance(exc, sqlite3.Error):
-            return LedgerError(f"ledger {str(self.path)!r} is corrupt: {exc}; nothing was spent")
-        return LedgerError(f"ledger {str(self.path)!r}: {exc}; nothing was spent")
+        where = f"ledger {str(self.path)!r}"
+        return LedgerError(f"{_failure(where, self.path, exc)}; nothing was spent")
 
     def try_append(
         self,

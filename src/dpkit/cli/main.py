@@ -5,6 +5,9 @@ Each subcommand lives in its own module under :mod:`dpkit.cli` and exposes
 parsed arguments and returning an exit code. Add a subcommand by appending its module to
 ``SUBCOMMANDS``.
 
+Options several subcommands share are checked here, before the subcommand runs (so before
+any work and any spend): a ``--plot`` figure file name (:func:`dpkit.cli._args.check_figure_path`).
+
 Exit codes: 0 success; 2 a usage or parameter error (one line on stderr, no traceback);
 141 (128 + SIGPIPE, what a Unix tool killed by SIGPIPE reports) when the reader of the output
 went away, as in ``dpkit compare | head``: the command stops quietly.
@@ -17,7 +20,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from dpkit.cli._args import check_figure_path
 from dpkit.errors import DPError
 
 __all__ = ["EXIT_BROKEN_PIPE", "SUBCOMMANDS", "build_parser", "main"]
@@ -77,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "plot", None) is not None:  # every --plot names a figure file
+            check_figure_path("--plot", Path(args.plot))
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here at the latest, not at exit
         return code

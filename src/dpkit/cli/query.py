@@ -20,6 +20,12 @@ chooses the rows kept per unit privately with a tenth of the release's budget::
     dpkit query adult --epsilon 1 --mean Age:auto --std "Hours per week":auto
     dpkit query data.csv --epsilon 1 --unit pid --max-rows auto --count
 
+An option that takes one value may be given once: ``--histogram A --histogram B`` is a usage
+error (a histogram is released in a query of its own), as is a second ``--epsilon``,
+``--unit``, ``--ledger``, ... (:class:`dpkit.cli._args.Once`). ``--delta`` is at most 1/2
+(:data:`dpkit.cli._args.MAX_DELTA`: above it, delta is above 1/n for every table of two or
+more people), and should be far below 1/n.
+
 ``--engine spark`` reads the file with a local Spark (``local[2]``, 127.0.0.1, see
 :func:`dpkit.session.engines.spark.local_session`) and runs the query there; only the
 aggregates and the released table come back. On a cluster, use the Python API under
@@ -34,6 +40,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from dpkit.cli._args import Once, check_delta_limit
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -54,25 +61,44 @@ def register(sub: Any) -> None:
     p.add_argument("data", metavar="DATA", help="a .csv or .parquet file, or 'adult'")
     p.add_argument(
         "--engine",
+        action=Once,
         choices=ENGINES,
         default="polars",
         help="where the query runs: polars (default, lazy scan) or spark (a local Spark; "
         "needs pip install 'dpkit[spark]' and Java 17+)",
     )
-    p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
-    p.add_argument("--delta", type=float, default=0.0, help="delta (default 0: pure DP)")
-    p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
-    p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
-    p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
+    # every option taking one value is given at most once (Once): a repeat is a usage error
+    p.add_argument(
+        "--epsilon", action=Once, type=float, default=None, help="epsilon of this release (> 0)"
+    )
+    p.add_argument(
+        "--delta",
+        action=Once,
+        type=float,
+        default=0.0,
+        help="delta (default 0: pure DP), at most 1/2 and far below 1/n for n people",
+    )
+    p.add_argument(
+        "--rho", action=Once, type=float, default=None, help="a zCDP release instead of epsilon"
+    )
+    p.add_argument(
+        "--alpha", action=Once, type=float, default=0.05, help="intervals at level 1 - alpha"
+    )
+    p.add_argument(
+        "--unit", action=Once, default=None, help="column naming the person (privacy unit)"
+    )
     p.add_argument(
         "--max-rows",
+        action=Once,
         default=None,
         metavar="K",
         help="rows kept per unit (an int), or 'auto' to choose it privately",
     )
-    p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
-    p.add_argument("--group-by", default=None, help="comma-separated key columns")
-    p.add_argument("--keys", default=None, help="CSV file of public keys (the key columns)")
+    p.add_argument("--max-groups", action=Once, type=int, default=None, help="groups kept per unit")
+    p.add_argument("--group-by", action=Once, default=None, help="comma-separated key columns")
+    p.add_argument(
+        "--keys", action=Once, default=None, help="CSV file of public keys (the key columns)"
+    )
     p.add_argument("--count", action="store_true", help="count rows")
     for name in _BOUNDED:
         p.add_argument(
@@ -97,12 +123,18 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--histogram",
+        action=Once,
+        hint="a histogram is released in a query of its own: run one query per histogram",
         default=None,
         metavar="COL:E0,E1,...",
-        help="counts per bin of a column (numeric edges), alone in its query",
+        help="counts per bin of a column (numeric edges), alone in its query (once)",
     )
-    p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
-    p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
+    p.add_argument(
+        "--ledger", action=Once, default=None, help="spend from this ledger (dpkit budget init)"
+    )
+    p.add_argument(
+        "--seed", action=Once, type=int, default=None, help="reproducible noise (NOT private)"
+    )
     p.add_argument(
         "--json", action="store_true", help="print JSON (a value past the float range is null)"
     )
@@ -278,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
 
     import dpkit as dp
 
+    check_delta_limit("query", args.delta)
     aggs = _aggregates(args)
     if args.group_by is None and args.keys is not None:
         raise ParameterError("query: --keys needs --group-by")

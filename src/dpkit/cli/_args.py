@@ -1,0 +1,115 @@
+"""Checks of command-line values that several subcommands share (the library checks the rest).
+
+* :class:`Once`, an option that may be given at most once. argparse's default ``store`` keeps
+  the last of ``--epsilon 1 --epsilon 5`` without a word; for an option that decides what is
+  released (a privacy parameter, the privacy unit, an aggregate, the ledger charged) that is a
+  silent surprise, so a repeat is a usage error (exit 2).
+* :func:`check_delta_limit`, the largest ``--delta`` a command that releases or sets a budget
+  accepts (:data:`MAX_DELTA`).
+* :func:`check_figure_path`, a ``--plot`` file name: refused at once, before the command does
+  any work or spends any budget, when it is a folder or has no name before its suffix.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dpkit.errors import ParameterError
+
+__all__ = ["MAX_DELTA", "Once", "check_delta_limit", "check_figure_path"]
+
+#: The largest ``--delta`` of a release or a budget on the command line. ``delta`` must stay
+#: far below ``1/n`` for ``n`` people: a mechanism that publishes each person's record in the
+#: clear with probability ``delta`` is ``(0, delta)``-DP (:class:`dpkit.ApproxDP`), the rule
+#: ``dpkit compare`` enforces as ``delta <= 1/n`` with its public ``n``. A release cannot count
+#: its people without spending privacy (and must not quote the count), so the command line
+#: refuses only what breaks that rule for every table of two or more people: ``delta > 1/2``.
+#: The Python API keeps ApproxDP's whole range ``[0, 1)``.
+MAX_DELTA = 0.5
+
+_GIVEN = "_options_given"  # the namespace attribute where Once records what it has seen
+
+
+class Once(argparse.Action):
+    """Store an option's value like ``store``, but refuse the option given a second time.
+
+    ``hint`` (optional) ends the message, for example why the option cannot take two values.
+    """
+
+    def __init__(self, *args: Any, hint: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hint = hint
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        given: set[str] = namespace.__dict__.setdefault(_GIVEN, set())
+        if self.dest in given:
+            raise argparse.ArgumentError(
+                self,
+                f"given twice ({getattr(namespace, self.dest)!r}, then {values!r}); it takes "
+                "one value and would keep only the last: give it once"
+                + (f"; {self.hint}" if self.hint else ""),
+            )
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+def check_delta_limit(command: str, delta: float | None) -> None:
+    """Refuse a ``--delta`` in ``(MAX_DELTA, 1)``: valid for ApproxDP, meaningless for a release.
+
+    Values outside ``[0, 1)`` (and NaN) are left to the library, whose message names the
+    allowed range.
+
+    Raises
+    ------
+    ParameterError
+        ``MAX_DELTA < delta < 1``.
+    """
+    if delta is not None and MAX_DELTA < delta < 1:
+        raise ParameterError(
+            f"{command}: --delta {delta!r} is above 1/2, so above 1/n for every table of two "
+            "or more people: publishing each person's record with probability delta is "
+            "(0, delta)-DP, so such a delta protects no one. Use a delta far below 1/n for n "
+            "people, for example 1e-6"
+        )
+
+
+def check_figure_path(flag: str, path: Path) -> Path:
+    """A file name a figure can be written to: not a folder, a name before any suffix, and an
+    existing folder to write it in.
+
+    Call it before any work (and before any spend): matplotlib would otherwise write
+    ``--plot .`` to a hidden file ``./.png``, after the work is done.
+
+    Raises
+    ------
+    ParameterError
+        ``path`` is an existing folder, has no name before its suffix (``.png``) or lies in a
+        folder that does not exist.
+    """
+    shown = str(path)
+    if path.is_dir():
+        raise ParameterError(
+            f"{flag}: {shown!r} is a folder; give a file name for the figure, for example "
+            f"{str(path / 'figure.png')!r}"
+        )
+    name = path.name.lstrip(".")  # "png" for ".png"
+    if not name or (name != path.name and "." not in name):
+        example = path.with_name(f"figure.{name or 'png'}")
+        raise ParameterError(
+            f"{flag}: {shown!r} has no file name before its suffix; give one, for example "
+            f"{str(example)!r}"
+        )
+    if not path.parent.is_dir():
+        raise ParameterError(
+            f"{flag}: cannot write {shown!r}: the folder {str(path.parent)!r} does not exist"
+        )
+    return path
