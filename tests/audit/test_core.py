@@ -1,9 +1,11 @@
 """The audit's own statistics: the Clopper-Pearson bound with delta subtracted, events chosen
-on the selection half only, and features that do not depend on how draws were batched."""
+on the selection half only, and features that do not depend on how draws were batched; and its
+limits: the confidence range, the memory guard and the time budget (in fake time)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -12,8 +14,9 @@ import pytest
 from scipy.stats import beta, binom
 
 import dpkit as dp
-from dpkit.audit import audit
+from dpkit.audit import AuditResult, audit, core
 from dpkit.audit.core import _bound
+from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, bernoulli
 
 
@@ -127,3 +130,136 @@ def test_a_rarely_released_key_is_absent_in_batches_without_it(seed: int) -> Non
 
     res = audit(frames, 0.0, 1.0, claimed=0.1, samples=60_000, rng=seed, progress=False)
     assert res.verdict == "pass", res
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+def _never(x: float, size: int, rng: object) -> np.ndarray:
+    raise AssertionError("the audit drew outputs")
+
+
+@pytest.mark.parametrize("confidence", [1e-300, 0.0, 0.25, 0.49, 1.0, 1.5])
+def test_confidence_outside_one_half_to_one_is_refused_before_any_draw(confidence: float):
+    """Below 1/2 the 'lower bound' is more often false than true: a correct mechanism would
+    be flagged more often than not (and 1e-300 used to end in a division by zero)."""
+    with pytest.raises(ParameterError, match=r"`confidence` must be a number in \[0\.5, 1\)"):
+        audit(_never, 0.0, 1.0, claimed=1.0, confidence=confidence, samples=100, progress=False)
+
+
+def test_confidence_one_half_is_accepted() -> None:
+    lap = dp.Laplace(epsilon=1.0)
+    res = audit(
+        lambda x, size, rng: lap.sample(x, size, rng=rng),
+        0.0,
+        1.0,
+        claimed=1.0,
+        confidence=0.5,
+        samples=2_000,
+        rng=1,
+        progress=False,
+    )
+    assert res.confidence == 0.5 and res.verdict == "pass"
+
+
+def test_samples_beyond_max_memory_are_refused_before_any_draw() -> None:
+    """At least 192 bytes per draw (12 times a float64 for each of the two inputs): 2**30
+    bytes allow 5,592,405 draws, the default 4 GiB four times that, and 10**8 draws neither."""
+    with pytest.raises(ParameterError, match=r"max_memory.* allows at most 5,592,405 draws"):
+        audit(_never, 0.0, 1.0, claimed=1.0, samples=10**8, max_memory=2**30, progress=False)
+    with pytest.raises(ParameterError, match=r"`samples` 100,000,000 would need about 18,311 MiB"):
+        audit(_never, 0.0, 1.0, claimed=1.0, samples=10**8, progress=False)
+
+
+def _wide(drawn: list[int]):
+    """Outputs of 16 numbers (17 features with their sum): 17 times a number's memory."""
+    lap = dp.Laplace(epsilon=1.0)
+
+    def func(x: float, size: int, rng: object) -> np.ndarray:
+        drawn.append(size)
+        return np.repeat(lap.sample(x, size, rng=rng)[:, None], 16, axis=1)
+
+    return func
+
+
+def test_wide_outputs_are_measured_on_the_first_batch() -> None:
+    """50,000 draws fit 10**8 bytes at 192 bytes per draw, not at 17 times that (3,264 bytes:
+    12 x 17 float64 x 2 inputs): refused after the first batch of each input."""
+    drawn: list[int] = []
+    with pytest.raises(ParameterError, match="measured on the first 1,024 draws of each input"):
+        audit(_wide(drawn), 0.0, 1.0, claimed=1.0, samples=50_000, max_memory=10**8, progress=False)
+    assert drawn == [1024, 1024]
+    # without `samples` the audit draws what fits instead: 10**8 // 3,264 per input
+    drawn.clear()
+    res = audit(_wide(drawn), 0.0, 1.0, claimed=1.0, max_memory=10**8, rng=1, progress=False)
+    assert res.samples == sum(drawn) // 2 == 10**8 // 3_264 and not res.time_limited
+
+
+class _Clock:
+    """A fake clock for the time budget: the test says how long each piece of work took."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sampling_leaves_the_analysis_its_share_of_the_time_budget(monkeypatch) -> None:
+    """In fake time a draw costs 1 us per input and the analysis 20 us per draw in each event
+    search (two: main and lattice), 10x the drawing. Drawing for half of a 1 s budget
+    (about 250,000 draws) would leave some 10 s of analysis. The audit times its analysis on
+    the first draws and stops drawing where the rest would not fit: the whole audit keeps to
+    the budget and reports that it was time limited."""
+    clock = _Clock()
+    monkeypatch.setattr(core, "_clock", clock)
+    select = core.select_event
+
+    def slow_select(f0: list, f1: list, delta: float, z: float):
+        clock.now += 20e-6 * max((f.values.size for f in f0 + f1), default=0) * 2
+        return select(f0, f1, delta, z)
+
+    monkeypatch.setattr(core, "select_event", slow_select)
+    lap = dp.Laplace(epsilon=1.0)
+
+    def func(x: float, size: int, rng: object) -> np.ndarray:
+        clock.now += 1e-6 * size
+        return lap.sample(x, size, rng=rng)
+
+    res = audit(
+        func, 0.0, 1.0, claimed=1.0, samples=1_000_000, time_budget=1.0, rng=1, progress=False
+    )
+    assert res.time_limited and res.samples < 1_000_000
+    assert res.seconds <= 1.0  # fake seconds: drawing, the timing run and the analysis
+
+
+def test_timing_the_analysis_changes_no_result(monkeypatch) -> None:
+    """The analysis is timed on the draws so far (at 5,120 per input here) and never reads
+    the random source: the audit gives what it gives without the timing run."""
+    lap = dp.Laplace(epsilon=1.0)
+    runs: list[int] = []
+    analyse = core._analyse
+
+    def counted(*args):
+        runs.append(args[0].n)
+        return analyse(*args)
+
+    monkeypatch.setattr(core, "_analyse", counted)
+
+    def run() -> AuditResult:
+        res = audit(
+            lambda x, size, rng: lap.sample(x, size, rng=rng),
+            0.0,
+            1.0,
+            claimed=1.0,
+            samples=20_000,
+            rng=3,
+            progress=False,
+        )
+        return replace(res, seconds=0.0)
+
+    timed = run()
+    monkeypatch.setattr(core, "_PILOT", 10**9)
+    untimed = run()
+    assert runs == [5_120, 20_000, 20_000]
+    assert timed == untimed

@@ -1,10 +1,15 @@
-"""``dpkit audit``: named targets, the table and JSON, query files, exit codes."""
+"""``dpkit audit``: named targets, the table and JSON, query files, exit codes, and one-line
+errors for bad parameters, failing query files, a bad confidence and too many samples."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
+import pytest
+
+from dpkit.audit import core
 from dpkit.cli.main import main
 
 
@@ -125,3 +130,128 @@ def test_a_per_release_session_query_file_is_audited_one_release_at_a_time(tmp_p
     rc = main(["audit", "query", str(f), "--samples", "400", "--seed", "2"])
     out = capsys.readouterr().out
     assert rc == 1 and "violation" in out and "count[(total)]" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        # PTR's threshold pair divided by the test's epsilon before anything checked it
+        (["ptr", "--epsilon", "0"], "`epsilon` must be a finite number > 0; got 0.0"),
+        # ... and an epsilon this small made the threshold infinite
+        (["ptr", "--epsilon", "1e-310"], "epsilon is too small"),
+        (["ptr", "--delta", "0"], "`delta` must be a number with 0 < delta < 1; got 0.0"),
+        # datasets and candidate lists beyond 10,000 (10**9 filled the memory)
+        (["exponential", "--candidates", "10001"], "`candidates` must be an int in [2, 10000]"),
+        (["sample_and_aggregate", "--n", "10001"], "`n` must be an int in [2, 10000]"),
+    ],
+)
+def test_bad_target_parameters_are_one_line_errors(argv: list[str], expected: str, capsys):
+    rc = main(["audit", *argv, "--samples", "100", "--seed", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("dpkit audit: error: ") and err.count("\n") == 1
+    assert expected in err
+
+
+HEADER = """import numpy as np
+
+EPSILON = 1.0
+
+
+def neighbours():
+    return [(np.zeros(5), np.zeros(4))]
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "what", "error"),
+    [
+        (
+            "def query(data, rng):\n    raise RuntimeError('no column named age')  # here\n",
+            "query()",
+            "RuntimeError: no column named age",
+        ),
+        (
+            "def query(data, size, rng):\n    return {'a': 1}['b']  # here\n",
+            "query()",
+            "KeyError: 'b'",
+        ),
+        (  # a ValueError was reported without saying where it came from
+            "def query(data, rng):\n    raise ValueError('my own check failed')  # here\n",
+            "query()",
+            "ValueError: my own check failed",
+        ),
+        (
+            "def neighbours():\n    return [1 / 0]  # here\n\n\n"
+            "def query(data, rng):\n    return 0\n",
+            "neighbours()",
+            "ZeroDivisionError: division by zero",
+        ),
+        (
+            "SCALE = np.zeros(3)[7]  # here\n\n\ndef query(data, rng):\n    return 0\n",
+            "running the file",
+            "IndexError: index 7 is out of bounds for axis 0 with size 3",
+        ),
+        (
+            "def query(data, rng)  # here\n    return 0\n",
+            "running the file",
+            "SyntaxError: expected ':'",
+        ),
+    ],
+)
+def test_an_exception_in_a_query_file_is_a_one_line_error(
+    tmp_path: Path, capsys, body: str, what: str, error: str
+):
+    """The file's own code failing: its name, the line, the exception's type and message."""
+    text = HEADER + body
+    f = tmp_path / "my_query.py"
+    f.write_text(text)
+    line = 1 + next(i for i, t in enumerate(text.splitlines()) if t.endswith("# here"))
+    rc = main(["audit", "query", str(f), "--samples", "100", "--seed", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"dpkit audit: error: audit query: my_query.py line {line}: {what}")
+    assert f"{what} raised {error}" in err
+
+
+def test_unreadable_query_data_is_a_one_line_error(tmp_path: Path, capsys):
+    """A parse error's message quotes the line it failed on: only its type is shown."""
+    (tmp_path / "people.csv").write_text('id,city\n1,a,3,4\n"2,Brest\n')
+    f = tmp_path / "city_counts.py"
+    f.write_text(FRAME_QUERY)
+    rc = main(["audit", "query", str(f), "--samples", "100", "--seed", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "Brest" not in err
+    assert err.endswith("city_counts.py: reading DATA 'people.csv' raised ComputeError\n")
+
+
+@pytest.mark.parametrize("confidence", ["1e-300", "0.3", "1"])
+def test_confidence_outside_one_half_to_one_is_a_clear_error(confidence: str, capsys):
+    rc = main(["audit", "laplace", "--confidence", confidence, "--samples", "1000"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "`confidence` must be a number in [0.5, 1)" in err
+
+
+def test_confidence_range_is_in_the_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", "laplace", "--help"])
+    assert "[0.5, 1)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_samples_beyond_max_memory_are_refused(capsys):
+    """10**6 draws need at least 192 MB (192 bytes each); 100M allows 546,133."""
+    rc = main(["audit", "laplace", "--samples", "1000000", "--max-memory", "100M"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "allows at most 546,133 draws" in err and "--max-memory" in err
+
+
+def test_a_time_limited_audit_says_so(monkeypatch, capsys):
+    """A fake clock moving 0.2 s at each reading: the first batch takes 0.2 s of a 1 s budget
+    and the second ends past the half of it given to drawing."""
+    ticks = itertools.count()
+    monkeypatch.setattr(core, "_clock", lambda: 0.2 * next(ticks))
+    rc = main(["audit", "laplace", "--samples", "1000000", "--time-budget", "1", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "1,484" in out
+    assert "[time limited]: 1 audit(s) stopped at --time-budget before --samples draws" in out

@@ -9,11 +9,21 @@ lattice check. :mod:`dpkit.audit.neighbours` builds worst-case neighbouring inpu
 framework and Session query kind by name (as ``dpkit audit NAME`` does).
 """
 
-from dpkit.audit.core import DEFAULT_MAX_SAMPLES, AuditResult, LatticeCheck, audit, format_table
+from dpkit.audit.core import (
+    DEFAULT_MAX_SAMPLES,
+    MAX_MEMORY,
+    MIN_CONFIDENCE,
+    AuditResult,
+    LatticeCheck,
+    audit,
+    format_table,
+)
 from dpkit.audit.queries import SessionQuery
 
 __all__ = [
     "DEFAULT_MAX_SAMPLES",
+    "MAX_MEMORY",
+    "MIN_CONFIDENCE",
     "AuditResult",
     "LatticeCheck",
     "SessionQuery",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_delta, check_int, check_number, check_positive
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.audit._binomial import binomial_lower, binomial_upper
 from dpkit.audit.events import Event, select_event
@@ -20,7 +20,15 @@ from dpkit.audit.features import Feature, Featurizer, Outputs, lattice_cells, to
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 
-__all__ = ["DEFAULT_MAX_SAMPLES", "AuditResult", "LatticeCheck", "audit", "format_table"]
+__all__ = [
+    "DEFAULT_MAX_SAMPLES",
+    "MAX_MEMORY",
+    "MIN_CONFIDENCE",
+    "AuditResult",
+    "LatticeCheck",
+    "audit",
+    "format_table",
+]
 
 _OWNER = "audit"
 
@@ -29,6 +37,27 @@ DEFAULT_MAX_SAMPLES = 4_000_000
 #: Share of the time budget spent drawing; the rest is left for the analysis.
 _SAMPLING_SHARE = 0.5
 _MIN_SAMPLES = 20
+#: The analysis is timed once, on the first draws past this many per input (the "pilot"),
+#: and sampling then stops where analysing what was drawn would overrun the time budget.
+_PILOT = 4096
+#: Margin on the pilot's seconds per draw. Its fixed costs put it at 1 to 8 times the
+#: analysis's rate per draw at 10**6 draws, but the analysis sorts, and at 10**7 draws its
+#: rate nears the pilot's again (Laplace: 0.9 of it at 1.6 * 10**7); the margin covers that
+#: and the noise of a single timing.
+_ANALYSIS_SLACK = 1.5
+#: Smallest confidence accepted: below 1/2 a correct mechanism is flagged more often than not.
+MIN_CONFIDENCE = 0.5
+#: Default limit on an audit's estimated memory (``max_memory``), in bytes.
+MAX_MEMORY = 2**32
+#: Peak memory per draw as a multiple of the bytes of the raw outputs of both inputs: their
+#: features on the two halves and the event search (measured: 3 to 12 over dpkit's targets).
+_MEMORY_FACTOR = 12
+#: The raw outputs' bytes per draw and input when nothing has been drawn yet: one float64,
+#: the least any output needs (a frame or vector output needs several times more).
+_MIN_OUTPUT_BYTES = 8
+
+#: The clock of the time budget (a test may replace it with a fake one).
+_clock = time.perf_counter
 
 
 @dataclass(frozen=True)
@@ -181,41 +210,103 @@ def _draw(func: Callable[..., Any], x: Any, size: int, batched: bool, source: An
     return to_outputs([func(x, source) for _ in range(size)])
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What one audit may spend: a time budget from ``start`` and a memory limit in bytes.
+
+    ``fixed``: the draws were asked for (``samples``), so a run that would need more memory
+    is refused instead of shortened.
+    """
+
+    start: float
+    budget: float
+    memory: int
+    fixed: bool
+
+
+def _memory_error(draws: int, per_draw: float, limit: int, basis: str) -> ParameterError:
+    return ParameterError(
+        f"{_OWNER}: `samples` {draws:,} would need about {draws * per_draw / 2**20:,.0f} MiB "
+        f"of memory ({per_draw:,.0f} bytes per draw, {basis}); the limit `max_memory` is "
+        f"{limit / 2**20:,.0f} MiB, which allows at most {int(limit // per_draw):,} draws. "
+        "Lower `samples` or raise `max_memory` (CLI: --samples, --max-memory)"
+    )
+
+
+def _output_bytes(out: Outputs) -> int:
+    return sum(v.nbytes for v in out.real.values()) + sum(v.nbytes for v in out.cat.values())
+
+
 def _sample(
     func: Callable[..., Any],
     x0: Any,
     x1: Any,
     target: int,
     batched: bool,
-    deadline: float,
+    limits: _Limits,
+    analyse: Callable[[Outputs, Outputs], object],
     source: Any,
     progress: bool | None,
 ) -> tuple[Outputs, Outputs, bool]:
+    """Draw up to ``target`` outputs per input in growing batches, within the limits.
+
+    Sampling stops at :data:`_SAMPLING_SHARE` of the time budget, and also where analysing
+    the draws (timed once on the first :data:`_PILOT` of them) would not fit in the rest of
+    the budget. The outputs of each batch measure the memory a draw needs: past
+    ``limits.memory`` a run of fixed size is refused, an open-ended one drawn shorter.
+    """
     from tqdm import tqdm
 
     show = sys.stderr.isatty() if progress is None else bool(progress)
     bar = tqdm(total=target, desc="audit", unit="draw", file=sys.stderr, disable=not show)
     parts0: list[Outputs] = []
     parts1: list[Outputs] = []
+    deadline = limits.start + _SAMPLING_SHARE * limits.budget
+    end = limits.start + limits.budget
+    per_draw = 0.0  # peak bytes per draw, from the outputs seen so far
+    analysis: float | None = None  # seconds of analysis per draw, from the pilot
     drawn, batch, limited = 0, (1024 if batched else 64), False
     try:
         while drawn < target:
             size = min(batch, target - drawn)
-            t0 = time.perf_counter()
+            t0 = _clock()
             parts0.append(_draw(func, x0, size, batched, source))
             parts1.append(_draw(func, x1, size, batched, source))
             drawn += size
             bar.update(size)
-            now = time.perf_counter()
+            now = _clock()
+            rate = size / max(now - t0, 1e-9)
+            out_bytes = _output_bytes(parts0[-1]) + _output_bytes(parts1[-1])
+            per_draw = max(per_draw, _MEMORY_FACTOR * out_bytes / size)
+            if per_draw * target > limits.memory:
+                if limits.fixed:
+                    basis = f"measured on the first {drawn:,} draws of each input"
+                    raise _memory_error(target, per_draw, limits.memory, basis)
+                target = max(drawn, int(limits.memory // per_draw))
+            if analysis is None and _PILOT <= drawn < target:
+                analysis = _time(analyse, parts0, parts1) / drawn
+                now = _clock()
             left = deadline - now
-            if drawn < target and left <= 0:
+            spare = end - now - _ANALYSIS_SLACK * (analysis or 0.0) * drawn
+            if drawn < target and (left <= 0 or spare <= 0):
                 limited = True
                 break
-            rate = size / max(now - t0, 1e-9)
             batch = int(max(1, min(batch * 4, rate * left * 0.9, 1 << 20)))
+            if analysis is not None:  # what the rest of the budget can draw and analyse
+                fits = spare / (1 / rate + _ANALYSIS_SLACK * analysis) * 0.9
+                batch = int(max(1, min(batch, fits)))
     finally:
         bar.close()
     return Outputs.concat(parts0), Outputs.concat(parts1), limited
+
+
+def _time(
+    analyse: Callable[[Outputs, Outputs], object], parts0: list[Outputs], parts1: list[Outputs]
+) -> float:
+    """Seconds the analysis takes on the draws so far (its result is dropped)."""
+    t0 = _clock()
+    analyse(Outputs.concat(parts0), Outputs.concat(parts1))
+    return _clock() - t0
 
 
 def _bound(
@@ -314,6 +405,7 @@ def audit(
     confidence: float = 0.95,
     time_budget: float = 60,
     samples: int | None = None,
+    max_memory: int = MAX_MEMORY,
     batched: bool | None = None,
     rng: Any = None,
     progress: bool | None = None,
@@ -344,13 +436,21 @@ def audit(
     delta : float
         The claim's delta, in [0, 1) (taken from an ``ApproxDP`` claim; required > 0 for zCDP).
     confidence : float
-        In (0, 1): the probability, over the audit's draws, that the reported lower bound
-        holds. A correct mechanism is flagged with probability at most ``1 - confidence``.
+        In [0.5, 1) (:data:`MIN_CONFIDENCE`): the probability, over the audit's draws, that
+        the reported lower bound holds. A correct mechanism is flagged with probability at
+        most ``1 - confidence``, so below 1/2 a violation would be more often wrong than right.
     time_budget : float
-        Seconds; sampling stops at half of it and the rest goes to the analysis.
+        Seconds. Sampling stops at half of it, or sooner where analysing the draws would not
+        fit in the rest (the analysis is timed once on the first 4096 draws per input), and
+        the result says ``time_limited``; one call of ``func`` is never interrupted.
     samples : int, optional
-        Draws per input (>= 20). ``None``: as many as the time budget allows, at most
-        :data:`DEFAULT_MAX_SAMPLES`.
+        Draws per input (>= 20). ``None``: as many as the time budget and ``max_memory``
+        allow, at most :data:`DEFAULT_MAX_SAMPLES`.
+    max_memory : int
+        Bytes (default :data:`MAX_MEMORY`, 4 GiB). ``samples`` whose estimated memory exceeds
+        it are refused: before any draw at 192 bytes per draw (what a number output needs:
+        the outputs of both inputs, their features and the event search), then at what the
+        first batch's outputs measure (a frame or vector output needs several times more).
     batched : bool, optional
         Force the batched (``True``) or per-draw (``False``) calling convention.
     rng
@@ -369,10 +469,10 @@ def audit(
     Raises
     ------
     TypeError
-        ``func`` not callable, bad ``batched``.
+        ``func`` not callable, bad ``batched``, ``samples`` or ``max_memory``.
     ParameterError
-        Bad claim, delta, confidence, time budget or sample count; a batched ``func``
-        returning the wrong number of outputs.
+        Bad claim, delta, confidence, time budget or sample count; ``samples`` needing more
+        memory than ``max_memory``; a batched ``func`` returning the wrong number of outputs.
 
     Notes
     -----
@@ -430,44 +530,48 @@ def audit(
     >>> res.verdict, res.epsilon_lower_bound < 1.0
     ('pass', True)
     """
-    t_start = time.perf_counter()
+    t_start = _clock()
     if not callable(func):
         raise TypeError(f"{_OWNER}: `func` must be callable; got {type(func).__name__}")
     eps, dlt, claim = _claim(claimed, delta)
-    conf = check_positive(_OWNER, "confidence", confidence)
-    if not conf < 1:
-        raise ParameterError(f"{_OWNER}: `confidence` must be in (0, 1); got {confidence!r}")
+    conf = check_number(_OWNER, "confidence", confidence)
+    if not MIN_CONFIDENCE <= conf < 1:
+        raise ParameterError(
+            f"{_OWNER}: `confidence` must be a number in [{MIN_CONFIDENCE}, 1) (the probability "
+            "that the lower bound holds: below 1/2 a correct mechanism would be flagged more "
+            f"often than not); got {confidence!r}"
+        )
     budget = check_positive(_OWNER, "time_budget", time_budget)
+    limit = check_int(_OWNER, "max_memory", max_memory, minimum=1)
+    floor = _MEMORY_FACTOR * 2 * _MIN_OUTPUT_BYTES
     if samples is None:
-        target = DEFAULT_MAX_SAMPLES
+        target = min(DEFAULT_MAX_SAMPLES, limit // floor)
     elif isinstance(samples, bool) or not isinstance(samples, int | np.integer):
         raise TypeError(f"{_OWNER}: `samples` must be None or an int; got {samples!r}")
     elif samples < _MIN_SAMPLES:
         raise ParameterError(f"{_OWNER}: `samples` must be >= {_MIN_SAMPLES}; got {samples!r}")
     else:
         target = int(samples)
+    if max(target, _MIN_SAMPLES) * floor > limit:  # before any draw
+        basis = "at the least, for one number per output"
+        raise _memory_error(max(target, _MIN_SAMPLES), floor, limit, basis)
     is_batched = _is_batched(func, batched)
     source = as_source(rng)
-    deadline = t_start + _SAMPLING_SHARE * budget
-    out0, out1, limited = _sample(func, x0, x1, target, is_batched, deadline, source, progress)
+    limits = _Limits(t_start, budget, limit, samples is not None)
+
+    def analyse(out0: Outputs, out1: Outputs) -> _Analysis:
+        return _analyse(out0, out1, dlt, conf, eps)
+
+    out0, out1, limited = _sample(
+        func, x0, x1, target, is_batched, limits, analyse, source, progress
+    )
     n = min(out0.n, out1.n)
     if n < 4:
         raise ParameterError(
             f"{_OWNER}: only {n} draws per input fit in time_budget={time_budget!r} s; "
             "raise the time budget"
         )
-    half = n // 2
-    sel = (out0.take(slice(0, half)), out1.take(slice(0, half)))
-    ev = (out0.take(slice(half, 2 * half)), out1.take(slice(half, 2 * half)))
-    fz = Featurizer().fit(*sel)
-    z = _z(conf)
-    fs = (fz.transform(sel[0]), fz.transform(sel[1]))
-    fe = (fz.transform(ev[0]), fz.transform(ev[1]))
-    _score, event = select_event(fs[0], fs[1], dlt, z)
-    lower, est, counts = _evaluate(event, fe[0], fe[1], half, dlt, conf)
-    lattice = None
-    if fz.floats:
-        lattice = _lattice_check(out0, out1, fs, fe, half, fz.floats[0], dlt, conf, eps, z)
+    half, event, lower, est, counts, lattice = analyse(out0, out1)
     return AuditResult(
         epsilon_lower_bound=lower,
         event=event.description if event else "none (no event separates the inputs)",
@@ -482,10 +586,32 @@ def audit(
         epsilon_estimate=est,
         favours=event.favours if event else 0,
         lattice=lattice,
-        seconds=time.perf_counter() - t_start,
+        seconds=_clock() - t_start,
         time_limited=limited,
         name=name,
     )
+
+
+_Analysis = tuple[int, Event | None, float, float, tuple[int, int], LatticeCheck | None]
+
+
+def _analyse(out0: Outputs, out1: Outputs, dlt: float, conf: float, eps: float) -> _Analysis:
+    """Select an event on the first half of the draws and bound it on the second (:func:`audit`
+    Notes): ``(half, event, lower bound, estimate, counts, lattice check)``."""
+    n = min(out0.n, out1.n)
+    half = n // 2
+    sel = (out0.take(slice(0, half)), out1.take(slice(0, half)))
+    ev = (out0.take(slice(half, 2 * half)), out1.take(slice(half, 2 * half)))
+    fz = Featurizer().fit(*sel)
+    z = _z(conf)
+    fs = (fz.transform(sel[0]), fz.transform(sel[1]))
+    fe = (fz.transform(ev[0]), fz.transform(ev[1]))
+    _score, event = select_event(fs[0], fs[1], dlt, z)
+    lower, est, counts = _evaluate(event, fe[0], fe[1], half, dlt, conf)
+    lattice = None
+    if fz.floats:
+        lattice = _lattice_check(out0, out1, fs, fe, half, fz.floats[0], dlt, conf, eps, z)
+    return half, event, lower, est, counts, lattice
 
 
 def format_table(results: Sequence[AuditResult]) -> str:

@@ -33,11 +33,18 @@ Example file::
     def query(frame, rng):
         s = dp.Session(frame, privacy_unit="id", rng=rng)
         return s.query().group_by("city").agg(dp.count()).release(epsilon=1.0, delta=1e-6)
+
+An exception raised by the file's own code (when it runs, in ``neighbours()``, in ``query``,
+or reading ``DATA``) becomes a :class:`~dpkit.errors.ParameterError` naming the file, the line
+and the exception, with the first line of its message (not for a ``DATA`` parse error, whose
+message can quote the data); ``dpkit audit query`` prints it as one line, no traceback.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,8 +64,45 @@ def _module(path: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ParameterError(f"audit query: cannot import {str(path)!r} as a Python module")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    _guard(path, "running the file", spec.loader.exec_module)(mod)
     return mod
+
+
+def _failure(path: Path, what: str, exc: Exception, *, data: bool) -> ParameterError:
+    """The file's own code raised ``exc``: say where (its last line in the file) and what.
+
+    Reading ``data``, only an OSError's message is shown: a parse error's can quote the data.
+    """
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if _same(f.filename, path)]
+    if isinstance(exc, SyntaxError) and exc.filename and _same(exc.filename, path):
+        lines.append(exc.lineno)
+    where = f" line {lines[-1]}" if lines and lines[-1] is not None else ""
+    text = str(exc).strip().splitlines() if not data or isinstance(exc, OSError) else []
+    message = f": {text[0]}{' ...' if len(text) > 1 else ''}" if text else ""
+    return ParameterError(
+        f"audit query: {path.name}{where}: {what} raised {type(exc).__name__}{message}"
+    )
+
+
+def _same(filename: str, path: Path) -> bool:
+    try:
+        return Path(filename).resolve() == path.resolve()
+    except (OSError, ValueError):  # pragma: no cover - a frame of no real file
+        return False
+
+
+def _guard(
+    path: Path, what: str, call: Callable[..., Any], *, data: bool = False
+) -> Callable[..., Any]:
+    """``call``, with any exception of the user's code re-raised by :func:`_failure`."""
+
+    def guarded(*args: Any) -> Any:
+        try:
+            return call(*args)
+        except Exception as exc:
+            raise _failure(path, what, exc, data=data) from exc
+
+    return guarded
 
 
 def _claim(mod: ModuleType, path: Path) -> PrivacyLoss:
@@ -97,14 +141,16 @@ def load_query_file(path: str | Path) -> list[AuditCase]:
     claim = _claim(mod, path)
     pairs: list[NeighbourPair] = []
     if callable(getattr(mod, "neighbours", None)):
-        for i, pr in enumerate(mod.neighbours()):
+        listed = _guard(path, "neighbours()", lambda: list(mod.neighbours()))()
+        for i, pr in enumerate(listed):
             if isinstance(pr, NeighbourPair):
                 pairs.append(pr)
             else:
                 x0, x1 = pr
                 pairs.append(NeighbourPair(x0, x1, "unbounded", f"pair {i}"))
     elif getattr(mod, "DATA", None) is not None and getattr(mod, "PRIVACY_UNIT", None):
-        frame = _read(mod.DATA, path.parent)
+        read = _guard(path, f"reading DATA {mod.DATA!r}", _read, data=True)
+        frame = read(mod.DATA, path.parent)
         pairs = unit_pairs(frame, mod.PRIVACY_UNIT, group_by=getattr(mod, "GROUP_BY", None))
     else:
         raise ParameterError(
@@ -113,5 +159,6 @@ def load_query_file(path: str | Path) -> list[AuditCase]:
     from dpkit.audit.core import _is_batched
 
     batched = _is_batched(func, None)
-    wrapped = func if batched else (lambda x, size, rng: [func(x, rng) for _ in range(size)])
+    call = _guard(path, "query()", func)
+    wrapped = call if batched else (lambda x, size, rng: [call(x, rng) for _ in range(size)])
     return [AuditCase(f"{path.stem} [{pr.description}]", wrapped, pr, claim) for pr in pairs]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import check_delta, check_int, check_positive
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.audit.core import AuditResult, audit
 from dpkit.audit.neighbours import NeighbourPair, score_pairs, statistic_pairs
@@ -157,12 +158,13 @@ def _ptr_pairs(p: dict[str, Any]) -> list[NeighbourPair]:
     moves the distance by one. Two clusters ``proposed_bound`` apart, far above the
     threshold, pass always and the added record moves the median by half the bound.
     """
-    from dpkit.frameworks._common import spacing_for
-    from dpkit.frameworks.ptr import ptr_threshold
+    from dpkit.frameworks.ptr import threshold_plan
 
     lo, hi = _bounds(p)
-    eps_t = p["epsilon"] / 2
-    t = ptr_threshold(eps_t, p["delta"], spacing_for(1 / eps_t))
+    owner = "propose_test_release"  # the framework's own checks, then its threshold
+    eps = check_positive(owner, "epsilon", p["epsilon"])
+    dlt = check_delta(owner, p["delta"], allow_zero=False)
+    _g, t, _cap = threshold_plan(eps / 2, dlt)  # the test gets half of epsilon
     mid = (lo + hi) / 2
     n = int(np.ceil(t)) + 1
     at = np.full(n, mid)
@@ -262,6 +264,10 @@ def _session(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
 
     return build
 
+
+#: Largest dataset and candidate list: the worst-case pairs need a few records (PTR's own
+#: pairs size themselves), and every draw redoes the framework's work on all of them.
+_MAX_SIZE = {"n": 10_000, "candidates": 10_000}
 
 _EPS = (float, 1.0, "claimed epsilon")
 _DELTA = (float, 1e-5, "claimed delta")
@@ -411,6 +417,9 @@ def cases(name: str, **params: Any) -> list[AuditCase]:
             f"audit {name}: unknown parameter(s) {sorted(unknown)}; allowed: {sorted(t.params)}"
         )
     values = {k: params.get(k, default) for k, (_typ, default, _h) in t.params.items()}
+    for key, top in _MAX_SIZE.items():
+        if key in values:
+            check_int(f"audit {name}", key, values[key], minimum=2, maximum=top)
     return t.build(values)
 
 

@@ -22,19 +22,37 @@ __all__ = ["register", "run"]
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from dpkit.audit.core import MIN_CONFIDENCE
+    from dpkit.cli.compare import _size
+
     p.add_argument(
         "--samples",
         type=int,
         default=None,
-        help="draws per input (default: as many as the time budget allows)",
+        help="draws per input (default: as many as the time budget and --max-memory allow)",
     )
     p.add_argument(
         "--time-budget",
         type=float,
         default=60.0,
-        help="seconds per audited pair (default: %(default)s)",
+        help="seconds per audited pair, drawing and analysis; sampling stops early to keep "
+        "to it (default: %(default)s)",
     )
-    p.add_argument("--confidence", type=float, default=0.95, help="default: %(default)s")
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="refuse --samples estimated to need more memory than this (without --samples, "
+        "draw fewer), for example 512M or 8G (default: 4G)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="probability that the reported lower bound holds, in "
+        f"[{MIN_CONFIDENCE}, 1) (default: %(default)s)",
+    )
     p.add_argument("--seed", type=int, default=None, help="reproducible draws (default secure)")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.add_argument(
@@ -102,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             case.run(
                 samples=args.samples,
                 time_budget=args.time_budget,
+                **({} if args.max_memory is None else {"max_memory": args.max_memory}),
                 confidence=args.confidence,
                 rng=args.seed,
                 progress=progress,
@@ -116,5 +135,11 @@ def run(args: argparse.Namespace) -> int:
             print(
                 "[lattice leak]: lattice events alone exceed the claim (outputs reveal "
                 "their input through their floating-point representation)"
+            )
+        short = sum(r.time_limited for r in results)
+        if short and args.samples is not None:
+            print(
+                f"[time limited]: {short} audit(s) stopped at --time-budget before --samples "
+                "draws; the samples column says how many were drawn"
             )
     return 1 if any(r.verdict == "violation" for r in results) else 0
