@@ -14,6 +14,12 @@ Tasks:
 ``smooth var 1e6``, ``smooth std 1e6``
     Exact smooth sensitivity of the population variance and deviation of the 10^6 ages, both
     neighbour relations.
+``smooth mean, tiny beta``
+    Exact smooth sensitivity of the mean of the 32,561 Adult ages at the beta of
+    ``dpkit compare --epsilon 1e-12`` (every distance up to n + 1 is scanned).
+``local var, k = 1..200``, ``global var, k = 1..200``
+    ``dpkit sensitivity --distance 1..200`` on 2,000 values: the local variance at every
+    distance in one sweep, and the unbounded variance's global sensitivity at each.
 ``oracle vs exact``
     The brute-force oracle (``empirical_local`` / ``empirical_global``) against the exact
     function on a case both can do; the error column is their absolute difference (0 expected).
@@ -86,6 +92,51 @@ def run(table: Table) -> None:
                 ),
                 note="10^6 Adult ages",
             )
+
+    # `dpkit compare --epsilon 1e-12` on Adult: beta = epsilon / (2 ln(2 / delta)) is so small
+    # that the scan runs over every k up to n + 1 (each A(f, x, k) of the mean by bisection)
+    adult = load_adult()["Age"].to_numpy().astype(float)
+    tiny = 1e-12 / (2 * np.log(2 * adult.size**2))
+    task = "smooth mean, tiny beta, 32,561 ages"
+    table.add(task, "numpy", timeit(lambda: np.mean(adult)), note="the statistic alone")
+    table.add(
+        task,
+        "dpkit",
+        timeit(
+            lambda: sens.smooth("mean", adult, beta=tiny, relation="unbounded", bounds=BOUNDS),
+            repeat=3,
+        ),
+        note=f"beta {tiny:.2g}: every k up to n + 1",
+    )
+    # `dpkit sensitivity --distance 1..200` on 2,000 values: one sweep for the local values,
+    # one table of the unbounded variance's global sensitivity
+    small = rng.uniform(*BOUNDS, size=2000)
+    ks = list(range(1, 201))
+    task = "local var, k = 1..200, n = 2,000"
+    table.add(task, "numpy", timeit(lambda: np.var(small)), note="the statistic alone")
+    table.add(
+        task,
+        "dpkit",
+        timeit(
+            lambda: sens.local_by_distance("var", small, ks, relation="unbounded", bounds=BOUNDS),
+            repeat=3,
+        ),
+        note="local_by_distance, unbounded",
+    )
+
+    def global_var_table() -> None:
+        from dpkit.sensitivity.analytic import _var_change_table
+
+        _var_change_table.cache_clear()  # time the table, not the cache
+        for k in ks:
+            sens.global_sensitivity("var", bounds=BOUNDS, relation="unbounded", n=2000, distance=k)
+
+    table.add(
+        "global var, k = 1..200, n = 2,000",
+        "dpkit",
+        timeit(global_var_table, repeat=3),
+        note="global_sensitivity at each k, unbounded",
+    )
 
     # the oracle against the exact function on a case both can do
     data = rng.integers(0, 101, size=12).astype(float)

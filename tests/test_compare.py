@@ -172,12 +172,43 @@ def test_trials_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_memory_limit_is_exact_at_the_boundary() -> None:
     from dpkit.compare import _memory, _most_trials
 
-    for methods in (1, 5):
-        for limit in (10**4, 5 * 2**20, 50 * 2**20, 2**30):
-            t = _most_trials(methods, limit)
-            assert _memory(t, methods) <= limit < _memory(t + 1, methods)
-    limit = 10**4  # 52 trials of one method
+    for methods, per_trial, n in ((1, 160, 10), (5, 160, 10**5), (5, 40 * 2000 + 160, 2000)):
+        for limit in (10**6, 5 * 2**20, 50 * 2**20, 2**30, 2**33):
+            t = _most_trials(methods, per_trial, n, limit)
+            need = _memory(t, methods, per_trial, n)
+            assert need <= limit < _memory(t + 1, methods, per_trial, n) or (t == 0 < limit < need)
+    limit = 10**4  # 10 records: 1,280 bytes of copies; then 192 bytes per trial: 45 trials
     x = np.arange(10.0)
-    compare(x, "mean", bounds=(0, 10), trials=52, methods=["global"], max_memory=limit, rng=0)
-    with pytest.raises(dpkit.ParameterError, match="allows at most 52 trials"):
-        compare(x, "mean", bounds=(0, 10), trials=53, methods=["global"], max_memory=limit)
+    compare(x, "mean", bounds=(0, 10), trials=45, methods=["global"], max_memory=limit, rng=0)
+    with pytest.raises(dpkit.ParameterError, match="allows at most 45 trials"):
+        compare(x, "mean", bounds=(0, 10), trials=46, methods=["global"], max_memory=limit)
+
+
+def _peak_bytes(**kwargs: object) -> int:
+    """Peak traced memory of one compare() run (NumPy reports its buffers to tracemalloc),
+    after a one-trial run has done the imports (whose allocations are not the run's)."""
+    import tracemalloc
+
+    compare(**(kwargs | {"trials": 1}))  # type: ignore[arg-type]
+    tracemalloc.start()
+    try:
+        compare(**kwargs)  # type: ignore[arg-type]
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_estimate_covers_sample_and_aggregate_permutations() -> None:
+    # Sample-and-aggregate draws one permutation of the n records per trial of a block, 40
+    # bytes per record at once; the old estimate (8 (methods + 3) + 160 bytes per trial, 0.4
+    # MB here) missed it, and 10**6 trials on 2,000 records ended in a MemoryError. The
+    # estimate must cover the measured peak (refused at that limit) without inflating it by
+    # more than a fifth (allowed at 1.2 times the peak).
+    x = np.linspace(0.0, 100.0, 1000)
+    run = {"data": x, "bounds": (0, 100), "trials": 2000, "rng": 0}
+    run["methods"] = ["global", "sample_and_aggregate"]
+    peak = _peak_bytes(**run, max_memory=2**40)
+    assert peak > 2000 * 40 * 1000  # the permutations are really there
+    with pytest.raises(dpkit.ParameterError, match="sample-and-aggregate's permutations"):
+        compare(**run, max_memory=peak)
+    compare(**run, max_memory=int(1.2 * peak))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dpkit.cli.main import main
@@ -184,7 +185,45 @@ def test_huge_trials_refused_at_once_with_the_estimate(
     # 10^9 trials allocated 24 GB and were killed; now refused before any work
     assert main([*ADULT, "--trials", "1000000000"]) == 2
     err = _err(capsys)
-    assert "would need about 59.6 GiB" in err and "at most 16,121,856 trials" in err
+    assert "would need about 377.6 GiB" in err and "at most 1,645 trials" in err
+
+
+def test_a_million_trials_on_two_thousand_records_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Sample-and-aggregate holds a permutation of the 2,000 records for each of the 2**18
+    # trials of a block, 40 bytes per record: 19.6 GiB, which the old estimate (61 MiB) let
+    # through, to a MemoryError traceback (or 20 GB and 400 s on a machine that had them).
+    rng = np.random.default_rng(7)
+    path = tmp_path / "two_thousand.csv"
+    path.write_text("x\n" + "".join(f"{v:.2f}\n" for v in rng.uniform(0, 100, 2000)))
+    args = ["compare", "--data", str(path), "--column", "x", "--bounds", "0,100"]
+    assert main([*args, "--trials", "1000000"]) == 2
+    err = _err(capsys)
+    assert err.count("\n") == 1 and "would need about 19.6 GiB" in err
+    assert "sample-and-aggregate's permutations of the 2,000 records" in err
+    assert "at most 26,765 trials" in err
+    # without sample-and-aggregate a trial of a block costs 160 bytes, whatever n is
+    assert main([*args, "--trials", "1000000", "--max-memory", "64M", "--methods", "global"]) == 2
+    err = _err(capsys)
+    assert "would need about 70.8 MiB" in err and "permutations" not in err
+
+
+def test_running_out_of_memory_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a machine with less free memory than --max-memory allows: numpy's MemoryError becomes
+    # the usual one-line error (exit code 2), not a traceback
+    import dpkit.compare as cmp
+
+    def exhausted(task: object) -> object:
+        raise MemoryError("Unable to allocate 3.91 GiB")
+
+    monkeypatch.setitem(cmp._RUNNERS, "global", exhausted)
+    assert main([*ADULT, "--methods", "global", "--trials", "5"]) == 2
+    err = _err(capsys)
+    assert err.count("\n") == 1
+    assert "--trials 5: the run ran out of memory" in err and "lower --trials" in err
 
 
 @pytest.mark.parametrize(
@@ -213,7 +252,7 @@ def test_max_memory_flag(capsys: pytest.CaptureFixture[str]) -> None:
     args = [*ADULT, "--methods", "global", "--seed", "0"]
     assert main([*args, "--trials", "100000", "--max-memory", "1M"]) == 2
     assert "the limit `max_memory` is 1.0 MiB" in _err(capsys)
-    assert main([*args, "--trials", "20", "--max-memory", "1M"]) == 0
+    assert main([*args, "--trials", "20", "--max-memory", "8M"]) == 0  # 4.0 MiB: the data
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main([*args, "--max-memory", "lots"])

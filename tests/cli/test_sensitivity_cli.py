@@ -176,3 +176,23 @@ def test_unreadable_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     argv = ["sensitivity", "--query", "median", "--universe", "1,2,3", "--size", "2"]
     assert main([*argv, "--plot", str(plot)]) == 2
     assert "dpkit sensitivity: error:" in capsys.readouterr().err
+
+
+def test_csv_distance_range_equals_each_distance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a range of distances is one sweep per query and relation (the shapes of the largest
+    # ball shared); every row must still be the library's value at that distance alone
+    rng = np.random.default_rng(8)
+    values = np.concatenate([rng.uniform(0, 100, 40).round(2), [0.0, 100.0, 50.0, 50.0]])
+    path = tmp_path / "v.csv"
+    path.write_text("v\n" + "".join(f"{v}\n" for v in values))
+    argv = ["sensitivity", "--data", str(path), "--column", "v", "--bounds", "0,100"]
+    assert main([*argv, "--query", "mean,var,std", "--distance", "1..12", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 3 * 2 * 12
+    for row in rows:
+        q, rel, k = row["query"], row["relation"], row["distance"]
+        assert row["local"] == sens.local(q, values, distance=k, relation=rel, bounds=(0, 100))
+        want = sens.global_sensitivity(q, bounds=(0, 100), relation=rel, n=values.size, distance=k)
+        assert row["global"] == want

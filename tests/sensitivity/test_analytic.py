@@ -9,7 +9,7 @@ import pytest
 
 from dpkit import ParameterError, queries
 from dpkit import sensitivity as sens
-from dpkit.sensitivity.analytic import _u_candidates, _var_change
+from dpkit.sensitivity.analytic import _mean_unbounded, _var_change, _var_change_table
 
 
 @pytest.mark.parametrize("relation", ["bounded", "unbounded"])
@@ -114,13 +114,64 @@ def _var_change_every_u(n: int, k: int) -> Fraction:
     return best
 
 
+def _var_change_ends(n: int, k: int) -> Fraction:
+    """The maximum of _var_change's docstring over u in {0, c} and every p (its Z)."""
+    best = Fraction(0)
+    for r in range(min(k, n) + 1):
+        c = n - r
+        for a in range(k + 1 - r):
+            m = n - r + a
+            if m < 1 or r + a == 0:
+                continue
+            for big_t, extra in ((m, a), (n, r)):
+                for p in range(extra + 1):
+                    for u in {0, c}:
+                        best = max(best, Fraction((u + p) * (big_t - u - p), big_t * big_t))
+    return best
+
+
 def test_var_change_candidates_find_the_maximum() -> None:
-    # the quadratic-in-u shortcut against trying every u
-    for n in range(1, 22):
-        for k in range(1, 5):
-            assert _var_change(n, k)[0] == _var_change_every_u(n, k), (n, k)
-    # a concave case (x = 2 records, x' = x plus one at their mean) keeps the interior point
-    assert _u_candidates(2, 0, 2, 3) == {0, 1, 2}
+    # the dozen candidates per (r, a) against trying every u and every p, including concave
+    # cases (x = 2 records, x' = x plus one at their mean: the interior point wins there)
+    for n in range(1, 26):
+        for k in range(1, 8):
+            big, zero = _var_change(n, k)
+            assert big == _var_change_every_u(n, k), (n, k)
+            assert zero == _var_change_ends(n, k), (n, k)
+
+
+def test_var_change_table_is_shared_by_smaller_distances() -> None:
+    # one table up to a power of two serves every distance below it, as computing each alone
+    n = 17
+    for k in range(1, 9):
+        alone = _var_change_table.__wrapped__(n, k)  # built for k itself, not cached
+        assert _var_change(n, k) == (max(b for b, _ in alone), max(z for _, z in alone))
+
+
+def _mean_unbounded_every_split(n: int, k: int) -> float:
+    """The unbounded mean's change, every split of r and a between the bounds and both ends
+    of the records at 1 tried, in float as the closed form's search computes it."""
+    best = 0.0
+    for ru in range(k + 1):
+        for rl in range(k + 1 - ru):
+            r = ru + rl
+            if r > n:
+                continue
+            for au in range(k + 1 - r):
+                for al in range(k + 1 - r - au):
+                    m = n - r + au + al
+                    if m < 1 or r + au + al == 0:
+                        continue
+                    for c in (ru, n - rl):
+                        best = max(best, abs((c - ru + au) / m - c / n))
+    return best
+
+
+def test_unbounded_mean_is_the_float_of_every_split() -> None:
+    # O(k) shapes instead of O(k**4): the same float, not just a close one
+    for n in [*range(1, 30), 97, 1000]:
+        for k in range(1, 11):
+            assert _mean_unbounded(n, k) == _mean_unbounded_every_split(n, k), (n, k)
 
 
 def test_deviation_is_certified() -> None:

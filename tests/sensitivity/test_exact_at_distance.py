@@ -124,3 +124,64 @@ def test_values_only_increase_along_the_sequence_and_with_the_ball() -> None:
             a = sens.local_at_distance(query, x, k, relation=relation, bounds=(0, 8))
             b = sens.local_at_distance(query, nb, k + 1, relation=relation, bounds=(0, 8))
             assert a <= b
+
+
+def _mean_ls1(y: list[int], lo: int, hi: int) -> Fraction:
+    """LS_1 of the mean at ``y`` (unbounded, records in [lo, hi]), from its definition."""
+    m = len(y)
+    mu = Fraction(sum(y), m)
+    moves = [abs(Fraction(sum(y) + v, m + 1) - mu) for v in (lo, hi)]
+    if m >= 2:
+        moves += [abs(Fraction(sum(y) - v, m - 1) - mu) for v in (min(y), max(y))]
+    return max(moves)
+
+
+def _mean_diagonal_brute(w: list[int], lo: int, hi: int, k: int) -> Fraction:
+    """max LS_1(mean, y) over every r (a = k - r) and the datasets that can attain it: the r
+    largest (or smallest) records removed or the r next to the extreme one, the a additions
+    at one bound or all but one of them; every LS_1 computed in full from the dataset."""
+    n, best = len(w), Fraction(0)
+    for r in range(min(k, n) + 1):
+        a = k - r
+        if n - r + a < 1:
+            continue
+        ys = [
+            w[: n - r] + [lo] * a,
+            w[r:] + [hi] * a,
+            w[: n - r - 1] + w[-1:] + [lo] * a if r < n else [],
+            w[:1] + w[r + 1 :] + [hi] * a if r < n else [],
+        ]
+        if a >= 1:
+            ys += [w[: n - r] + [hi] + [lo] * (a - 1), w[r:] + [lo] + [hi] * (a - 1)]
+        best = max([best] + [_mean_ls1(y, lo, hi) for y in ys if y])
+    return best
+
+
+def test_mean_diagonals_match_every_dataset_shape() -> None:
+    # The diagonals are found by bisection over r (each shape is unimodal in r): against
+    # every r and every candidate dataset, LS_1 computed from its definition, on data with
+    # ties, records at the bounds, a single record and distances past n.
+    from dpkit.sensitivity import _exact_diagonal
+    from dpkit.sensitivity._lattice_data import LatticeData
+
+    rng = np.random.default_rng(11)
+    for case in range(300):
+        n = int(rng.integers(1, 16))
+        kind = case % 4
+        if kind == 0:
+            x = rng.integers(0, 9, n)  # ties
+        elif kind == 1:
+            x = rng.choice([0, 8], n)  # only the bounds
+        elif kind == 2:
+            x = np.concatenate([rng.choice([0, 8], n // 2), rng.integers(0, 9, n - n // 2)])
+        else:
+            x = np.full(n, int(rng.integers(0, 9)))
+        ld = LatticeData(np.sort(x.astype(float)), 0.0, 8.0)
+        w = [int(v) for v in ld.w]
+        top = n + 3
+        got = _exact_diagonal.mean_diagonals(ld, 0, top)
+        for k in range(top + 1):
+            assert got[k] == _mean_diagonal_brute(w, ld.lo, ld.hi, k), (x.tolist(), k)
+        k0 = int(rng.integers(0, top + 1))  # a block starting anywhere gives the same values
+        assert _exact_diagonal.mean_diagonals(ld, k0, top) == got[k0:]
+        assert _exact_diagonal.mean_diagonal(ld, k0) == got[k0]

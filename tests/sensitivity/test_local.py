@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import numpy as np
@@ -134,3 +135,71 @@ def test_bad_input(kwargs: dict, exc: type, words: str) -> None:
         )
     assert words in str(info.value)
     assert str(info.value).startswith("local:")
+
+
+def _moment_one_distance(query: str, x: np.ndarray, k: int, relation: str) -> float:
+    """LS_k of var or std on [L, U] the straightforward way: every shape (r, a) of the ball
+    of radius k scored on its own (_max_var for the largest variance, every kept window for
+    the smallest), nothing shared between distances."""
+    from dpkit.sensitivity._var_distance import VarData, _max_var
+
+    x = np.sort(np.asarray(x, dtype=float))
+    n = x.size
+    d = VarData(x, L, U)
+    if relation == "unbounded":
+        k = min(k, n + 2)
+        pairs = [(r, a) for r in range(min(k, n) + 1) for a in range(k + 1 - r) if n - r + a >= 1]
+    else:
+        pairs = [(r, r) for r in range(min(k, n) + 1)]
+    vmax, vmin = 0.0, math.inf
+    for r, a in pairs:
+        vmax = max(vmax, _max_var(d, r, a))
+        s = n - r
+        if s == 0:
+            vmin = 0.0
+            continue
+        b = np.arange(r + 1)
+        w1, w2 = d.p1[b + s] - d.p1[b], d.p2[b + s] - d.p2[b]
+        vmin = min(vmin, float(np.min(np.maximum(w2 / s - (w1 / s) ** 2, 0.0))) * s / (s + a))
+    v0 = float(np.var(x - (L + U) / 2))
+    if query == "var":
+        return float(max(vmax - v0, v0 - max(vmin, 0.0), 0.0))
+    s0 = math.sqrt(v0)
+    return float(max(math.sqrt(vmax) - s0, s0 - math.sqrt(max(vmin, 0.0)), 0.0))
+
+
+def test_local_by_distance_is_each_distance_on_its_own() -> None:
+    # One sweep shares the shapes of the largest ball between the distances (the variance's
+    # cost k**3 log n paid once, not per distance): the same floats as each distance alone,
+    # on data with ties, records at the bounds, distances past n + 2, in any order.
+    rng = np.random.default_rng(12)
+    for case in range(40):
+        n = int(rng.integers(1, 12))
+        x = rng.integers(-2, 11, n).astype(float) if case % 2 else rng.uniform(L, U, n)
+        if case % 5 == 0:
+            x[: n // 2] = L
+        ks = [int(k) for k in rng.permutation(np.arange(1, n + 6))[:5]]
+        for relation in ("bounded", "unbounded"):
+            for query in ("var", "std"):
+                got = sens.local_by_distance(query, x, ks, relation=relation, bounds=(L, U))
+                want = [_moment_one_distance(query, x, k, relation) for k in ks]
+                assert got == want, (x.tolist(), ks, relation, query)
+            for query in ("mean", "median", "p90", "sum", "count"):
+                got = sens.local_by_distance(query, x, ks, relation=relation, bounds=(L, U))
+                assert got == [
+                    sens.local(query, x, distance=k, relation=relation, bounds=(L, U)) for k in ks
+                ]
+
+
+def test_max_var_many_is_max_var_shape_by_shape() -> None:
+    from dpkit.sensitivity._var_distance import VarData, _max_var, _max_var_many
+
+    rng = np.random.default_rng(13)
+    for case in range(30):
+        n = int(rng.integers(1, 40))
+        x = np.sort(rng.integers(-2, 11, n).astype(float) if case % 2 else rng.uniform(L, U, n))
+        d = VarData(x, L, U)
+        r = rng.integers(0, n + 1, 25)
+        a = rng.integers(0, 30, 25)
+        got = _max_var_many(d, r, a)
+        assert got.tolist() == [_max_var(d, int(ri), int(ai)) for ri, ai in zip(r, a, strict=True)]

@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="SIZE",
         help="refuse runs estimated to need more memory than this, for example 512M or 4G "
-        "(default: 1G)",
+        "(default: 2G)",
     )
     p.add_argument(
         "--methods",
@@ -154,10 +154,22 @@ def run(args: argparse.Namespace) -> int:
     ParameterError
         Missing or bad ``--bounds``, an unreadable file or column, values outside the bounds
         without ``--clip``, unsafe ``--delta``, ``--chunks`` above n, ``--trials`` needing more
-        memory than ``--max-memory``.
+        memory than ``--max-memory`` (estimated before any work), or more than the machine
+        has free (a ``MemoryError``, reported in one line).
     ImportError
         ``--plot`` without matplotlib (before any work), naming the ``plot`` extra.
     """
+    try:
+        return _run(args)
+    except MemoryError:
+        # the estimate fitted --max-memory, but this machine has less free memory than that
+        raise ParameterError(
+            f"--trials {args.trials:,}: the run ran out of memory (the machine has less free "
+            "memory than --max-memory allows); lower --trials or --max-memory"
+        ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from dpkit.cli._column import read_column, within_bounds
     from dpkit.compare import compare
 

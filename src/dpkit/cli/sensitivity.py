@@ -154,7 +154,7 @@ def _universe_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels:
 def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: list[str]) -> int:
     from dpkit._validate import check_bounds
     from dpkit.cli._column import read_column, within_bounds
-    from dpkit.sensitivity import SweepRow, global_sensitivity, local
+    from dpkit.sensitivity import SweepRow, global_sensitivity, local_by_distance
 
     if args.column is None or args.bounds is None:
         raise ParameterError("--data needs --column and --bounds lower,upper")
@@ -167,8 +167,9 @@ def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: lis
     out = []
     for q in qs:
         for rel in rels:
-            for k in ks:
-                ls = local(q, values, distance=k, relation=rel, bounds=bounds)
+            # every distance at once: the shapes of the largest ball are scored once
+            by_k = local_by_distance(q, values, ks, relation=rel, bounds=bounds)
+            for k, ls in zip(ks, by_k, strict=True):
                 try:
                     gs: float | None = global_sensitivity(
                         q, bounds=bounds, relation=rel, n=n, distance=k

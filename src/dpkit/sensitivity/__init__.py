@@ -5,8 +5,9 @@ Definitions (the contract)
 - Datasets are multisets. ``relation="unbounded"``: neighbours add or remove one record and
   ``dist(x, y) = |x Δ y|`` (replacing a record is distance 2). ``relation="bounded"``: same
   size, ``dist`` is the number of records replaced.
-- ``LS_k(f, x) = max |f(x) - f(y)|`` over ``1 <= dist(x, y) <= k``: :func:`local` (exact, fast)
-  and :func:`empirical_local` (brute force over a universe).
+- ``LS_k(f, x) = max |f(x) - f(y)|`` over ``1 <= dist(x, y) <= k``: :func:`local` (exact, fast;
+  :func:`local_by_distance` for several ``k`` at once) and :func:`empirical_local` (brute
+  force over a universe).
 - Global sensitivity: the largest ``LS_k`` over every dataset in scope:
   :func:`global_sensitivity` (closed forms) and :func:`empirical_global` (brute force).
 - ``A(f, x, k) = max LS_1(f, y)`` over ``dist(x, y) <= k``: :func:`local_at_distance`.
@@ -26,7 +27,7 @@ from dpkit.sensitivity.empirical import (
     empirical_global,
     empirical_local,
 )
-from dpkit.sensitivity.local_exact import local
+from dpkit.sensitivity.local_exact import local, local_by_distance
 from dpkit.sensitivity.smooth_sensitivity import SmoothSensitivity, smooth
 from dpkit.sensitivity.table import SweepRow, sweep
 
@@ -40,6 +41,7 @@ __all__ = [
     "global_sensitivity",
     "local",
     "local_at_distance",
+    "local_by_distance",
     "smooth",
     "sweep",
 ]

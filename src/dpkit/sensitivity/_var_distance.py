@@ -271,6 +271,57 @@ def _max_var(d: VarData, r: int, a: int) -> float:
     return float(np.max(out))
 
 
+def _max_var_many(d: VarData, r: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """:func:`_max_var` for every pair ``(r[j], a[j])`` at once, float for float the same.
+
+    One row per pair and number ``u`` of added records at ``upper``, each bisected for its
+    best removed block as :func:`_block_best` does, with the row's own ``r``, ``m``, ``p =
+    1 / m`` and ``gamma = 1 / m**2`` (the same float operations, element by element); rows of
+    at most ``2**18`` at a time.
+    """
+    out = np.zeros(r.size)
+    sizes = a + 1
+    first = 0
+    while first < r.size:  # pairs whose rows fit in one chunk (at least one pair)
+        stop = first + max(1, int(np.searchsorted(np.cumsum(sizes[first:]), 2**18, "right")))
+        out[first:stop] = _max_var_chunk(d, r[first:stop], a[first:stop])
+        first = stop
+    return out
+
+
+def _max_var_chunk(d: VarData, r: np.ndarray, a: np.ndarray) -> np.ndarray:
+    n = d.n
+    m_pair = n - r + a
+    counts = a + 1
+    starts = np.cumsum(counts) - counts
+    pair = np.repeat(np.arange(r.size), counts)
+    u = np.arange(pair.size) - starts[pair]
+    rr, aa, m = r[pair], a[pair], m_pair[pair]
+    mm = np.maximum(m, 1)  # pairs with m <= 0 are 0 (as in _max_var); no division by 0
+    p = 1 / mm
+    gamma = 1 / (mm * mm)
+    tot1 = d.p1[n] + (u * d.hi + (aa - u) * d.lo)
+    tot2 = d.p2[n] + (u * d.hi**2 + (aa - u) * d.lo**2)
+    lo_b = np.zeros(pair.size, dtype=np.int64)
+    hi_b = np.where(rr > 0, n - rr, 0)  # r = 0: nothing removed, the totals as they are
+    while True:
+        act = np.flatnonzero(lo_b < hi_b)
+        if act.size == 0:
+            break
+        mid = (lo_b[act] + hi_b[act]) // 2
+        ra = rr[act]
+        s = tot1[act] - (d.p1[mid + ra] - d.p1[mid])
+        g = gamma[act]
+        h = d.w[mid] * (p[act] - g) + d.w[mid + ra] * (p[act] + g) - 2 * g * s
+        up = h > 0
+        hi_b[act[up]] = mid[up]
+        lo_b[act[~up]] = mid[~up] + 1
+    s = tot1 - (d.p1[lo_b + rr] - d.p1[lo_b])
+    q = tot2 - (d.p2[lo_b + rr] - d.p2[lo_b])
+    var = np.where(m > 0, _var(mm, s, q), 0.0)
+    return np.maximum.reduceat(var, starts)
+
+
 def _unbounded_pair(d: VarData, r: int, a: int, cut: float) -> float:
     n, lo, hi = d.n, d.lo, d.hi
     big = n - r + a  # |y|

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -88,7 +89,8 @@ def global_sensitivity(
     *Mean, unbounded.* ``mean(x') - mean(x)`` is linear in every record, so its extremes sit at
     datasets whose records are all at the bounds; the function maximises over ``c`` records at
     ``upper`` (only the two ends of its range can win, by linearity in ``c``) and over the
-    counts of removed and added records at each bound, ``O(k^4)``. With ``n=None`` the sizes
+    counts of removed and added records at each bound (``O(k)`` of those can win: see
+    :func:`_mean_unbounded`). With ``n=None`` the sizes
     ``1 .. 2k + 1`` suffice: ``LS_k <= k w / (n - k)`` for ``n > k``, which is at most the
     ``k w / (k + 1)`` reached at ``n = 1`` once ``n >= 2k + 1``.
 
@@ -107,15 +109,15 @@ def global_sensitivity(
     records, largest with ``i`` records at one bound and the rest at the other; ``x`` all at
     one bound reaches it from 0. Unbounded with ``n``: an exact maximisation over the
     extreme datasets (:func:`_var_change` proves which they are: every record at a bound but
-    the removed ones, which sit at the mean of those kept), ``O(k^3)`` rational operations.
+    the removed ones, which sit at the mean of those kept), ``O(k^2)`` candidates.
     Unbounded with ``n=None``: ``w**2 / 4`` and ``w / 2`` (a single record, then one at the
     other bound; no variance on ``[lower, upper]`` exceeds ``w**2 / 4``). The deviation is
     the square root of the variance's figure: ``|sd' - sd| <= sqrt(|var' - var|)``, with
     equality where the smaller variance is 0, which the worst pairs have (checked each call
     for the unbounded case). Both are rounded up to the next float, never down.
 
-    Time ``O(k^2 + n)`` for percentiles, ``O(k^4)`` for the unbounded mean, ``O(k^3)`` for the
-    unbounded var and std with ``n``, ``O(1)`` otherwise.
+    Time ``O(k^2 + n)`` for percentiles, ``O(k)`` for the unbounded mean (``O(k^2)`` with
+    ``n=None``), ``O(k^2)`` for the unbounded var and std with ``n``, ``O(1)`` otherwise.
 
     Examples
     --------
@@ -188,7 +190,7 @@ def _global(
             # from distance n + 2 on, {lower, upper} (largest variance) is reachable from n
             # records at one bound (variance 0): the maximum 1/4 of the scaled variance
             k = min(k, size + 2)
-            _work_guard(owner, (k + 1) ** 3 * 4.0, k, size)
+            _work_guard(owner, (_table_size(k) + 1) ** 2 * 14.0, k, size)  # 28 per (r, a)
         return _moment(owner, kind, Fraction(upper) - Fraction(lower), rel, k, size)
     if kind == "mean":
         if rel == "bounded":
@@ -199,7 +201,7 @@ def _global(
         if k >= (size + 1 if size is not None else 2):
             return w
         sizes = [size] if size is not None else list(range(1, 2 * k + 2))
-        _work_guard(owner, len(sizes) * (k + 1) ** 4 / 24.0, k, size)
+        _work_guard(owner, len(sizes) * (k + 1.0), k, size)
         return w * max(_mean_unbounded(s, k) for s in sizes)
     assert q.q is not None
     if rel == "unbounded":
@@ -245,43 +247,102 @@ def _var_change(n: int, k: int) -> tuple[Fraction, Fraction]:
     then ``F`` is convex in ``mean(C)``: again 0 or 1. With ``u`` of the ``c`` shared and
     ``p`` of the ``a`` added records at 1, ``F = V(u + p, m) - u (c - u) / (n c)`` with
     ``V(q, t) = q (t - q) / t**2``; the case ``var(x) > var(x')`` swaps the roles
-    (``m <-> n``, ``a <-> r``). ``F`` is quadratic in ``u``: its integer maximum is at an end
-    of ``[0, c]`` or next to the stationary point. ``O(k**3)`` exact rational operations.
+    (``m <-> n``, ``a <-> r``).
+
+    Search. With ``T, S, E`` = ``m, n, a`` (or ``n, m, r``) and ``s = u + p``, ``F =
+    s (T - s) / T**2 - u (c - u) / (S c)`` over the integers ``0 <= u <= c``, ``0 <= p <=
+    E``. For fixed ``u``, ``F`` is a concave parabola in ``p`` with its top at ``p = T/2 - u``:
+    the best ``p`` is the floor or the ceiling of that, clamped to ``[0, E]``. Call the result
+    ``G(u)``. Where the top lies inside ``(0, E)`` (``T/2 - E < u < T/2``), ``s`` is
+    ``floor(T/2)`` or ``ceil(T/2)``, so ``G(u) = floor(T/2) ceil(T/2) / T**2 - u (c - u) /
+    (S c)``, convex: the ends of that range win. Below it ``p = E``, above it ``p = 0``, and
+    ``G`` is a quadratic in ``u``: the ends of its range or the integers next to its
+    stationary point ``u* = c (T**2 - (T - 2p) S) / (2 (T**2 - S c))`` win. So fourteen
+    ``u`` per ``(r, a)``, each with two ``p``, hold the maximum (and, with ``u`` 0 or ``c``,
+    ``Z``): ``O(k**2)`` candidates (:func:`_var_change_table`), whose maxima for each
+    ``r + a`` are kept, so that every distance up to a power of two shares one table.
     """
-    best = zero = Fraction(0)
-    quarter = Fraction(1, 4)  # no variance on [0, 1] exceeds 1/4
-    for r in range(min(k, n) + 1):
-        c = n - r
-        for a in range(k + 1 - r):
-            m = n - r + a
-            if m < 1 or r + a == 0:
-                continue
-            for big_t, small_t, extra in ((m, n, a), (n, m, r)):
-                for p in range(extra + 1):
-                    for u in _u_candidates(c, p, big_t, small_t):
-                        val = Fraction((u + p) * (big_t - u - p), big_t * big_t)
-                        if c:
-                            val -= Fraction(u * (c - u), small_t * c)
-                        best = max(best, val)
-                        if u in (0, c):
-                            zero = max(zero, val)
-            if zero == quarter:
-                return best, zero
+    table = _var_change_table(n, _table_size(k))
+    best = max((b for b, _ in table[: k + 1]), default=Fraction(0))
+    zero = max((z for _, z in table[: k + 1]), default=Fraction(0))
     return best, zero
 
 
-def _u_candidates(c: int, p: int, big_t: int, small_t: int) -> set[int]:
-    """Integers of ``[0, c]`` where ``V(u + p, big_t) - u (c - u) / (small_t c)`` can peak."""
-    out = {0, c}
-    if c == 0:
-        return out
-    curv = Fraction(1, small_t * c) - Fraction(1, big_t * big_t)  # coefficient of u**2
-    if curv < 0:  # concave: the integer maximum is next to the stationary point
-        slope0 = Fraction(big_t - 2 * p, big_t * big_t) - Fraction(1, small_t)
-        star = -slope0 / (2 * curv)
-        for u in (math.floor(star), math.ceil(star)):
-            out.add(min(max(u, 0), c))
-    return out
+def _table_size(k: int) -> int:
+    """The distance up to which :func:`_var_change_table` is built for ``k``: a power of two."""
+    return 1 << max(k - 1, 0).bit_length()
+
+
+@functools.lru_cache(maxsize=8)
+def _var_change_table(n: int, k: int) -> tuple[tuple[Fraction, Fraction], ...]:
+    """``(M_t, Z_t)`` of :func:`_var_change`'s search for ``t = 0..k``: the exact maxima over
+    the ``(r, a)`` with ``r + a = t`` (a pure function of ``n`` and ``k``: cached, so that a
+    table of distances computes it once)."""
+    r = np.arange(min(k, n) + 1, dtype=np.int64)
+    rs = np.repeat(r, k - r + 1)
+    as_ = np.concatenate([np.arange(k - ri + 1, dtype=np.int64) for ri in r.tolist()])
+    m = n - rs + as_
+    keep = (m >= 1) & (rs + as_ >= 1)
+    rs, as_, m = rs[keep], as_[keep], m[keep]
+    # the two cases: var(x') >= var(x) (T = m, S = n, E = a), var(x) > var(x') (T = n, ...)
+    big_t = np.concatenate((m, np.full(m.size, n, dtype=np.int64)))
+    small_s = np.concatenate((np.full(m.size, n, dtype=np.int64), m))
+    extra = np.concatenate((as_, rs))
+    c = n - np.concatenate((rs, rs))
+    total = np.concatenate((rs + as_, rs + as_))
+    best = [Fraction(0)] * (k + 1)
+    zero = [Fraction(0)] * (k + 1)
+    step = 2**14  # rows per chunk: bounded memory
+    for start in range(0, big_t.size, step):
+        sl = slice(start, start + step)
+        _var_candidates(big_t[sl], small_s[sl], extra[sl], c[sl], total[sl], best, zero)
+    return tuple(zip(best, zero, strict=True))
+
+
+def _var_candidates(
+    t: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    c: np.ndarray,
+    total: np.ndarray,
+    best: list[Fraction],
+    zero: list[Fraction],
+) -> None:
+    """Raise ``best[r + a]`` and ``zero[r + a]`` to the exact maxima of
+    :func:`_var_change`'s search over the rows ``(T, S, E, c)`` (int64 arrays)."""
+    low = (t - 2 * e) // 2  # the largest u with T/2 - u >= E (there p = E)
+    high = (t + 1) // 2  # the smallest u with T/2 - u <= 0 (there p = 0)
+    us = [np.zeros_like(c), c, low, low + 1, high - 1, high]
+    tt = t.astype(np.float64) ** 2
+    den = 2 * (tt - s.astype(np.float64) * c)
+    for p in (e, np.zeros_like(e)):  # the stationary point of G where p is clamped
+        with np.errstate(divide="ignore", invalid="ignore"):
+            star = c * (tt - (t - 2 * p) * s.astype(np.float64)) / den
+        star = np.where(np.isfinite(star), np.clip(star, -1.0, c + 1.0), 0.0)
+        base = np.floor(star).astype(np.int64)
+        us += [base - 1, base, base + 1, base + 2]
+    u = np.clip(np.stack(us, axis=1), 0, c[:, None])
+    # the best p for each u: the floor and the ceiling of T/2 - u, clamped to [0, E]
+    pf = np.clip((t[:, None] - 2 * u) // 2, 0, e[:, None])
+    pc = np.clip((t[:, None] - 2 * u + 1) // 2, 0, e[:, None])
+    u = np.concatenate((u, u), axis=1).ravel()
+    p = np.concatenate((pf, pc), axis=1).ravel()
+    width = 2 * len(us)
+    tr, sr, cr, tot = (np.repeat(v, width) for v in (t, s, c, total))
+    q = u + p
+    num1, den1 = q * (tr - q), tr * tr
+    num2, den2 = u * (cr - u), np.where(cr > 0, sr * cr, 1)
+    val = num1 / den1.astype(np.float64) - num2 / den2.astype(np.float64)
+    ends = (u == 0) | (u == cr)
+    for out, score in ((best, val), (zero, np.where(ends, val, -1.0))):
+        # each score is within 2**-51 of its value (all terms at most 1/4): only those within
+        # 2**-45 of the best score of their r + a can be its maximum
+        top = np.full(len(out), -np.inf)
+        np.maximum.at(top, tot, score)
+        near = np.flatnonzero(score >= top[tot] - 2.0**-45)
+        rows = np.unique(np.stack([v[near] for v in (tot, num1, den1, num2, den2)]), axis=1)
+        for i, a1, b1, a2, b2 in rows.T.tolist():
+            out[i] = max(out[i], Fraction(a1, b1) - Fraction(a2, b2))
 
 
 def _float_up(x: Fraction) -> float:
@@ -309,24 +370,29 @@ def _sqrt_up(x: Fraction) -> float:
 
 
 def _mean_unbounded(n: int, k: int) -> float:
-    """Largest ``|mean(x') - mean(x)|`` for ``lower = 0, upper = 1``, ``|x| = n``, distance k."""
-    best = 0.0
-    for ru in range(k + 1):
-        for rl in range(k + 1 - ru):
-            r = ru + rl
-            if r > n:
-                continue
-            for au in range(k + 1 - r):
-                for al in range(k + 1 - r - au):
-                    m = n - r + au + al
-                    if m < 1 or r + au + al == 0:
-                        continue
-                    lo_c, hi_c = ru, n - rl
-                    if lo_c > hi_c:
-                        continue
-                    for c in (lo_c, hi_c):
-                        best = max(best, abs((c - ru + au) / m - c / n))
-    return best
+    """Largest ``|mean(x') - mean(x)|`` for ``lower = 0, upper = 1``, ``|x| = n``, distance k.
+
+    ``x`` has ``c`` records at 1; ``x'`` removes ``ru`` of them and ``rl`` at 0 and adds
+    ``au`` at 1 and ``al`` at 0 (``r = ru + rl``, ``a = au + al``, ``r + a <= k``, ``r <= n``,
+    ``m = n - r + a >= 1``). The change ``(c - ru + au) / m - c / n`` is linear in ``c`` in
+    ``[ru, n - rl]``, so an end wins: ``au / m - ru / n`` or ``(n - r + au) / m - (n - rl) /
+    n``. In each, every term is largest (or smallest) at ``au = a`` or ``0`` and ``ru = 0`` or
+    ``r``, so for each ``(r, a)`` the largest ``|change|`` is one of ``a / m``, ``r / n``,
+    ``1 - (n - r) / n`` and ``1 - (n - r) / m``, and rounding (division and subtraction are
+    monotone in each argument) keeps that order between the floats computed. Those four only
+    grow with ``a`` (or do not depend on it), and ``(r, k - r)`` is in scope when any
+    ``(r, a)`` is, so ``a = k - r`` suffices: ``O(k)``, the same float as every split tried.
+    """
+    r = np.arange(min(k, n) + 1, dtype=np.int64)
+    a = k - r
+    m = n - r + a
+    keep = (m >= 1) & (r + a >= 1)
+    r, a, m = r[keep], a[keep], m[keep]
+    if r.size == 0:
+        return 0.0
+    rest = (n - r).astype(np.float64)
+    change = np.concatenate((a / m, r / n, 1.0 - rest / n, 1.0 - rest / m))
+    return float(max(0.0, float(change.max())))
 
 
 def _overlap(start: float, end: float, cells: range | None) -> float:

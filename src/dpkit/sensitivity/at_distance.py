@@ -259,9 +259,12 @@ def sequence(
     slack = ld.slack(1)
     exact = Fraction(0)
     k = 0
+    ahead: list[Fraction] = []  # the mean's diagonals, computed a block at a time (reversed)
     while True:
         if kind == "mean":
-            exact = max(exact, _exact_diagonal.mean_diagonal(ld, k))
+            if not ahead:  # blocks of 64, 128, 256, ...: O(log k) work per distance
+                ahead = _exact_diagonal.mean_diagonals(ld, k, 2 * k + 63)[::-1]
+            exact = max(exact, ahead.pop())
         else:
             assert q.q is not None
             # shapes that cannot beat A(k - 1) (or the caller's floor) cannot change the result;

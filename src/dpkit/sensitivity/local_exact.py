@@ -12,6 +12,7 @@ brute-force oracle they are tested against.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from dpkit.sensitivity._common import (
     sorted_data,
 )
 
-__all__ = ["local"]
+__all__ = ["local", "local_by_distance"]
 
 
 def local(
@@ -109,15 +110,85 @@ def local(
     3.2
     """
     owner = "local"
+    return _local(owner, query, data, [distance], relation, bounds, norm)[0]
+
+
+def local_by_distance(
+    query: Any,
+    data: Any,
+    distances: Sequence[int],
+    *,
+    relation: str,
+    bounds: tuple[float, float] | None = None,
+    norm: str | None = None,
+) -> list[float]:
+    """:func:`local` at several distances, sharing the work between them.
+
+    Parameters
+    ----------
+    query : Query, str or callable
+        As for :func:`local`.
+    data : array_like
+        As for :func:`local`.
+    distances : sequence of int
+        The radii ``k >= 1``, in any order.
+    relation : {"bounded", "unbounded"}
+        As for :func:`local`.
+    bounds : (float, float)
+        As for :func:`local`.
+    norm : {"l1", "l2"}, optional
+        As for :func:`local`.
+
+    Returns
+    -------
+    list of float
+        ``LS_k(f, x)`` for each ``k`` of ``distances``, in their order: the values
+        :func:`local` returns, float for float.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`local`, for the data or any distance.
+    TypeError
+        As :func:`local`.
+
+    Notes
+    -----
+    The ball of radius ``k`` is the union of the shapes ``(r, a)`` with ``r + a <= k``
+    (bounded: ``r = a <= k``), so ``LS_k`` is a running maximum over the shapes in order of
+    ``r + a``. The variance and the deviation, whose shapes cost a bisection each, compute
+    every shape once for the largest distance: ``O(n log n + K^3 log n)`` in all for ``K =
+    max(distances)`` instead of that for each distance. The other queries cost ``O(k)`` or
+    ``O(k^2)`` per distance and are computed one distance at a time.
+
+    Examples
+    --------
+    >>> from dpkit import sensitivity as sens
+    >>> sens.local_by_distance("mean", [1, 2, 3], [1, 2], relation="unbounded", bounds=(0, 10))
+    [2.0, 3.2]
+    """
+    owner = "local_by_distance"
+    return _local(owner, query, data, distances, relation, bounds, norm)
+
+
+def _local(
+    owner: str,
+    query: Any,
+    data: Any,
+    distances: Sequence[int],
+    relation: str,
+    bounds: Any,
+    norm: str | None,
+) -> list[float]:
     q = query_of(owner, query)
-    k = check_distance(owner, distance)
+    ks = [check_distance(owner, k) for k in distances]
     rel = check_relation(owner, relation)
     if q.vector:
-        return _local_vector(owner, q, data, k, rel, bounds, norm)
+        return [_local_vector(owner, q, data, k, rel, bounds, norm) for k in ks]
     lim = needs_bounds(owner, q, bounds)
     x = sorted_data(owner, data, lim, q)
     lower, upper = lim if lim is not None else (0.0, 0.0)
-    return check_sensitivity(owner, local_sorted(q, x, k, rel, lower, upper))
+    return [check_sensitivity(owner, v) for v in local_sorted_many(q, x, ks, rel, lower, upper)]
 
 
 def _pairs(
@@ -149,15 +220,25 @@ def local_sorted(
     q: Query, x: np.ndarray, k: int, relation: str, lower: float, upper: float
 ) -> float:
     """``LS_k`` on already validated, sorted data (no checks)."""
+    return local_sorted_many(q, x, [k], relation, lower, upper)[0]
+
+
+def local_sorted_many(
+    q: Query, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
+) -> list[float]:
+    """``LS_k`` for every ``k`` of ``ks`` on already validated, sorted data (no checks)."""
+    if q.kind in ("var", "std"):
+        return _moment_by_distance(q, x, ks, relation, lower, upper)
+    return [_local_one(q, x, k, relation, lower, upper) for k in ks]
+
+
+def _local_one(q: Query, x: np.ndarray, k: int, relation: str, lower: float, upper: float) -> float:
     n = x.size
     kind = q.kind
     if kind == "count":
         return 0.0 if relation == "bounded" else float(k)
-    if relation == "unbounded" and kind in ("mean", "percentile", "var", "std"):
-        # every dataset of one or two records is within n + 2: the extremes of these
-        # queries over all datasets ({lower}, {upper}; variance 0 and (upper - lower)**2 / 4
-        # at {lower, upper}) are reachable, so LS_k is the same for every k >= n + 2
-        k = min(k, n + 2)
+    if kind in ("mean", "percentile"):
+        k = _reach(k, n, relation)
     r, a = _pairs(n, k, relation, q.min_size, monotone=kind in ("sum", "mean", "percentile"))
     if kind in ("sum", "mean"):
         pre = np.concatenate(([0.0], np.cumsum(x)))
@@ -180,46 +261,88 @@ def local_sorted(
         hi = _order.interp(x, lower, upper, r, h_m)
         lo = _order.interp(x, lower, upper, -a, h_m)
         return float(max(np.max(hi - fx), np.max(fx - lo), 0.0))
-    if kind in ("var", "std"):
-        vmax, vmin = _var_extremes(x, r, a, lower, upper)
-        v0 = float(np.var(x - (lower + upper) / 2))
-        if kind == "var":
-            return float(max(vmax - v0, v0 - vmin, 0.0))
-        s0 = math.sqrt(v0)
-        return float(max(math.sqrt(vmax) - s0, s0 - math.sqrt(vmin), 0.0))
     raise InternalError(f"local: no exact algorithm for query kind {kind!r}")
+
+
+def _reach(k: int, n: int, relation: str) -> int:
+    """The distance that gives ``LS_k`` of the unbounded mean, percentiles, var and std.
+
+    Every dataset of one or two records is within ``n + 2``: the extremes of these queries
+    over all datasets (``{lower}``, ``{upper}``; variance 0 and ``(upper - lower)**2 / 4`` at
+    ``{lower, upper}``) are reachable, so ``LS_k`` is the same for every ``k >= n + 2``.
+    """
+    return min(k, n + 2) if relation == "unbounded" else k
+
+
+def _moment_by_distance(
+    q: Query, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
+) -> list[float]:
+    """``LS_k`` of the variance or the deviation for every ``k`` of ``ks``.
+
+    The ball of radius ``k`` holds the shapes ``(r, a)`` (``r`` removed, ``a`` added) with
+    ``r + a <= k`` (bounded: ``r = a <= k``). Every shape of the largest ball is scored once
+    (:func:`_var_extremes`); the largest and smallest variance within distance ``k`` are then
+    running extremes over the shapes taken in order of ``r + a`` (``r`` bounded): the same
+    floats as scoring each ball on its own.
+    """
+    if not ks:
+        return []
+    n = x.size
+    reach = [_reach(k, n, relation) for k in ks]
+    r, a = _pairs(n, max(reach), relation, q.min_size)
+    vmax, vmin = _var_extremes(x, r, a, lower, upper)
+    total = r + a if relation == "unbounded" else r
+    size = int(total.max()) + 1
+    top = np.full(size, -np.inf)
+    np.maximum.at(top, total, vmax)
+    bottom = np.full(size, np.inf)
+    np.minimum.at(bottom, total, vmin)
+    top, bottom = np.maximum.accumulate(top), np.minimum.accumulate(bottom)
+    v0 = float(np.var(x - (lower + upper) / 2))
+    s0 = math.sqrt(v0)
+    out = []
+    for k in reach:
+        i = min(k, size - 1)  # bounded: r <= n, so the ball stops growing at k = n
+        big, small = max(float(top[i]), 0.0), max(float(bottom[i]), 0.0)
+        if q.kind == "var":
+            out.append(float(max(big - v0, v0 - small, 0.0)))
+        else:
+            out.append(float(max(math.sqrt(big) - s0, s0 - math.sqrt(small), 0.0)))
+    return out
 
 
 def _var_extremes(
     x: np.ndarray, r: np.ndarray, a: np.ndarray, lower: float, upper: float
-) -> tuple[float, float]:
-    """Largest and smallest population variance over the ball given by the ``(r, a)`` pairs.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Largest and smallest population variance of each shape ``(r[j], a[j])``.
 
     Largest: keep a prefix and a suffix of the sorted data (remove a contiguous block of
     ``r``) and add ``u`` records at ``upper`` and ``a - u`` at ``lower``; the variance is
     unimodal in the block's position, found by bisection
-    (:func:`dpkit.sensitivity._var_distance._max_var`, fact 2 there). Smallest: keep a
-    contiguous window of ``n - r`` records and add ``a`` copies of the window's mean.
+    (:func:`dpkit.sensitivity._var_distance._max_var`, fact 2 there, for every shape at once).
+    Smallest: keep a contiguous window of ``n - r`` records and add ``a`` copies of the
+    window's mean; the best window depends on ``r`` only.
     """
     d = _var_distance.VarData(x, lower, upper)
     n = x.size
     p1, p2 = d.p1, d.p2
-    best_max = 0.0
-    best_min = math.inf
-    for ri, ai in zip(r.tolist(), a.tolist(), strict=True):
-        m = n - ri + ai
-        best_max = max(best_max, _var_distance._max_var(d, ri, ai))
-        # smallest: keep window [b, b + s), add ai copies of its mean
+    vmax = _var_distance._max_var_many(d, r, a)
+    window = {}  # r -> the smallest variance of a window of n - r records
+    for ri in np.unique(r).tolist():
         s = n - ri
         if s == 0:
-            best_min = 0.0
             continue
         b = np.arange(0, ri + 1)
         w1 = p1[b + s] - p1[b]
         w2 = p2[b + s] - p2[b]
-        vw = np.maximum(w2 / s - (w1 / s) ** 2, 0.0)
-        best_min = min(best_min, float(np.min(vw)) * s / m)
-    return max(best_max, 0.0), max(best_min, 0.0)
+        window[ri] = float(np.min(np.maximum(w2 / s - (w1 / s) ** 2, 0.0)))
+    vmin = np.array(
+        [
+            0.0 if ri == n else window[ri] * (n - ri) / (n - ri + ai)
+            for ri, ai in zip(r.tolist(), a.tolist(), strict=True)
+        ]
+    )
+    return vmax, vmin
 
 
 def _local_vector(
