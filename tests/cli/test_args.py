@@ -1,4 +1,5 @@
-"""Checks shared by the subcommands: a ``--plot`` file name, checked before the command runs."""
+"""Checks shared by the subcommands: a ``--plot`` file name, checked before the command runs;
+an option that takes one value, given at most once."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.cli.main import main
+from dpkit.cli.main import build_parser, main
 
 COMMANDS = {
     "compare": ["compare", "--bounds", "0,100", "--trials", "5", "--methods", "global"],
@@ -52,3 +53,28 @@ def test_a_plot_file_name_without_suffix_still_works(
     monkeypatch.chdir(tmp_path)
     assert main([*COMMANDS["sensitivity"], "--plot", "figure"]) == 0
     assert (tmp_path / "figure.png").is_file()  # matplotlib's default format
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["compare", "--bounds", "0,100", "--epsilon", "1", "--epsilon", "5"], "--epsilon"),
+        (["compare", "--bounds", "0,100", "--max-memory", "1G", "--max-memory", "4G"], None),
+        (["sensitivity", "--universe", "1,2", "--universe", "3,4", "--size", "2"], None),
+        (["audit", "laplace", "--epsilon", "1", "--epsilon", "2"], "--epsilon"),
+        (["audit", "laplace", "--samples", "100", "--samples", "200"], "--samples"),
+        (["audit", "all", "--seed", "1", "--seed", "2"], "--seed"),
+        (["audit", "query", "q.py", "--confidence", "0.9", "--confidence", "0.6"], None),
+    ],
+)
+def test_every_subcommand_refuses_an_option_given_twice(
+    capsys: pytest.CaptureFixture[str], argv: list[str], option: str | None
+) -> None:
+    """compare, sensitivity and audit kept the last of `--epsilon 1 --epsilon 5` without a
+    word, as query did (once_each): a usage error before anything runs."""
+    option = option or next(a for a in argv if argv.count(a) == 2 and a.startswith("--"))
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(argv)  # refused while parsing: nothing runs
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: given twice" in err and "give it once" in err

@@ -76,7 +76,8 @@ def test_csv_column_and_clear_errors(csv: Path, capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     # 199 records: sample-and-aggregate's default 600 parts cannot be; the table says so
     assert "199 parts (one per record" in out
-    assert main([*base, "--column", "nope", "--bounds", "0,300"]) == 2
+    no_column = ["compare", "--data", str(csv), "--trials", "10", "--seed", "0"]
+    assert main([*no_column, "--column", "nope", "--bounds", "0,300"]) == 2
     assert "--column" in _err(capsys)
     assert main([*ADULT[:1], "--bounds", "100", "--trials", "5"]) == 2
     assert main([*ADULT, "--methods", "inverse,magic", "--trials", "5"]) == 2

@@ -19,7 +19,14 @@ from typing import Any
 
 from dpkit.errors import ParameterError
 
-__all__ = ["MAX_DELTA", "Once", "check_delta_limit", "check_figure_path"]
+__all__ = [
+    "MAX_DELTA",
+    "Once",
+    "check_delta_limit",
+    "check_figure_path",
+    "memory_size",
+    "once_each",
+]
 
 #: The largest ``--delta`` of a release or a budget on the command line. ``delta`` must stay
 #: far below ``1/n`` for ``n`` people: a mechanism that publishes each person's record in the
@@ -60,6 +67,13 @@ class Once(argparse.Action):
             )
         given.add(self.dest)
         setattr(namespace, self.dest, values)
+
+
+def once_each(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make :class:`Once` the default action of ``parser``: every option added after this
+    call that takes one value (no ``action=``) refuses a repeat; flags keep theirs."""
+    parser.register("action", None, Once)
+    return parser
 
 
 def check_delta_limit(command: str, delta: float | None) -> None:
@@ -113,3 +127,21 @@ def check_figure_path(flag: str, path: Path) -> Path:
             f"{flag}: cannot write {shown!r}: the folder {str(path.parent)!r} does not exist"
         )
     return path
+
+
+def memory_size(text: str) -> int:
+    """A ``--max-memory`` value: ``"4G"``, ``"512M"``, ``"100K"`` or a number of bytes -> bytes."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = units.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if scale > 1 else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M or 4G; got {text!r}"
+        ) from None
+    if not 0 < value < 2**60:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite size > 0, such as 512M or 4G; got {text!r}"
+        )
+    return int(value * scale)

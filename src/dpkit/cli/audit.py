@@ -18,12 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpkit.cli._args import once_each
+
 __all__ = ["register", "run"]
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     from dpkit.audit.core import MIN_CONFIDENCE
-    from dpkit.cli.compare import _size
+    from dpkit.cli._args import memory_size
 
     p.add_argument(
         "--samples",
@@ -40,7 +42,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-memory",
-        type=_size,
+        type=memory_size,
         default=None,
         metavar="SIZE",
         help="refuse --samples estimated to need more memory than this (without --samples, "
@@ -76,7 +78,7 @@ def register(sub: Any) -> None:
     targets = p.add_subparsers(dest="target", metavar="TARGET")
     targets.required = True
     for name, t in TARGETS.items():
-        tp = targets.add_parser(name, help=t.summary, description=t.summary)
+        tp = once_each(targets.add_parser(name, help=t.summary, description=t.summary))
         for param, (typ, default, text) in t.params.items():
             tp.add_argument(
                 f"--{param.replace('_', '-')}",
@@ -87,13 +89,17 @@ def register(sub: Any) -> None:
             )
         _common(tp)
         tp.set_defaults(func=run)
-    ap = targets.add_parser(
-        "all", help="every mechanism, framework and Session query kind with its defaults"
+    ap = once_each(
+        targets.add_parser(
+            "all", help="every mechanism, framework and Session query kind with its defaults"
+        )
     )
     _common(ap)
     ap.set_defaults(func=run)
-    qp = targets.add_parser(
-        "query", help="a query file: query(frame, rng), CLAIM or EPSILON, neighbours or DATA"
+    qp = once_each(
+        targets.add_parser(
+            "query", help="a query file: query(frame, rng), CLAIM or EPSILON, neighbours or DATA"
+        )
     )
     qp.add_argument("file", type=Path, help="the query file (see dpkit.audit.query_file)")
     _common(qp)

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpkit.cli._args import memory_size, once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["register", "run"]
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
             "values outside --bounds are refused unless --clip."
         ),
     )
+    once_each(p)  # an option that takes one value is given at most once
     p.add_argument("--data", type=Path, help="a CSV file (default: the bundled Adult data)")
     p.add_argument("--column", default=None, help="the column to use (default with Adult: Age)")
     p.add_argument(
@@ -76,7 +78,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--max-memory",
-        type=_size,
+        type=memory_size,
         default=None,
         metavar="SIZE",
         help="refuse runs estimated to need more memory than this, for example 512M or 4G "
@@ -101,24 +103,6 @@ def register(sub: Any) -> None:
         "--seed", type=int, default=None, help="reproducible (NOT private) noise; default secure"
     )
     p.set_defaults(func=run)
-
-
-def _size(text: str) -> int:
-    """``"4G"``, ``"512M"``, ``"100K"`` or a number of bytes -> bytes."""
-    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    scale = units.get(t[-1:], 1)
-    try:
-        value = float(t[:-1] if scale > 1 else t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a size such as 512M or 4G; got {text!r}"
-        ) from None
-    if not 0 < value < 2**60:
-        raise argparse.ArgumentTypeError(
-            f"expected a finite size > 0, such as 512M or 4G; got {text!r}"
-        )
-    return int(value * scale)
 
 
 def _bounds(text: str | None) -> tuple[float, float]:

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpkit.cli._args import once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["parse_distances", "register", "run"]
@@ -43,6 +44,7 @@ def register(sub: Any) -> None:
             "unless --clip."
         ),
     )
+    once_each(p)  # an option that takes one value is given at most once
     p.add_argument(
         "--query",
         default=DEFAULT_QUERIES,
