@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from dpkit.cli._args import Once, check_delta_limit
+from dpkit.cli._args import check_delta_limit, once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -36,23 +36,18 @@ def register(sub: Any) -> None:
         description="Create a new ledger with a budget: --epsilon alone gives pure DP, "
         "--epsilon with --delta gives (epsilon, delta)-DP, --rho gives zCDP.",
     )
+    once_each(init)  # an option that takes one value is given at most once
     init.add_argument("file", metavar="FILE", help="the ledger file to create")
-    init.add_argument(
-        "--epsilon", action=Once, type=float, default=None, help="epsilon of the budget (> 0)"
-    )
+    init.add_argument("--epsilon", type=float, default=None, help="epsilon of the budget (> 0)")
     init.add_argument(
         "--delta",
-        action=Once,
         type=float,
         default=None,
         help="delta of the budget, 0 <= delta <= 1/2 and far below 1/n for n people",
     )
-    init.add_argument(
-        "--rho", action=Once, type=float, default=None, help="rho of a zCDP budget (> 0)"
-    )
+    init.add_argument("--rho", type=float, default=None, help="rho of a zCDP budget (> 0)")
     init.add_argument(
         "--relation",
-        action=Once,
         choices=("unbounded", "bounded"),
         default="unbounded",
         help="neighbour relation the budget protects: unbounded (add or remove one record, "

@@ -40,7 +40,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import Once, check_delta_limit
+from dpkit.cli._args import Once, check_delta_limit, once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -58,47 +58,34 @@ def register(sub: Any) -> None:
         "'adult', the bundled data): the released values with their confidence intervals. "
         "--explain prints the plan and spends nothing.",
     )
+    once_each(p)  # every option taking one value is given at most once: a repeat is a usage error
     p.add_argument("data", metavar="DATA", help="a .csv or .parquet file, or 'adult'")
     p.add_argument(
         "--engine",
-        action=Once,
         choices=ENGINES,
         default="polars",
         help="where the query runs: polars (default, lazy scan) or spark (a local Spark; "
         "needs pip install 'dpkit[spark]' and Java 17+)",
     )
-    # every option taking one value is given at most once (Once): a repeat is a usage error
-    p.add_argument(
-        "--epsilon", action=Once, type=float, default=None, help="epsilon of this release (> 0)"
-    )
+    p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
     p.add_argument(
         "--delta",
-        action=Once,
         type=float,
         default=0.0,
         help="delta (default 0: pure DP), at most 1/2 and far below 1/n for n people",
     )
-    p.add_argument(
-        "--rho", action=Once, type=float, default=None, help="a zCDP release instead of epsilon"
-    )
-    p.add_argument(
-        "--alpha", action=Once, type=float, default=0.05, help="intervals at level 1 - alpha"
-    )
-    p.add_argument(
-        "--unit", action=Once, default=None, help="column naming the person (privacy unit)"
-    )
+    p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
+    p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
+    p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
     p.add_argument(
         "--max-rows",
-        action=Once,
         default=None,
         metavar="K",
         help="rows kept per unit (an int), or 'auto' to choose it privately",
     )
-    p.add_argument("--max-groups", action=Once, type=int, default=None, help="groups kept per unit")
-    p.add_argument("--group-by", action=Once, default=None, help="comma-separated key columns")
-    p.add_argument(
-        "--keys", action=Once, default=None, help="CSV file of public keys (the key columns)"
-    )
+    p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
+    p.add_argument("--group-by", default=None, help="comma-separated key columns")
+    p.add_argument("--keys", default=None, help="CSV file of public keys (the key columns)")
     p.add_argument("--count", action="store_true", help="count rows")
     for name in _BOUNDED:
         p.add_argument(
@@ -129,12 +116,8 @@ def register(sub: Any) -> None:
         metavar="COL:E0,E1,...",
         help="counts per bin of a column (numeric edges), alone in its query (once)",
     )
-    p.add_argument(
-        "--ledger", action=Once, default=None, help="spend from this ledger (dpkit budget init)"
-    )
-    p.add_argument(
-        "--seed", action=Once, type=int, default=None, help="reproducible noise (NOT private)"
-    )
+    p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
+    p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
     p.add_argument(
         "--json", action="store_true", help="print JSON (a value past the float range is null)"
     )
