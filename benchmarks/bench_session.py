@@ -16,6 +16,13 @@ persons with about 10 rows each for the bounding task):
     A DP histogram with 3,001 public edges over 10^6 rows of the column (epsilon 1), against
     NumPy's ``np.histogram`` with the same edges (no target; one comparison per edge,
     chained, took about 45 s at 10^5 rows before each engine's binary search).
+``median by 2000 groups 2e5``
+    A DP median per group with 2,000 public keys over 2 * 10^5 rows (about 100 records per
+    group, normal around 50, bounds (0, 100), epsilon 1: one exponential-mechanism draw, two
+    helper draws and noisy cell counts per group), against Polars' own
+    ``group_by().agg(median)`` (no target: the cost is per group, about 0.9 ms of CPU on
+    the development machine, from 1.8 ms before the per-group work was trimmed). Error: the
+    median over groups of ``|release - group median|``.
 ``bounding 1e6 persons to 5 rows``
     A per-person count keeping 5 rows per person (salted hash, fresh per release) against a
     plain Polars window rank ``rank().over(person)`` keeping 5 rows, then counting (target 2x).
@@ -45,6 +52,7 @@ COUNT = "count by 1000 groups 1e7"
 COUNT_DUCKDB = "count by 1000 groups 1e7 duckdb"
 MEAN = "mean 1e7"
 BOUNDING = "bounding 1e6 persons to 5 rows"
+MEDIAN_GROUPS = "median by 2000 groups 2e5"
 HISTOGRAM = "histogram 3000 bins 1e6"
 
 
@@ -164,6 +172,34 @@ def _histogram(table: Table, df: Any) -> None:
     )
 
 
+def _grouped_median(table: Table) -> None:
+    import polars as pl
+
+    import dpkit as dp
+
+    groups, rows = 2000, 200_000
+    rng = np.random.default_rng(SEED + 2)
+    df = pl.DataFrame({"g": rng.integers(0, groups, rows), "x": rng.normal(50, 15, rows)})
+    table.add(
+        MEDIAN_GROUPS,
+        "polars",
+        timeit(lambda: df.group_by("g").agg(pl.col("x").median()), repeat=5),
+        note="plain group_by().agg(median)",
+    )
+    s = dp.Session(df, budget=dp.PureDP(1e9))
+    q = s.query().group_by("g", keys=list(range(groups))).agg(dp.median("x", bounds=(0, 100)))
+    truth = df.group_by("g").agg(pl.col("x").median().alias("t"))
+    got = q.release(epsilon=1.0).join(truth, on="g")
+    err = float(np.median(np.abs(got["x_median"].to_numpy() - got["t"].to_numpy())))
+    table.add(
+        MEDIAN_GROUPS,
+        "dpkit",
+        timeit(lambda: q.release(epsilon=1.0), repeat=3),
+        error=err,
+        note="public keys, ~100 records per group; error: median |release - median| over groups",
+    )
+
+
 def _bounding(table: Table) -> None:
     import polars as pl
 
@@ -200,5 +236,6 @@ def run(table: Table) -> None:
     _counts(table, df)
     _mean(table, df)
     _histogram(table, df)
+    _grouped_median(table)
     _bounding(table)
     _opendp(table)

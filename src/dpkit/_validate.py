@@ -156,24 +156,30 @@ def check_int(
     maximum: int | None = None,
 ) -> int:
     """An integer (Python or NumPy; no bool, float or time delta) within the given range."""
-    if minimum is not None and maximum is not None:
-        requirement = f"an int in [{minimum}, {maximum}]"
-    elif minimum is not None:
-        requirement = f"an int >= {minimum}"
-    elif maximum is not None:
-        requirement = f"an int <= {maximum}"
-    else:
-        requirement = "an int"
-    if isinstance(value, bool | np.bool_ | np.timedelta64) or not isinstance(
-        value, numbers.Integral | np.integer
+    if type(value) is not int and (
+        isinstance(value, bool | np.bool_ | np.timedelta64)
+        or not isinstance(value, numbers.Integral | np.integer)
     ):
         raise TypeError(
-            f"{owner}: `{name}` must be {requirement}; got {type(value).__name__} {describe(value)}"
+            f"{owner}: `{name}` must be {_int_requirement(minimum, maximum)}; "
+            f"got {type(value).__name__} {describe(value)}"
         )
     out = int(value)
     if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
-        raise ParameterError(f"{owner}: `{name}` must be {requirement}; got {describe(value)}")
+        raise ParameterError(
+            f"{owner}: `{name}` must be {_int_requirement(minimum, maximum)}; got {describe(value)}"
+        )
     return out
+
+
+def _int_requirement(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an int in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f"an int >= {minimum}"
+    if maximum is not None:
+        return f"an int <= {maximum}"
+    return "an int"
 
 
 def check_choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:

@@ -501,3 +501,92 @@ def test_auto_stages_and_statistics_split_the_budget_exactly() -> None:
         assert p.noise.scale == Fraction(p.sensitivity) / (rest * p.share)
         total += p.share
     assert total == 1
+
+
+# ----------------------------------------------------------------------------- many groups
+
+
+def test_grouped_quantiles_are_the_statistics_release_of_each_group(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """Per group (public keys, sorted; one key without rows), the released quantiles and
+    intervals are exactly ``quantiles_from_counts`` on that group's counts with the same
+    seeded source, in key order: the Session checks the parameters once
+    (``counts_releaser``) and slices each group's summary from the engine's counts."""
+    rng = np.random.default_rng(5)
+    n = 900
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 6, n),
+            "x": np.round(rng.normal(50, 15, n).clip(0, 100) * 8) / 8,
+        }
+    )
+    keys = [0, 1, 2, 3, 4, 5, 7]  # 7 has no rows: its summary is empty
+    s = dp.Session(engine(df), budget=dp.PureDP(4.0), rng=8)
+    q = s.query().group_by("g", keys=keys).agg(dp.quantile("x", [0.1, 0.5, 0.9], bounds=(0, 100)))
+    got = to_polars(q.release(epsilon=1.0)).sort("g")
+    source = as_source(8)
+    for key, row in zip(keys, got.iter_rows(named=True), strict=True):
+        assert row["g"] == key
+        xs = df.filter(pl.col("g") == key)["x"].to_numpy().astype(np.float64)
+        pts, cnt = np.unique(xs, return_counts=True)
+        rel = statistics.quantiles_from_counts(
+            pts,
+            cnt,
+            [0.1, 0.5, 0.9],
+            epsilon=1.0,
+            bounds=(0, 100),
+            interval_share=0.25,
+            rng=source,
+        )
+        for j, lv in enumerate((0.1, 0.5, 0.9)):
+            assert row[f"x_{lv:g}"] == rel.values[j]
+            assert row[f"x_{lv:g}_low"] == rel.value_intervals[j, 0]
+            assert row[f"x_{lv:g}_high"] == rel.value_intervals[j, 1]
+
+
+def _summaries_oracle(by: list[str], table: pl.DataFrame, counts: pl.DataFrame, unit: float):
+    """The per-group summaries as one gather per group (the definition)."""
+    index = {k: g for k, g in counts.group_by(by, maintain_order=True)}
+    out = []
+    for key in table.select(by).rows():
+        sub = index.get(key)
+        if sub is None:
+            out.append((np.zeros(0), np.zeros(0, dtype=np.int64)))
+        else:
+            pts = sub["__dpkit_bucket"].to_numpy().astype(np.float64) * unit
+            out.append((pts, sub["__dpkit_n"].to_numpy().astype(np.int64)))
+    return out
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_group_summaries_are_each_groups_counts(shuffled: bool) -> None:
+    """The slices of the engine's sorted counts are each group's rows, keys with nulls and
+    several columns included; unsorted counts take the gather per group."""
+    from types import SimpleNamespace
+
+    from dpkit.session import _execute as ex
+    from dpkit.session._run import _summaries
+
+    rng = np.random.default_rng(3)
+    n = 400
+    counts = pl.DataFrame(
+        {
+            "a": pl.Series(rng.choice([None, 1, 2, 3], n).tolist(), dtype=pl.Int64),
+            "b": rng.choice(["u", "v"], n).tolist(),
+            ex.BUCKET: rng.integers(-50, 50, n),
+            "__dpkit_n": pl.Series(rng.integers(1, 9, n), dtype=pl.UInt32),
+        }
+    ).unique(subset=["a", "b", ex.BUCKET], keep="first")
+    counts = counts.sort(["a", "b", ex.BUCKET], nulls_last=True)
+    if shuffled:
+        counts = counts.sample(fraction=1.0, shuffle=True, seed=4)
+    table = pl.DataFrame({"a": [3, None, 1, 9, 2, 1], "b": ["v", "u", "u", "u", "v", "v"]})
+    ctx = SimpleNamespace(by=("a", "b"))
+    got = _summaries(ctx, table, counts, 0.25)  # type: ignore[arg-type]
+    want = _summaries_oracle(["a", "b"], table, counts, 0.25)
+    assert len(got) == len(want)
+    for (gp, gc), (wp, wc) in zip(got, want, strict=True):
+        assert gp.dtype == wp.dtype and gc.dtype == wc.dtype
+        assert np.array_equal(gp, wp) and np.array_equal(gc, wc)
+    assert sum(c.size for _p, c in got) > 0

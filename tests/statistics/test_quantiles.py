@@ -287,6 +287,42 @@ def test_counts_form_matches_the_array_form() -> None:
     assert np.array_equal(a.values, b.values)
 
 
+@pytest.mark.parametrize(
+    ("levels", "method", "support", "intervals"),
+    [
+        (0.5, "auto", "auto", True),
+        ([0.1, 0.5, 0.9], "auto", "auto", True),
+        ([0.25, 0.75], "joint", "continuous", True),
+        ([0.2, 0.8], "independent", 1.0, False),
+        ([0.1, 0.5, 0.9], "cdf", 1.0, True),
+    ],
+)
+def test_counts_releaser_is_quantiles_from_counts_on_every_summary(
+    levels, method, support, intervals
+) -> None:
+    """The Session's per-group releaser (parameters checked once) releases each summary
+    exactly as quantiles_from_counts does from the same source, empty summaries included."""
+    from dpkit.samplers import SeededSource
+    from dpkit.statistics._quantiles import counts_releaser
+
+    rng = np.random.default_rng(12)
+    kw = {"epsilon": 0.8, "bounds": (0, 100), "method": method, "support": support}
+    release = counts_releaser(levels, intervals=intervals, interval_share=0.3, alpha=0.1, **kw)
+    a, b = SeededSource(3), SeededSource(3)
+    for n in (0, 1, 5, 40, 300):
+        pts, cnt = np.unique(np.round(rng.normal(50, 20, n)), return_counts=True)
+        got = release(pts, cnt, a)
+        want = quantiles_from_counts(
+            pts, cnt, levels, intervals=intervals, interval_share=0.3, alpha=0.1, rng=b, **kw
+        )
+        assert repr(got) == repr(want) and got.method == want.method
+        assert np.array_equal(got.values, want.values)
+        for name in ("value_intervals", "rank_intervals"):
+            g, w = getattr(got, name), getattr(want, name)
+            assert (g is None and w is None) or np.array_equal(g, w)
+        assert dict(got.details) == dict(want.details)
+
+
 def test_adversarial_data() -> None:
     kw = dict(epsilon=1.0, rng=0)
     # all values equal, at a non-dyadic value: auto support still releases near it

@@ -60,7 +60,7 @@ from dpkit._lattice import check_unit, unit_for
 from dpkit._lattice import units as lattice_units
 from dpkit.errors import InternalError, ParameterError
 from dpkit.frameworks._common import GRID_BITS
-from dpkit.samplers import uniform_int
+from dpkit.samplers._discrete import uniform_one
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
 __all__ = [
@@ -73,6 +73,7 @@ __all__ = [
     "draw_cells",
     "rank_exponents",
     "resolution_level",
+    "sample_in_range",
     "sample_in_ranges",
 ]
 
@@ -191,20 +192,43 @@ class Measure:
             self.base = 1
             self.levels = [(k, 1 << k)] if k > 0 else []
         self.atoms = bool(self.levels)
+        # every grid with weight 2**j (support "auto"): point_atoms has a closed form
+        self._dyadic = self.levels == [(j, 1 << j) for j in range(LEVELS)]
+        self._shifts = np.array([j for j, _w in self.levels], dtype=np.int64)
+        self._weights = np.array([w for _j, w in self.levels], dtype=np.int64)
 
     def _prefix(self, u: np.ndarray) -> np.ndarray:
         """``sum w_j floor((u - origin) / 2**j)``: the atoms' mass in ``(-inf, u]`` + const."""
         s = np.asarray(u, dtype=np.int64) - self.lattice.origin
         if not self.levels:
             return np.zeros(s.shape, dtype=np.int64)
-        shifts = np.array([j for j, _w in self.levels], dtype=np.int64)
-        weights = np.array([w for _j, w in self.levels], dtype=np.int64)
+        shifts, weights = self._shifts, self._weights
         if s.size * shifts.size <= 1 << 22:  # one broadcast: shifts as a second axis
             # arithmetic shift = floor division (also below the origin)
             return ((s[..., None] >> shifts) * weights).sum(axis=-1)
         out = np.zeros(s.shape, dtype=np.int64)
         for j, w in self.levels:
             out += (s >> j) * w
+        return out
+
+    def point_atoms(self, u: np.ndarray) -> np.ndarray:
+        """``_prefix(u) - _prefix(u - 1)``: the atoms' mass at each lattice point ``u``,
+        ``sum w_j [2**j divides u - origin]`` (int64).
+
+        For ``"auto"`` the grids dividing ``s = u - origin`` are those up to its trailing
+        zeros, so the sum is ``2**(min(tz(s), LEVELS - 1) + 1) - 1`` (``s = 0``: every grid):
+        with ``x = s | 2**(LEVELS - 1)``, ``x & -x`` is ``2**min(tz(s), LEVELS - 1)`` (the
+        lowest set bit, two's complement: negatives too)."""
+        s = np.asarray(u, dtype=np.int64) - self.lattice.origin
+        if self._dyadic:
+            s |= 1 << (LEVELS - 1)
+            s &= -s
+            s <<= 1
+            s -= 1
+            return s
+        out = np.zeros(s.shape, dtype=np.int64)
+        for j, w in self.levels:
+            out += w * ((s & ((1 << j) - 1)) == 0)
         return out
 
     def mass_of(self, a: int, b: int) -> int:
@@ -234,15 +258,39 @@ class Measure:
         return self._prefix(v), self._prefix(v - 1)
 
     def prefix_at(self, u: int) -> int:
-        """``_prefix`` of one lattice index, in Python integers (no array overhead)."""
+        """``_prefix`` of one lattice index, in Python integers (no array overhead).
+
+        For ``"auto"``, with ``s = H + t`` (``H`` a multiple of ``2**L``, ``0 <= t < 2**L``,
+        ``L = LEVELS``): ``sum_{j < L} 2**j floor(s / 2**j) = L H + sum_b bit_b(t) 2**b
+        (b + 1)``, read from one table per byte of ``t`` (:data:`_DYADIC_BYTES`)."""
         s = int(u) - self.lattice.origin
+        if self._dyadic:
+            t = s & ((1 << LEVELS) - 1)
+            return LEVELS * (s - t) + sum(
+                table[(t >> (8 * k)) & 255] for k, table in enumerate(_DYADIC_BYTES)
+            )
         return sum((s >> j) * w for j, w in self.levels)
 
     @functools.cached_property
     def total(self) -> int:
         """``mu`` of the whole lattice range (public; computed once)."""
         lat = self.lattice
-        return int(self.range_mass(np.array([lat.lo]), np.array([lat.hi]))[0])
+        return self.mass_of(lat.lo, lat.hi)
+
+
+#: ``_DYADIC_BYTES[k][x] = sum_i bit_i(x) 2**(8k + i) (8k + i + 1)`` over the bits of the
+#: byte ``x`` below ``LEVELS``: :meth:`Measure.prefix_at` of the ``"auto"`` measure.
+_DYADIC_BYTES = tuple(
+    tuple(
+        sum(
+            (1 << (8 * k + i)) * (8 * k + i + 1)
+            for i in range(8)
+            if x >> i & 1 and 8 * k + i < LEVELS
+        )
+        for x in range(256)
+    )
+    for k in range((LEVELS + 7) // 8)
+)
 
 
 def resolution_level(lattice: Lattice, resolution: Any) -> int:
@@ -311,22 +359,31 @@ def sample_in_ranges(measure: Measure, a: np.ndarray, b: np.ndarray, source: Any
     return out
 
 
+def sample_in_range(measure: Measure, a: int, b: int, source: Any) -> int:
+    """:func:`sample_in_ranges` for one range ``[a, b]`` given as Python ints (same draws)."""
+    if b < a:
+        raise InternalError("sample_in_ranges: empty range")
+    if not measure.atoms:
+        return a + int(uniform_below(np.array([b - a + 1], dtype=np.int64), source)[0])
+    return _one_in_range(measure, a, b, source)
+
+
 def _one_in_range(measure: Measure, a: int, b: int, source: Any) -> int:
     """:func:`sample_in_ranges` for one range (same components, same exact draws)."""
     o = measure.lattice.origin
     sa, sb = a - 1 - o, b - o
     weights = [measure.base * (b - a + 1)]
     weights += [((sb >> j) - (sa >> j)) * w for j, w in measure.levels]
-    r = int(uniform_int(sum(weights), 1, source)[0])
+    r = uniform_one(sum(weights), source)
     comp = 0
     while r >= weights[comp]:
         r -= weights[comp]
         comp += 1
     if comp == 0:
-        return a + int(uniform_int(b - a + 1, 1, source)[0])
+        return a + uniform_one(b - a + 1, source)
     lev = measure.levels[comp - 1][0]
     cnt = (sb >> lev) - (sa >> lev)
-    return ((((sa >> lev) + 1) + int(uniform_int(cnt, 1, source)[0])) << lev) + o
+    return ((((sa >> lev) + 1) + uniform_one(cnt, source)) << lev) + o
 
 
 @dataclass(frozen=True, slots=True)

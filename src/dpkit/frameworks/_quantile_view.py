@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_ranges
+from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_range, sample_in_ranges
 from dpkit.samplers import bernoulli_exp
 from dpkit.samplers.heavy_tailed import exp_weighted_choice
 
@@ -132,11 +132,85 @@ def _exponents(below: np.ndarray, atmost: np.ndarray, num: int, den: int) -> np.
 def _full(
     view: View, measure: Measure, num: int, den: int, rate: Fraction, size: int, source: Any
 ) -> np.ndarray:
-    sub, marks = view.part(view.a, view.b)
-    c = cells(sub, measure, view.out_lo, view.out_hi, marks)
-    e = _exponents(c.below, c.atmost, num, den)
-    idx = exp_weighted_choice(c.mass, e, rate, size, source)
-    return sample_in_ranges(measure, c.start[idx], c.stop[idx], source)
+    if view.over or view.marks is not None:
+        sub, marks = view.part(view.a, view.b)
+        c = cells(sub, measure, view.out_lo, view.out_hi, marks)
+        e = _exponents(c.below, c.atmost, num, den)
+        idx = exp_weighted_choice(c.mass, e, rate, size, source)
+        return sample_in_ranges(measure, c.start[idx], c.stop[idx], source)
+    mass, e = plain_cells(view, measure, num, den)
+    idx = exp_weighted_choice(mass, e, rate, size, source)
+    if size == 1:
+        lo, hi = _cell_range(view, int(idx[0]))
+        return np.array([sample_in_range(measure, lo, hi, source)], dtype=np.int64)
+    ranges = [_cell_range(view, i) for i in idx.tolist()]
+    starts = np.array([r[0] for r in ranges], dtype=np.int64)
+    stops = np.array([r[1] for r in ranges], dtype=np.int64)
+    return sample_in_ranges(measure, starts, stops, source)
+
+
+def plain_cells(view: View, measure: Measure, num: int, den: int) -> tuple[np.ndarray, np.ndarray]:
+    """The masses and exponents of the cells of a view without overrides: the arrays
+    ``cells(*view.part(a, b), ...).mass`` and ``_exponents(...)`` with rank ``num / den``,
+    computed from the root's arrays in a few operations (no sub-:class:`Counts`).
+
+    Gap ``i`` (``0 .. k``) runs from ``left_i`` (``out_lo``, then ``v_{i-1} + 1``) to
+    ``right_i`` (``v_i - 1``, then ``out_hi``): mass ``base * max(length, 0) + P(right_i) -
+    P(left_i - 1)``; atom ``i`` has ``base + (P(v_i) - P(v_i - 1))``, and ``P(v - 1)`` is
+    ``P(v)`` less that atom mass. With ``c_i`` the records below ``v_i`` (``c_k = n``) and
+    ``d_i = c_i den - num``, a gap's exponent is ``|d_i|`` (its ``below`` and ``atmost``
+    are both ``c_i``) and atom ``i``'s is ``max(d_i, -d_{i+1}, 0)``."""
+    root = view.root
+    a, b, lo, hi = view.a, view.b, view.out_lo, view.out_hi
+    v = root.values[a:b]
+    k = v.size
+    left = np.empty(k + 1, dtype=np.int64)
+    right = np.empty(k + 1, dtype=np.int64)
+    left[0] = lo
+    np.add(v, 1, out=left[1:])
+    right[k] = hi
+    np.subtract(v, 1, out=right[:k])
+    length = right - left
+    length += 1
+    np.maximum(length, 0, out=length)
+    gap = measure.base * length
+    mass = np.empty(2 * k + 1, dtype=np.float64)
+    if measure.atoms:
+        pv = measure._prefix(v)
+        atom = measure.point_atoms(v)
+        p_right = np.empty(k + 1, dtype=np.int64)
+        p_left = np.empty(k + 1, dtype=np.int64)
+        np.subtract(pv, atom, out=p_right[:k])
+        p_right[k] = measure.prefix_at(hi)
+        p_left[0] = measure.prefix_at(lo - 1)
+        p_left[1:] = pv
+        gap += p_right
+        gap -= p_left
+        atom += measure.base
+        mass[1::2] = atom
+    else:
+        mass[1::2] = measure.base
+    mass[0::2] = gap
+    d = root.cum[a : b + 1] - root.cum[a]
+    d *= den
+    d -= num
+    e = np.empty(2 * k + 1, dtype=np.int64)
+    np.abs(d, out=e[0::2])
+    np.maximum(d[:k], -d[1:], out=e[1::2])
+    np.maximum(e[1::2], 0, out=e[1::2])
+    return mass, e
+
+
+def _cell_range(view: View, i: int) -> tuple[int, int]:
+    """The lattice range of cell ``i`` of :func:`plain_cells` (gap ``i // 2`` or atom)."""
+    vals = view.root.values
+    if i % 2:
+        v = int(vals[view.a + i // 2])
+        return v, v
+    g = i // 2
+    lo = view.out_lo if g == 0 else int(vals[view.a + g - 1]) + 1
+    hi = view.out_hi if view.a + g == view.b else int(vals[view.a + g]) - 1
+    return lo, hi
 
 
 def draw_view(
@@ -149,7 +223,10 @@ def draw_view(
     window: int | None = None,
 ) -> int:
     """One draw for the target rank ``slope * n + offset`` on ``view`` (module docstring)."""
-    return int(draw_view_many(view, measure, slope, offset, epsilon, source, 1, window)[0])
+    win = Window(view, measure, slope, offset, epsilon, window)
+    if win.full:  # what draw_view_many returns for a full window, without its copies
+        return int(_full(view, measure, win.num, win.den, win.rate, 1, source)[0])
+    return int(_complete(win, 1, source)[0])
 
 
 def draw_view_many(
@@ -163,11 +240,16 @@ def draw_view_many(
     window: int | None = None,
 ) -> np.ndarray:
     """``size`` independent draws (the window is built once; module docstring)."""
-    start, stop, done = Window(view, measure, slope, offset, epsilon, window).draw(size, source)
+    return _complete(Window(view, measure, slope, offset, epsilon, window), size, source)
+
+
+def _complete(win: Window, size: int, source: Any) -> np.ndarray:
+    """``size`` draws of ``win`` completed to lattice points."""
+    start, stop, done = win.draw(size, source)
     out = start.copy()
     cell = np.flatnonzero(~done)
     if cell.size:
-        out[cell] = sample_in_ranges(measure, start[cell], stop[cell], source)
+        out[cell] = sample_in_ranges(win.measure, start[cell], stop[cell], source)
     return out
 
 
@@ -187,10 +269,15 @@ class Window:
     ) -> None:
         self.view, self.measure = view, measure
         n = view.n
-        tau = slope * n + offset
+        # tau = slope n + offset and rate = epsilon / (2 delta den) as integer ratios (the
+        # Fraction constructor reduces them: the same values as Fraction arithmetic, faster)
+        sn, sd, on, od = slope.numerator, slope.denominator, offset.numerator, offset.denominator
+        tau = Fraction(sn * n * od + on * sd, sd * od)
         self.num, self.den = num, den = tau.numerator, tau.denominator
-        delta = max(slope, 1 - slope)
-        self.rate = epsilon / (2 * delta * den)
+        delta = slope if 2 * sn >= sd else Fraction(sd - sn, sd)  # max(slope, 1 - slope)
+        self.rate = Fraction(
+            epsilon.numerator * delta.denominator, epsilon.denominator * 2 * delta.numerator * den
+        )
         a, b = view.a, view.b
         w = default_rank_window(delta, epsilon, measure) if window is None else int(window)
         cum = view.root.cum

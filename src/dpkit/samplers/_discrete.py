@@ -5,7 +5,8 @@ probability: decisions are comparisons of uniform bits with exactly known binary
 (:mod:`dpkit.samplers._exact`), never floating-point ``exp``/``log``. "Vectorised" means a
 batch of ``N`` draws costs a fixed number of NumPy operations over the batch, plus rejection
 rounds over the (geometrically shrinking) set of still-pending entries; no Python loop runs
-per draw.
+per draw. (A single uniform integer and up to 16 discrete Laplace draws run in Python
+integers instead, faster at that size: the same words in the same requests, the same values.)
 
 The central construction is the geometric distribution ``P[G = k] = (1 - q) q**k`` with
 ``q = exp(-x)``. Its binary digits are independent: ``q**k = prod_j (q**(2**j))**k_j``, so
@@ -141,6 +142,21 @@ def uniform_int(n: int, size: int, rng: Any = None) -> np.ndarray:
         out[pending[ok]] = v[ok].astype(np.int64)
         pending = pending[~ok]
     return out
+
+
+def uniform_one(n: int, source: BitSource) -> int:
+    """One draw of :func:`uniform_int` with ``size=1`` as a Python int: the same words (one
+    per round), the same value, without the array work (for callers drawing one at a time
+    with an ``n`` they computed, ``1 <= n <= 2**63``)."""
+    if not 1 <= n <= 1 << 63:
+        raise InternalError(f"uniform_one: n = {n} outside [1, 2**63]")
+    if n == 1:
+        return 0
+    shift = 64 - (n - 1).bit_length()
+    while True:
+        v = int(source.words(1)[0]) >> shift
+        if v < n:
+            return v
 
 
 def permutation(n: int, rng: Any = None) -> np.ndarray:
@@ -386,6 +402,21 @@ class _Geometric:
             g += part
         return g
 
+    def sample_list(self, n: int, source: BitSource) -> list[int]:
+        """:meth:`sample` for a few draws, as Python ints: the same words in the same
+        requests (the tail's fresh draws included), the same tables."""
+        words = source.words(n * (len(self.chunks) + 1)).tolist()
+        g = self.high.sample_from_list(words[:n], source)
+        tail = [i for i, h in enumerate(g) if h == self.high.size]
+        if tail:  # memoryless: H >= K  =>  H = K + fresh H
+            for i, extra in zip(tail, self._sample_high(len(tail), source).tolist(), strict=True):
+                g[i] += extra
+        g = [h << self.m for h in g]
+        for i, (lo, table) in enumerate(self.chunks, start=1):
+            part = table.sample_from_list(words[i * n : (i + 1) * n], source)
+            g = [h + (p << lo) for h, p in zip(g, part, strict=True)]
+        return g
+
 
 @lru_cache(maxsize=128)
 def _geometric_sampler(x: Fraction) -> _Geometric:
@@ -444,8 +475,30 @@ def _discrete_laplace_block(geo: _Geometric, size: int, source: BitSource) -> np
     return g
 
 
+def _discrete_laplace_few(geo: _Geometric, size: int, source: BitSource) -> list[int]:
+    """:func:`_discrete_laplace_block` for a few draws in Python ints (same words, same
+    order: magnitudes, signs, then the redraws of "negative zeros")."""
+    g = geo.sample_list(size, source)
+    # random_signs(size, source) as ints: sign i is bit 7 - i % 8 (NumPy's unpackbits reads
+    # a byte's high bit first) of byte (i % 64) // 8 (little-endian) of word i // 64
+    words = source.words((size + 63) // 64).tolist()
+    neg = [words[i >> 6] >> (((i & 63) & ~7) | (7 - (i & 7))) & 1 for i in range(size)]
+    bad = [i for i in range(size) if neg[i] and g[i] == 0]
+    g = [-v if s else v for v, s in zip(g, neg, strict=True)]
+    if bad:
+        for i, v in zip(bad, _discrete_laplace_few(geo, len(bad), source), strict=True):
+            g[i] = v
+    return g
+
+
+#: Up to this many draws, discrete Laplace noise is drawn in Python ints (same bits).
+_FEW = 16
+
+
 def _discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
     geo = _geometric_sampler(1 / scale)
+    if size <= _FEW:
+        return np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
     return _blocked(lambda k: _discrete_laplace_block(geo, k, source), size)
 
 

@@ -20,6 +20,7 @@ binary search and, on a 64-bit tie, with the exact deeper comparison.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal, localcontext
@@ -236,6 +237,20 @@ def bernoulli_table(
     return out
 
 
+def bernoulli_one(real: ExactReal, source: BitSource) -> bool:
+    """One draw of :func:`bernoulli_table` for a single exact probability (``index`` of size
+    one): its digits first, then one word, the same comparison and the same deep comparison
+    on a 64-bit tie, in Python integers."""
+    if real.is_one():
+        source.words(1)
+        return True
+    thr = real.prefix(64)
+    w = int(source.words(1)[0])
+    if w != thr:
+        return w < thr
+    return bool(less_than_deep([real], source)[0])
+
+
 class SurvivalTable:
     """Inversion sampler for ``X = #{j in 1..J : U < S_j}``, i.e. ``P[X >= j] = S_j``.
 
@@ -269,6 +284,7 @@ class SurvivalTable:
         guide = above.astype(np.int16 if self.size >= 256 else np.int64)
         guide[hist > 0] = -1  # the bucket holds a boundary: finish by search
         self._guide = guide
+        self._asc_list: list[int] | None = None  # the boundaries as ints, when first needed
 
     @classmethod
     def from_reals(cls, reals: Sequence[ExactReal]) -> SurvivalTable:
@@ -296,6 +312,28 @@ class SurvivalTable:
                 won = less_than_deep([self.real_at(int(j)) for j in js], source)
                 count[tie] += won
             out[amb] = count
+        return out
+
+    def sample_from_list(self, u: list[int], source: BitSource) -> list[int]:
+        """:meth:`sample_from_words` for a few words given as Python ints: the same lookups,
+        searches and deep comparisons (one call for the ties, in index order), without the
+        array work."""
+        shift, guide = 64 - self._bits, self._guide
+        out = [int(guide[w >> shift]) for w in u]
+        ties: list[tuple[int, int]] = []
+        for i, o in enumerate(out):
+            if o < 0:
+                if self._asc_list is None:
+                    self._asc_list = self._asc.tolist()
+                left = bisect.bisect_left(self._asc_list, u[i])
+                right = bisect.bisect_right(self._asc_list, u[i])
+                out[i] = self.size - right
+                if right > left:
+                    ties.append((i, self.size - left))
+        if ties:
+            won = less_than_deep([self.real_at(j) for _i, j in ties], source)
+            for (i, _j), w in zip(ties, won.tolist(), strict=True):
+                out[i] += int(w)
         return out
 
     def sample(self, n: int, source: BitSource) -> np.ndarray:

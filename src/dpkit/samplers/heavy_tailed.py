@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -43,12 +43,14 @@ from dpkit.samplers._discrete import (
     bernoulli_exp,
     geometric,
     uniform_int,
+    uniform_one,
 )
 from dpkit.samplers._exact import (
     DecimalReal,
     ExactReal,
     ExpNegReal,
     RationalReal,
+    bernoulli_one,
     bernoulli_table,
     prefixes64,
 )
@@ -448,29 +450,93 @@ def rounded_student_t(df: int, ratio: Any, size: int, rng: Any = None) -> np.nda
 # ----------------------------------------------------------------------------- weighted choice
 
 
-class _AcceptReal(ExactReal):
-    """``exp(-x) * R`` for rational ``x`` and ``R > 0``, checked to be at most 1."""
+#: Digits of the one-shot estimate of :class:`_AcceptReal` (its error bound is below).
+_ACCEPT_DIGITS = 30
+_ACCEPT_CONTEXT = Context(
+    prec=_ACCEPT_DIGITS, rounding=ROUND_HALF_EVEN, Emin=-(10**9), Emax=10**9, traps=[]
+)
+#: ``|x|`` up to which the estimate is used (its error bound stays far below one digit).
+_ACCEPT_MAX_X = 10**6
 
-    __slots__ = ("_inner", "rr", "x")
+
+class _AcceptReal(ExactReal):
+    """``exp(-x) * R`` for rational ``x`` and ``R > 0``, checked to be at most 1.
+
+    One :mod:`decimal` estimate ``v`` at :data:`_ACCEPT_DIGITS` digits with a proven error
+    bound serves both the check and the first 64 binary digits, the common requests; where
+    it cannot decide (the bound straddles an integer or the limit, or ``|x|`` is huge) the
+    original computations run, so the answers never change (:meth:`_estimate`).
+    """
+
+    __slots__ = ("_est", "_inner", "_pre64", "rr", "x")
 
     def __init__(self, x: Fraction, rr: Fraction) -> None:
         self.x = x
         self.rr = rr
+        self._pre64 = -1
+        if rr <= 0:
+            raise InternalError(f"ExpNegReal: need factor > 0; got {rr}")
+        self._inner: ExpNegReal | None = None  # built when needed (:meth:`_exact`)
+        self._est = self._estimate()
+        xn, xd, rn, rd = x.numerator, x.denominator, rr.numerator, rr.denominator
+        if xn * rd > 200 * xd * (rd + rn):  # x > 200 (1 + R): the value is negligible
+            return
+        if self._est is not None:
+            num, den, k = self._est
+            # value <= num (D + k) / (den D) <= 1 - 1e-20: the 40-digit value below is < 1
+            d = 10 ** (_ACCEPT_DIGITS - 1)
+            if num * (d + k) * 10**20 <= den * d * (10**20 - 1):
+                return
+        with localcontext() as ctx:
+            ctx.prec = 40
+            ctx.Emin = -(10**9)
+            v = self._exact().fn()
+        if v > 1 + Decimal(10) ** -30:
+            raise InternalError(f"exact acceptance probability {v} > 1")
 
+    def _exact(self) -> ExpNegReal:
         # exp and the two divisions are correctly rounded to the context's significant digits,
         # so the relative (hence absolute, the value being <= 1) error is a few units of the
         # last digit: amplification 1. ExpNegReal skips the work when exp(-x) R is below the
         # digits asked for (a huge x: epsilon times a large loss).
-        self._inner = ExpNegReal(x, rr, slack=25)
-        with localcontext() as ctx:
-            ctx.prec = 40
-            ctx.Emin = -(10**9)
-            v = Decimal(0) if x > 200 * (1 + rr) else self._inner.fn()
-        if v > 1 + Decimal(10) ** -30:
-            raise InternalError(f"exact acceptance probability {v} > 1")
+        if self._inner is None:
+            self._inner = ExpNegReal(self.x, self.rr, slack=25)
+        return self._inner
+
+    def _estimate(self) -> tuple[int, int, int] | None:
+        """``(num, den, k)``: the value lies in ``[v (D - k) / D, v (D + k) / D]`` with
+        ``v = num / den`` and ``D = 10**(P - 1)`` (``P`` digits), or ``None`` for a huge
+        ``|x|``.
+
+        ``v`` is ``exp(-xd) * rd`` with ``xd`` and ``rd`` the quotients of ``x`` and ``R``:
+        four correctly rounded operations (two divisions, ``exp``, a product), each with a
+        relative error ``|delta| <= u = 10**(1 - P)``. The rounding of ``x`` moves
+        ``exp(-x)`` by the factor ``exp(-x delta)``, within ``1.01 |x| u`` of one for
+        ``|x| u <= 1e-20``; so ``v = value (1 + eta)`` with ``|eta| <= (2 |x| + 4) u = eta0``
+        and the value lies within ``2 eta0 v`` of ``v`` (``eta0 <= 1/2``): ``k = 4 |x| + 8``
+        digits of the last place, ``|x|`` rounded up.
+        """
+        xn, xd, rr = self.x.numerator, self.x.denominator, self.rr
+        if abs(xn) > _ACCEPT_MAX_X * xd:
+            return None
+        ctx = _ACCEPT_CONTEXT
+        neg_xd = ctx.divide(Decimal(-xn), Decimal(xd))
+        rd = ctx.divide(Decimal(rr.numerator), Decimal(rr.denominator))
+        num, den = ctx.multiply(ctx.exp(neg_xd), rd).as_integer_ratio()
+        return num, den, 4 * -(-abs(xn) // xd) + 8  # ceil(|x|)
 
     def prefix(self, bits: int) -> int:
-        return self._inner.prefix(bits)
+        if bits == 64 and self._est is not None:
+            if self._pre64 >= 0:
+                return self._pre64
+            num, den, k = self._est
+            d = 10 ** (_ACCEPT_DIGITS - 1)
+            lo = (num * (d - k) << 64) // (den * d)
+            hi = (num * (d + k) << 64) // (den * d)
+            if lo == hi and hi <= _MASK64:  # the floor of 2**64 * value, proven
+                self._pre64 = lo
+                return lo
+        return self._exact().prefix(bits)
 
 
 def bernoulli_exp_scaled(x: Fraction, r: Fraction, rng: Any = None) -> bool:
@@ -496,6 +562,11 @@ def bernoulli_exp_scaled(x: Fraction, r: Fraction, rng: Any = None) -> bool:
     source = as_source(rng)
     thr, one = prefixes64([real])
     return bool(bernoulli_table(thr, one, [real], np.zeros(1, dtype=np.intp), source)[0])
+
+
+#: A single draw of :func:`exp_weighted_choice` runs in Python integers (the same words and
+#: decisions as the batched loop, without its array work); tests turn it off to compare.
+_ONE_AT_A_TIME = True
 
 
 def exp_weighted_choice(
@@ -559,18 +630,26 @@ def exp_weighted_choice(
     n = _size("exp_weighted_choice", size)
     if w.ndim != 1 or w.shape != e.shape or w.size == 0:
         raise ParameterError("exp_weighted_choice: weights and exponents must be equal 1-d arrays")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or np.any(e < 0):
+    # min and max decide all three checks (a NaN fails `w_min >= 0`, an infinity the max)
+    w_min, w_max = float(w.min()), float(w.max())
+    e_low = int(e.min())
+    if not (w_min >= 0 and math.isfinite(w_max)) or e_low < 0:
         raise ParameterError("exp_weighted_choice: weights must be finite >= 0, exponents >= 0")
-    if not np.any(w > 0):
+    if not w_max > 0:
         raise ParameterError("exp_weighted_choice: every weight is zero")
-    rate = Fraction(rate)
+    rate = rate if type(rate) is Fraction else Fraction(rate)
     if rate < 0:
         raise ParameterError(f"exp_weighted_choice: `rate` must be >= 0; got {rate}")
     source = as_source(rng)
     # Zero weights keep a proposal mass of 1 but their acceptance probability is exactly 0.
-    e_min = int(e[w > 0].min())
+    if w_min > 0:  # every weight positive: e_min is the minimum, and e - e_min >= 0
+        e_min = e_low
+        shifted = e - e_min
+    else:
+        e_min = int(e[w > 0].min())
+        shifted = np.maximum(e - e_min, 0)
     with np.errstate(under="ignore", over="ignore"):  # exp(-inf) = 0: weight negligible
-        v = np.exp(np.maximum(e - e_min, 0) * -float(rate))
+        v = np.exp(shifted * -float(rate))
         v *= w
     v_max = float(v.max())
     m = int(w.size)
@@ -582,20 +661,25 @@ def exp_weighted_choice(
     total = int(cum[-1])
     if total >= 2**63:  # pragma: no cover - excluded by the choice of s
         raise InternalError("exp_weighted_choice: proposal total overflows")
-    scale_c = Fraction(v_max) / (1 << s)  # c: c * p_i >= w_i exp(-rate (e_i - e_min))
-
+    # c = v_max / 2**s has c * p_i >= w_i exp(-rate (e_i - e_min)); with v_max = vn / vd and
+    # w_i = wn / wd the acceptance factor R = w_i / (c p_i) is wn vd 2**s / (wd vn p_i)
+    vn, vd = v_max.as_integer_ratio()
     cache: dict[int, ExactReal] = {}
 
     def accept_real(j: int) -> ExactReal:
         real = cache.get(j)
         if real is None:
-            wi = exact_weight(j) if exact_weight is not None else Fraction(float(w[j]))
-            if wi == 0 or w[j] == 0:
+            if exact_weight is not None:
+                wi = exact_weight(j)
+                wn, wd = wi.numerator, wi.denominator
+            else:
+                wn, wd = float(w[j]).as_integer_ratio()
+            if wn == 0 or w[j] == 0:
                 real = RationalReal(Fraction(0))
                 cache[j] = real
                 return real
             x = rate * (int(e[j]) - e_min)
-            rr = wi / (scale_c * int(prop[j]))
+            rr = Fraction(wn * vd << s, wd * vn * int(prop[j]))
             if x == 0:  # exp(0) R is rational: exact digits by integer division
                 if rr > 1:
                     raise InternalError(f"exp_weighted_choice: acceptance probability {rr} > 1")
@@ -605,6 +689,11 @@ def exp_weighted_choice(
             cache[j] = real
         return real
 
+    if n == 1 and _ONE_AT_A_TIME:  # the words and decisions of the loop below, in ints
+        while True:
+            j = int(np.searchsorted(cum, uniform_one(total, source), side="right"))
+            if bernoulli_one(accept_real(j), source):
+                return np.array([j], dtype=np.int64)
     out = np.empty(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:

@@ -19,6 +19,7 @@ import polars as pl
 from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms import Release
+from dpkit.samplers import as_source
 from dpkit.session import _execute as ex
 from dpkit.session._plan import Plan
 from dpkit.session._specs import DistinctUnits, Rows
@@ -248,19 +249,49 @@ def _summaries(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per group of ``table`` (in its order): the grid points and their counts."""
     by = list(ctx.by)
+    bucket, n = counts[ex.BUCKET], counts["__dpkit_n"]
     if not by:
-        subs: list[pl.DataFrame | None] = [counts]
-    else:
-        index = {k: g for k, g in counts.group_by(by, maintain_order=True)}
-        subs = [index.get(key) for key in table.select(by).rows()]
+        return [_summary(bucket.to_numpy(), n.to_numpy(), unit)]
+    # the rows of each group as iterating counts.group_by(by, maintain_order=True) gives
+    # them (keys as tuples of Python values): where each group's rows are contiguous (the
+    # engine's counts come sorted by key), slices of the columns instead of a gather each
+    row = "__dpkit_row"
+    groups = (
+        counts.select(by)
+        .with_row_index(row)
+        .group_by(by, maintain_order=True)
+        .agg(
+            pl.col(row).first().alias("__dpkit_first"),
+            pl.col(row).last().alias("__dpkit_last"),
+            pl.len().alias("__dpkit_len"),
+        )
+    )
+    first, last = groups["__dpkit_first"].to_numpy(), groups["__dpkit_last"].to_numpy()
+    size = groups["__dpkit_len"].to_numpy().astype(np.int64)
+    if bucket.null_count() or n.null_count() or np.any(last - first + 1 != size):
+        index = {k: g for k, g in counts.group_by(by, maintain_order=True)}  # pragma: no cover
+        return [  # pragma: no cover - the engine's counts are sorted by key, never null
+            (np.zeros(0), np.zeros(0, dtype=np.int64))
+            if (sub := index.get(key)) is None
+            else _summary(sub[ex.BUCKET].to_numpy(), sub["__dpkit_n"].to_numpy(), unit)
+            for key in table.select(by).rows()
+        ]
+    ends = zip(first.tolist(), (last + 1).tolist(), strict=True)
+    spans = dict(zip(groups.select(by).iter_rows(), ends, strict=True))
+    b_all, n_all = bucket.to_numpy(), n.to_numpy()
     out = []
-    for sub in subs:
-        if sub is None:
+    for key in table.select(by).rows():
+        span = spans.get(key)
+        if span is None:
             out.append((np.zeros(0), np.zeros(0, dtype=np.int64)))
         else:
-            pts = sub[ex.BUCKET].to_numpy().astype(np.float64) * unit
-            out.append((pts, sub["__dpkit_n"].to_numpy().astype(np.int64)))
+            out.append(_summary(b_all[span[0] : span[1]], n_all[span[0] : span[1]], unit))
     return out
+
+
+def _summary(bucket: np.ndarray, n: np.ndarray, unit: float) -> tuple[np.ndarray, np.ndarray]:
+    """One group's grid points (bucket units times ``unit``) and counts."""
+    return bucket.astype(np.float64) * unit, n.astype(np.int64)
 
 
 def _quantiles(
@@ -277,13 +308,16 @@ def _quantiles(
 ) -> pl.DataFrame:
     """Per released group, the statistics layer's quantiles from the engine's grid counts.
 
-    One release calls :func:`dpkit.statistics.quantiles_from_counts` per released group (the
-    values and their intervals). Batched, each group's releases come from one call of
+    One release runs :func:`dpkit.statistics.quantiles_from_counts` on every released group
+    (the values and their intervals), through
+    :func:`dpkit.statistics._quantiles.counts_releaser`, which checks the parameters once
+    and each group's summary as it comes (the same draws as one call per group). Batched,
+    each group's releases come from one call of
     :func:`dpkit.statistics._sampling.quantiles_from_counts_samples`: the same first stage
     (the values, at the same share of epsilon), without the interval stage, whose columns
     are then NaN; each released value is distributed exactly as in a release.
     """
-    statistics = statistics_layer()
+    statistics_layer()  # a clear error if this build has no statistics layer
     grid = agg.grid()
     support = quantile_support(ctx.schema, agg)
     summaries = _summaries(ctx, table, counts, grid.unit)
@@ -294,17 +328,16 @@ def _quantiles(
     high = np.full((group.size, m), np.nan)
     kw = {"epsilon": qp.epsilon, "bounds": agg.bounds, "support": support, "method": agg.method}
     if size is None:
+        if group.size:  # parameters checked once, each group's summary as it is released
+            from dpkit.statistics._quantiles import counts_releaser
+
+            release = counts_releaser(
+                list(agg.levels), alpha=alpha, interval_share=QUANTILE_INTERVAL_SHARE, **kw
+            )
+            source = as_source(source)
         for i, g in enumerate(group.tolist()):
             pts, cnt = summaries[g]
-            rel = statistics.quantiles_from_counts(
-                pts,
-                cnt,
-                list(agg.levels),
-                alpha=alpha,
-                rng=source,
-                interval_share=QUANTILE_INTERVAL_SHARE,
-                **kw,
-            )
+            rel = release(pts, cnt, source)
             values[i] = np.atleast_1d(np.asarray(rel.values, dtype=np.float64))
             intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
             low[i], high[i] = intervals[:, 0], intervals[:, 1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -45,6 +46,13 @@ def as_rational_level(q: float) -> Fraction:
     Exact rationals keep the mechanism's exponents integers. Levels within about ``2**-21``
     of 0 or 1 would round onto them: :func:`check_level` refuses those.
     """
+    if type(q) is float:  # a function of the float alone: cached (a Session asks for the
+        return _rational_level(q)  # same few levels in every group; Fractions are immutable)
+    return Fraction(q).limit_denominator(MAX_DENOMINATOR)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rational_level(q: float) -> Fraction:
     return Fraction(q).limit_denominator(MAX_DENOMINATOR)
 
 

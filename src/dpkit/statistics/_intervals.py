@@ -225,14 +225,15 @@ def interval_stage(
     """Helpers, noisy cell counts and the intervals they certify (module docstring)."""
     lat = counts.lattice
     helpers = _helpers(counts, measure, points, offset, epsilon_helpers, source)
-    released = np.unique(np.array(points + helpers, dtype=np.int64))
+    released = np.array(sorted(set(points + helpers)), dtype=np.int64)  # np.unique's result
     r = released.size
     below = counts.cum[np.searchsorted(counts.values, released, side="left")]
     true_cells = np.diff(np.concatenate(([0], below, [counts.n])))
-    noisy = true_cells + discrete_laplace(1 / epsilon_counts, r + 1, source)
+    count_scale = 1 / epsilon_counts
+    noisy = true_cells + discrete_laplace(count_scale, r + 1, source)
     prefix = np.cumsum(noisy)  # prefix[i] estimates L(released[i]); prefix[-1] estimates n
     n_hat = int(prefix[-1])
-    scale = float(1 / epsilon_counts)
+    scale = float(count_scale)
     vals = lat.values(released)
     pos = np.searchsorted(released, np.array(points, dtype=np.int64))
     m = len(user_levels)
@@ -243,21 +244,27 @@ def interval_stage(
     low = np.empty(m)
     high = np.empty(m)
     half = lat.spacing / 2  # the statements are about records rounded to the lattice
+    prefix_list = prefix.tolist()
     for j, level in enumerate(user_levels):
-        q = Fraction(level)  # the caller's level exactly: the statement is about q n
-        qf = float(q)
+        # the caller's level exactly (q = qn / qd): the statement is about q n; in integers,
+        # stat = (1 - q) a - q b = s / qd with s = (qd - qn) a - qn b, and for h = hn / hd,
+        # stat + h < 0 iff s hd + hn qd < 0 (qd, hd > 0), stat - h > 0 iff s hd - hn qd > 0
+        qn, qd = float(level).as_integer_ratio()
+        qf = qn / qd
         lo_pick, hi_pick = lat.lower, lat.upper
-        lo_range = range(max(0, pos[j] - _WINDOW + 1), pos[j] + 1)
-        hi_range = range(pos[j], min(r, pos[j] + _WINDOW))
+        p_j = int(pos[j])
+        lo_range = range(max(0, p_j - _WINDOW + 1), p_j + 1)
+        hi_range = range(p_j, min(r, p_j + _WINDOW))
         for i in list(lo_range) + list(hi_range):
-            a_i = int(prefix[i])
+            a_i = prefix_list[i]
             b_i = n_hat - a_i
             k_a, k_b = i + 1, r - i
             h = weighted_halfwidth([(k_a, 1 - qf), (k_b, qf)], scale, beta)
-            stat = (1 - q) * a_i - q * b_i
-            if i in lo_range and stat + Fraction(h) < 0:
+            hn, hd = h.as_integer_ratio()
+            s_hd = ((qd - qn) * a_i - qn * b_i) * hd
+            if i in lo_range and s_hd + hn * qd < 0:
                 lo_pick = max(lo_pick, max(float(vals[i]) - half, lat.lower))
-            if i in hi_range and stat - Fraction(h) > 0:
+            if i in hi_range and s_hd - hn * qd > 0:
                 hi_pick = min(hi_pick, min(float(vals[i]) + half, lat.upper))
         low[j], high[j] = lo_pick, hi_pick
     # rank intervals: prefix sums before each quantile and the total, union bound

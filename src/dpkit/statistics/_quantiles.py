@@ -26,7 +26,8 @@ replacing a record is a removal and an addition, ``2 epsilon`` under replace-one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -40,7 +41,7 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
 from dpkit.frameworks._quantile_view import draw_view_many, root_view
-from dpkit.samplers import MAX_NOISE_SCALE, as_source
+from dpkit.samplers import MAX_NOISE_SCALE, BitSource, as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
     draw_target,
@@ -261,8 +262,7 @@ def _release(
         method = "exponential"
     if method == "cdf":
         return _cdf_release(owner, counts, measure, levels, eps, alpha, source)
-    total = Fraction(eps)
-    eps_points = total * (1 - Fraction(share))
+    eps_points, eps_helpers, eps_counts = _budget_split(eps, share)
     if method == "independent":
         points = independent_quantiles(counts, measure, rational, eps_points, source)
         depth = m
@@ -280,9 +280,6 @@ def _release(
     }
     value_iv = rank_iv = None
     if share > 0:
-        eps_rest = total - eps_points
-        eps_helpers = eps_rest * HELPER_SHARE
-        eps_counts = eps_rest - eps_helpers
         offset = helper_offset(
             float(eps_points), float(eps_helpers), float(eps_counts), m, depth, alpha
         )
@@ -319,6 +316,17 @@ def _release(
         support=measure.support,
         details=details,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _budget_split(eps: float, share: float) -> tuple[Fraction, Fraction, Fraction]:
+    """Exact epsilons of the quantiles, the helpers and the noisy counts (public figures
+    only, cached: a Session asks for the same split in every group)."""
+    total = Fraction(eps)
+    eps_points = total * (1 - Fraction(share))
+    eps_rest = total - eps_points
+    eps_helpers = eps_rest * HELPER_SHARE
+    return eps_points, eps_helpers, eps_rest - eps_helpers
 
 
 def _cdf_release(
@@ -463,6 +471,36 @@ def quantiles_from_counts(
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
+
+
+def counts_releaser(
+    levels: Any,
+    *,
+    epsilon: float,
+    bounds: tuple[float, float],
+    method: str = "auto",
+    alpha: float = 0.05,
+    support: str | float = "auto",
+    intervals: bool = True,
+    interval_share: float = 0.25,
+) -> Callable[[Any, Any, BitSource], QuantileRelease]:
+    """:func:`quantiles_from_counts` for many summaries with the same parameters (the
+    Session's groups): the parameters are checked and the lattice and base measure built
+    once; ``release(points, counts, source)`` then checks its summary and releases it
+    exactly as ``quantiles_from_counts(points, counts, levels, ..., rng=source)`` does (the
+    same checks and messages, the same draws from ``source``; nothing is charged)."""
+    owner = "quantiles_from_counts"
+    lv, eps, (lower, upper), meth, a, share = _check_common(
+        owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
+    )
+    lattice = Lattice.for_bounds(owner, lower, upper)
+    measure = _measure(owner, lattice, support, integer_dtype=False, method=meth)
+
+    def release(points: Any, counts: Any, source: BitSource) -> QuantileRelease:
+        summary = counts_from_summary(owner, points, counts, lattice)
+        return _release(owner, summary, measure, lv, eps, meth, support, a, share, source)
+
+    return release
 
 
 def quantiles(
