@@ -214,6 +214,14 @@ def approximate_quantiles(
     are views of the sorted counts (no copies) and each draw looks at a window of cells
     around its target (:mod:`dpkit.frameworks._quantile_view`, the same law as the full
     computation).
+
+    Alternatives measured and rejected (nine deciles, n = 1e4, epsilon 1, 400 releases on
+    each of three samples; share of releases whose largest rank error is at most 10):
+    giving the root 1/4, 0.3, 0.4, 0.45 or 1/2 of the budget instead of 1/3, the
+    three-level subtree's node 0.4 or 0.6 instead of 1/2, a consistency weight of 0, 1/4,
+    1/2, 5/4 or 3/2 in :func:`draw_pair` instead of 1 (its sensitivity recomputed), a
+    cap of 2 or 8 instead of 4, a single median at the root: none raised the share on
+    any sample by more than its noise, and most lowered it.
     """
     return _recurse(root_view(counts, measure), measure, levels, epsilon, source)
 
