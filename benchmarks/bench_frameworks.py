@@ -17,6 +17,12 @@ Tasks:
     The Laplace release at epsilon 1e-3 on 501 values evenly spread on [1, 99], where the
     smooth sensitivity's scan reaches every distance (its speed only: at this epsilon the
     noise is as wide as the bounds).
+``median adult eps1e-12``
+    The median of Adult's Age (32,561 records, bounds [0, 100]) at epsilon 1e-12 and delta
+    ``1 / n**2``: the smooth-sensitivity release (Laplace noise; its distance reaches
+    ``n + 1``, where the scan of every distance took over 900 s) and the propose-test-release
+    release (proposed bound 1, compare's default; its cap is far away, where the scan took
+    over 600 s). Speed only: at this epsilon the noise is as wide as the bounds.
 ``compare adult 1000``
     ``dpkit.compare`` with 1,000 trials of every method on Adult's Age (mean, then median).
 """
@@ -38,6 +44,7 @@ RELEASES = 20
 INVERSE = "inverse median 1e6"
 SMOOTH = "smooth median release 1e6"
 SMOOTH_SMALL_EPS = "smooth median release 501 eps1e-3"
+TINY_EPS = "median adult eps1e-12"
 COMPARE = "compare adult 1000"
 
 
@@ -165,6 +172,35 @@ def bench_smooth(table: Table, x: np.ndarray) -> None:
     _guard(table, SMOOTH_SMALL_EPS, "dpkit", small_rows)
 
 
+def bench_tiny_epsilon(table: Table) -> None:
+    def rows() -> None:
+        from dpkit.datasets import load_adult
+        from dpkit.frameworks import propose_test_release, smooth_sensitivity_release
+
+        ages = load_adult()["Age"].to_numpy().astype(float)
+        kw = {"epsilon": 1e-12, "delta": 1 / ages.size**2, "bounds": BOUNDS}
+        table.add(
+            TINY_EPS,
+            "numpy",
+            timeit(lambda: np.median(ages)),
+            note="np.median (no privacy)",
+        )
+        table.add(
+            TINY_EPS,
+            "dpkit smooth laplace",
+            timeit(lambda: smooth_sensitivity_release(ages, "median", **kw), repeat=3),
+            note="exact smooth sensitivity (k = n + 1) by branch-and-bound over k",
+        )
+        table.add(
+            TINY_EPS,
+            "dpkit ptr",
+            timeit(lambda: propose_test_release(ages, "median", 1.0, **kw), repeat=3),
+            note="exact distance to high sensitivity by galloping search over k",
+        )
+
+    _guard(table, TINY_EPS, "dpkit", rows)
+
+
 def bench_compare(table: Table) -> None:
     def rows() -> None:
         from dpkit.compare import compare
@@ -186,8 +222,10 @@ def bench_compare(table: Table) -> None:
 
 
 def run(table: Table) -> None:
-    """Add the ``inverse median``, ``smooth median`` and ``compare`` rows to ``table``."""
+    """Add the ``inverse median``, ``smooth median``, ``median adult eps1e-12`` and
+    ``compare`` rows to ``table``."""
     x = np.random.default_rng(SEED).uniform(*BOUNDS, size=N)
     bench_inverse(table, x)
     bench_smooth(table, x)
+    bench_tiny_epsilon(table)
     bench_compare(table)

@@ -205,12 +205,23 @@ def distance_to_high_sensitivity(
         The distance; ``cap`` (or ``-1`` when uncapped and ``A`` never exceeds ``b``) when no
         ``k`` below it qualifies.
 
+    Notes
+    -----
+    ``A(f, x, k)`` is non-decreasing in ``k``: the search stops at the first ``k`` where it
+    exceeds ``b``, at ``cap``, at the stable distance
+    (:func:`dpkit.sensitivity.at_distance.stable_distance`) or once the envelope shows that
+    it never will. For the median and the percentiles whose level has a denominator at most
+    16 it does not visit every ``k``: a galloping search finds the same first ``k`` from
+    ``O(log k)`` exact values of ``A``, each ``O(k D)`` (``_percentile_first_above``), so an
+    epsilon so small that the cap is far away no longer costs ``O(n^3)``. Other queries scan
+    ``k = 0, 1, ...`` (the mean in ``O(log k)`` per distance).
+
     Examples
     --------
     >>> distance_to_high_sensitivity("mean", [1.0, 2.0, 3.0, 4.0], 30.0, bounds=(0, 100))
     2
     """
-    from dpkit.sensitivity import at_distance
+    from dpkit.sensitivity import _percentile_distance, at_distance
 
     owner = "distance_to_high_sensitivity"
     b = check_positive(owner, "proposed_bound", proposed_bound)
@@ -225,6 +236,11 @@ def distance_to_high_sensitivity(
     limit = cap if cap is not None else x.size + 4
     stable = at_distance.stable_distance(q, x.size, relation)
     env = at_distance.upper_envelope(q, x, relation, lo, hi, x.size + 3)
+    if q.kind == "percentile" and q.q is not None and _percentile_distance.supported(q.q):
+        found = _percentile_first_above(q.q, x, relation, lo, hi, b, limit, stable, env)
+        if found is not None:
+            return found
+        return cap if cap is not None else -1
     for k, a in enumerate(at_distance.sequence(q, x, relation, lo, hi)):
         if a > b:
             return k
@@ -234,6 +250,43 @@ def distance_to_high_sensitivity(
             # A(k') = A(k) <= b past the stable distance, or A(k') <= B(k') <= b: never above
             return cap if cap is not None else -1
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _percentile_first_above(
+    level: float,
+    x: np.ndarray,
+    relation: str,
+    lower: float,
+    upper: float,
+    b: float,
+    limit: int,
+    stable: int,
+    env: np.ndarray,
+) -> int | None:
+    """The scan of :func:`distance_to_high_sensitivity` for a percentile whose level has a
+    denominator ``D <= 16``, without visiting every distance: the first ``k`` it would return
+    for ``A(k) > b``, or ``None`` when it stops first.
+
+    The scan stops after ``k`` at the first ``k`` with ``k + 1 >= limit``, ``k >= stable`` or
+    ``max(env[k + 1:]) <= b`` (all public or data-only figures, found here in ``O(n)``), and
+    returns the first ``k`` up to there where the value it reports, ``ceil_float(A(k) u +
+    slack)``, exceeds ``b``. That value is non-decreasing in ``k``, so a galloping search finds
+    the same ``k`` from ``O(log k)`` exact values of ``A``, each ``O(k D)``
+    (:class:`dpkit.sensitivity._percentile_distance.PercentileDistances`), instead of the
+    ``O(k^2)`` per distance of the scan.
+    """
+    from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
+    from dpkit.sensitivity._percentile_distance import PercentileDistances
+
+    later = np.maximum.accumulate(env[::-1])[::-1]  # later[j] = max(env[j:])
+    last = min(limit - 1, stable)  # stable <= n + 1, so k + 1 indexes env below
+    quiet = np.flatnonzero(later[1 : last + 2] <= b)
+    if quiet.size:
+        last = min(last, int(quiet[0]))
+    ld = LatticeData(x, lower, upper)
+    unit, slack = Fraction(ld.unit), ld.slack(1)
+    dist = PercentileDistances(ld, level, relation)
+    return dist.first_above(lambda v: ceil_float(Fraction(v, dist.den) * unit + slack) > b, last)
 
 
 def propose_test_release(
@@ -301,7 +354,9 @@ def propose_test_release(
     Notes
     -----
     Cost: one sort plus the exact ``A(f, x, k)`` for ``k <= min(D, C)``,
-    ``C = ceil(T + 60 / epsilon_test)``.
+    ``C = ceil(T + 60 / epsilon_test)``; for the median and the percentiles whose level has a
+    denominator at most 16, ``A`` at ``O(log min(D, C))`` distances only, ``O(k)`` each
+    (:func:`distance_to_high_sensitivity`).
 
     Examples
     --------

@@ -277,7 +277,7 @@ def smooth_upper_bound(
     check_exact_query("smooth_upper_bound", query, q)
     if exact_k is None and _fast_percentile(q, relation):
         x, lo, hi = at_distance.prepare(_OWNER, q, data, (lower, upper))
-        best, best_k = _smooth_percentile(q, x, beta, lo, hi)
+        best, best_k = _smooth_percentile(q, x, beta, lo, hi, relation)
         return best, best_k, True
     if (
         exact_k is None
@@ -308,167 +308,122 @@ def smooth_upper_bound(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-#: Largest denominator of the percentile level (a dyadic float ``q = Qn / D``) for which
-#: :func:`_smooth_percentile` is used: the median (``D = 2``), the quartiles (4), ...
-_FAST_DENOMINATOR = 16
-#: Up to this many distances of a block are computed one by one (as ``smooth`` does).
-_FEW_DISTANCES = 3
-
-
 def _fast_percentile(q: Any, relation: str) -> bool:
-    """Whether :func:`_smooth_percentile` computes ``smooth`` of ``q`` (same value, faster)."""
+    """Whether :func:`_smooth_percentile` computes ``smooth`` of ``q`` (same value, faster):
+    a percentile whose level has a denominator ``D <= 16`` (the median, quartiles, ...;
+    :mod:`dpkit.sensitivity._percentile_distance`), under either relation."""
+    from dpkit.sensitivity._percentile_distance import supported
+
     return (
         q.kind == "percentile"
-        and relation == "unbounded"
+        and relation in ("bounded", "unbounded")
         and q.q is not None
-        and Fraction(q.q).denominator <= _FAST_DENOMINATOR
+        and supported(q.q)
     )
 
 
 def _smooth_percentile(
-    q: Any, x: np.ndarray, beta: float, lower: float, upper: float
+    q: Any, x: np.ndarray, beta: float, lower: float, upper: float, relation: str = "unbounded"
 ) -> tuple[float, int]:
-    """:func:`dpkit.sensitivity.smooth` of a percentile, unbounded relation: the same
-    ``(S, k)``, bit for bit, in ``O(K^2)`` instead of ``O(K^3)`` (``K`` the stopping distance).
+    """:func:`dpkit.sensitivity.smooth` of a percentile: the same ``(S, k)``, bit for bit,
+    from ``A(f, x, k)`` at a few distances instead of every one.
 
-    The scan over ``k``, the envelope, the stopping rule and the rounding of each ``A(f, x, k)``
-    up to a float (``ceil_float(A u + slack)``) are those of ``smooth``; only ``A`` is found
-    another way. ``smooth`` takes, at distance ``k``, the largest value of every group (a move,
-    ``r`` removals, ``a = k - r`` additions) over the placements ``p = 0..a`` of the additions,
-    ``O(a)`` candidates per group (:func:`dpkit.sensitivity.at_distance._percentile_groups`).
-    Here the placements are never enumerated: for fixed ``r`` and move, the candidates of the
-    group ``a`` are the positions ``i`` in the window ``[t(a) - a, t(a)]``, and ``t(a)`` (the
-    floor of a position growing by ``q <= 1`` per record) grows by 0 or 1 when ``a`` grows by
-    1, so the windows are nested and all contain ``c = t(a_first)``. A candidate's value at
-    ``i`` is ``W0 G0(i) + W1 G1(i)`` with integer gaps ``G`` fixed by ``r`` and the split
-    ``d1`` and integer weights ``W`` fixed by the group; for each of the (at most ``D``)
-    weight pairs the window maximum is the larger of two running maxima outward from ``c``.
-    The values are exact integers (``W <= D <= 16``, gaps below ``2**32``), so ``A`` is
-    exact, as ``smooth`` computes it when ``D <= 2**60``. Where ``smooth`` prunes a distance
-    (its ``floor``) its value may be lower than ``A``, but only where neither can beat the
-    best value so far (both by a margin of ``2**-40``), so the maximum and its ``k`` agree;
-    ``tests/frameworks/test_smooth.py`` checks the equality on many datasets.
+    ``smooth`` scans ``k = 0, 1, ...`` and keeps the first largest ``v(k) = e(k) R(k)``, where
+    ``e(k) = math.exp(-beta * k)`` and ``R(k) = ceil_float(A(k) u + slack)`` (``A`` exact, in
+    lattice units ``u``), stopping at the stable distance or once the envelope's tail cannot
+    beat the best value. The same maximum and its first ``k`` are found here by a
+    branch-and-bound over ``k``:
+
+    - the scan never passes ``K``, the first ``k`` where it would stop with ``v(0)`` as its
+      best (its best is at least ``v(0)``), and past its actual stop no value beats its best
+      (the envelope bounds them: the scan's own stopping rule), so its answer is the largest
+      ``v(k)`` over ``0 <= k <= K`` with the smallest such ``k``;
+    - on a range ``[lo, hi]`` of distances not visited yet, every value is at most
+      ``e(k) B(k) (1 + 2**-40)`` (``B >= R`` the envelope, as in the scan's rule), and once
+      ``R(hi + 1)`` is known at most ``max(e(lo..K)) R(hi + 1)`` (``R`` is non-decreasing and
+      float products are monotone in each factor). A range whose bound is below the best
+      value, or equal to it with the best already at some ``k < lo``, holds no new first
+      maximum and is dropped; the others, highest bound first, are split at their middle
+      when ``R(hi + 1)`` is known, else at ``min(hi, 2 lo)`` (galloping). The first visit is
+      ``0``, the second where the envelope's bound is largest. Where ``R`` is flat across a
+      range its bound is at most the value at its left, so flat stretches of ``A`` cost
+      nothing;
+    - ``A(k)`` at one distance is exact in ``O(k D)`` (:class:`~dpkit.sensitivity.
+      _percentile_distance.PercentileDistances`: two diagonals, each from ``O(D)`` candidates
+      per shape instead of ``O(k)``).
+
+    So the cost is ``O(k D)`` per distance visited, and the distances visited are ``O(log K)``
+    per jump of ``A`` that can still win (a few at a tiny epsilon: ``e(k)`` is then nearly
+    flat and only the last jumps compete), instead of every distance up to ``K`` (``K = n +
+    1`` at a tiny epsilon: ``O(K^2)`` before). In the worst case (every jump competes) each
+    distance is visited once: ``O(K^2 D)``. ``tests/frameworks/test_smooth.py`` checks the
+    equality with ``smooth`` on many datasets.
     """
+    import heapq
+
     from dpkit.sensitivity import at_distance
     from dpkit.sensitivity._common import check_sensitivity
     from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
+    from dpkit.sensitivity._percentile_distance import PercentileDistances
 
     ld = LatticeData(x, lower, upper)
     unit = Fraction(ld.unit)
     slack = ld.slack(1)
-    den = Fraction(q.q).denominator
+    dist = PercentileDistances(ld, float(q.q), relation)
     n = x.size
     kmax = n + 3
-    stable = at_distance.stable_distance(q, n, "unbounded")
-    env = at_distance.upper_envelope(q, x, "unbounded", lower, upper, kmax)
+    stable = at_distance.stable_distance(q, n, relation)
+    env = at_distance.upper_envelope(q, x, relation, lower, upper, kmax)
     with np.errstate(over="ignore"):  # exp(-beta k) underflows to 0 for a huge beta
         weighted = np.exp(-beta * np.arange(kmax + 1)) * env
     tail = np.maximum.accumulate(weighted[::-1])[::-1]
+    reported: dict[int, float] = {}  # k -> R(k)
     best, best_k = -1.0, 0
-    top = 0  # the largest numerator (A in units of u / D) so far
-    k0, k1 = 0, 63
-    while True:
-        # distances whose envelope cannot beat the best value so far need no A (smooth's
-        # `floor`, with the best value at the start of the block: it only grows)
-        ks = np.arange(k0, k1 + 1)
-        floor = best * np.exp(np.minimum(beta * ks, 700.0)) * (1 - 2.0**-40) if best > 0 else 0.0
-        needed = env[np.minimum(ks, kmax)] > floor
-        wanted = np.flatnonzero(needed)
-        if wanted.size > _FEW_DISTANCES:
-            diag = _percentile_diagonals(ld, float(q.q), k0, k1, needed)
-        else:  # a few distances: one at a time, as smooth does (its exact diagonal)
-            diag = np.zeros(ks.size, dtype=np.int64)
-            for j in wanted:
-                value = at_distance._percentile_groups(
-                    ld, float(q.q), "unbounded", int(k0 + j), -1.0
-                )[1]
-                assert value is not None and (value * den).denominator == 1
-                diag[j] = int(value * den)
-        for k in range(k0, k1 + 1):
-            top = max(top, int(diag[k - k0]))
-            a = ceil_float(Fraction(top, den) * unit + slack)
-            val = math.exp(-beta * k) * a
-            if val > best:
-                best, best_k = val, k
-            if k >= stable:
-                return check_sensitivity("smooth", float(best)), best_k
-            rest = tail[k + 1] if k + 1 <= kmax else math.exp(-beta * (k + 1)) * env[-1]
-            if rest * (1 + 2.0**-40) <= best:
-                return check_sensitivity("smooth", float(best)), best_k
-        k0, k1 = k1 + 1, 2 * k1 + 1
 
+    def visit(k: int) -> float:
+        nonlocal best, best_k
+        a = ceil_float(Fraction(dist.value(k), dist.den) * unit + slack)
+        reported[k] = a
+        val = math.exp(-beta * k) * a  # the scan's value, the same float
+        if val > best or (val == best and k < best_k):
+            best, best_k = val, k
+        return a
 
-def _percentile_diagonals(ld: Any, q: float, k0: int, k1: int, needed: np.ndarray) -> np.ndarray:
-    """``D`` times the largest unbounded ``LS_1`` of the percentile over the datasets with
-    ``r`` removals and ``a`` additions, ``r + a = k``, for ``k = k0..k1`` (lattice units;
-    0 where nothing is feasible or ``k`` is not ``needed``): :func:`_smooth_percentile`."""
-    from dpkit.sensitivity import _exact_diagonal
-    from dpkit.sensitivity.at_distance import _exact_moves
+    visit(0)
+    # the scan stops at the first k >= stable or with tail[k + 1] (1 + 2**-40) <= its best,
+    # which is at least v(0) (stable <= n + 1, so k + 1 <= kmax)
+    stops = np.flatnonzero(tail[1 : stable + 1] * (1 + 2.0**-40) <= best)
+    last = int(stops[0]) if stops.size else stable
+    if last == 0:
+        return check_sensitivity("smooth", float(best)), best_k
+    factors = np.asarray([math.exp(-beta * k) for k in range(last + 1)])
+    later = np.maximum.accumulate(factors[::-1])[::-1]  # later[k] = max e(k..last)
+    # e(k) B(k) >= v(k) (the envelope bounds R), raised by 2**-40 as the scan's own rule
+    roof = factors * env[: last + 1] * (1 + 2.0**-40)
+    ranges: list[tuple[float, int, int]] = []  # (-bound, lo, hi): k in [lo, hi] not visited
 
-    n = ld.n
-    out = np.zeros(k1 - k0 + 1, dtype=np.int64)
-    rmax = min(k1, n)
-    block = max(1, (1 << 19) // (k1 + 1))
-    avals = np.arange(k1 + 1, dtype=np.int64)
-    # the moves depend on the size m = n - r + a only: computed once per size, exactly
-    m_first = max(n - rmax, 0)
-    sizes = np.arange(m_first, n + k1 + 1, dtype=np.int64)
-    moves = [
-        (t, w0.astype(np.int64), w1.astype(np.int64), allowed)
-        for t, w0, w1, allowed in _exact_moves(q, sizes, "unbounded")
-    ]
-    # the padded lattice data over every index used below: i >= min(t) - k1 - 1 and
-    # i + d + 2 <= max(t) + k1 + rmax + 2
-    t_min = min(int(mv[0].min()) for mv in moves)
-    t_max = max(int(mv[0].max()) for mv in moves)
-    base = t_min - k1 - 2
-    ypad = _exact_diagonal.gaps(
-        ld, np.full(1, -1, np.int64), np.arange(base, t_max + k1 + rmax + 4, dtype=np.int64)
-    )  # xt[idx] - lower, int64
-    for r_first in range(0, rmax + 1, block):
-        rs = np.arange(r_first, min(rmax, r_first + block - 1) + 1, dtype=np.int64)
-        rr, aa = np.meshgrid(rs, avals, indexing="ij")
-        m = n - rr + aa
-        valid = (rr + aa >= k0) & (rr + aa <= k1) & (m >= 1)
-        valid &= needed[np.clip(rr + aa - k0, 0, needed.size - 1)]
-        if not valid.any():
-            continue
-        first = np.argmax(valid, axis=1)
-        rows = np.arange(rs.size)
-        d = rs[:, None]
-        at = np.clip(m - m_first, 0, sizes.size - 1)
-        for t_all, w0_all, w1_all, allowed_all in moves:
-            t = t_all[at]
-            ok = valid & allowed_all[at]
-            if not ok.any():
-                continue
-            c = t[rows, first]  # in every window of its row (the windows are nested)
-            sel_r, sel_a = np.nonzero(ok)
-            ts = t[sel_r, sel_a]
-            left_at = c[sel_r] - (ts - sel_a)  # c - (t - a) >= 0
-            right_at = ts - c[sel_r]  # t - c >= 0
-            reach = int(left_at.max())
-            i = c[:, None] + np.arange(-reach, int(right_at.max()) + 1, dtype=np.int64)[None, :]
-            sel_m = at[sel_r, sel_a]
-            code = w0_all[sel_m] * (2 * _FAST_DENOMINATOR + 1) + w1_all[sel_m]
-            kinds = np.unique(code)
-            y0 = ypad[i - base]
-            for d1 in (np.zeros_like(d), np.minimum(d, 1), np.maximum(d - 1, 0), d):
-                y1 = ypad[i + d1 + 1 - base]
-                g0 = y1 - y0
-                g1 = ypad[i + d + 2 - base] - y1
-                feas = np.where(d1 >= 1, (i + 1 >= 0) & (i + d1 <= n - 1), True)
-                feas &= np.where(d1 < d, (i + d1 + 2 >= 0) & (i + d + 1 <= n - 1), True)
-                for kind in kinds:
-                    w0, w1 = divmod(int(kind), 2 * _FAST_DENOMINATOR + 1)
-                    f = np.where(feas, w0 * g0 + w1 * g1, 0)
-                    right = np.maximum.accumulate(f[:, reach:], axis=1)
-                    left = np.maximum.accumulate(f[:, reach::-1], axis=1)
-                    pick = code == kind
-                    pr = sel_r[pick]
-                    v = np.maximum(left[pr, left_at[pick]], right[pr, right_at[pick]])
-                    np.maximum.at(out, rs[pr] + sel_a[pick] - k0, v)
-    return out
+    def push(lo: int, hi: int) -> None:
+        if lo <= hi:
+            bound = float(roof[lo : hi + 1].max())
+            if hi + 1 in reported:  # R(k) <= R(hi + 1) on the range
+                bound = min(bound, float(later[lo]) * reported[hi + 1])
+            heapq.heappush(ranges, (-bound, lo, hi))
+
+    first = 1 + int(np.argmax(roof[1:]))  # where the envelope allows the most
+    visit(first)
+    push(1, first - 1)
+    push(first + 1, last)
+    while ranges:
+        bound, lo, hi = heapq.heappop(ranges)
+        if -bound < best or (-bound == best and best_k < lo):
+            continue  # no k in [lo, hi] can be the first largest value
+        # bisect (each visit halves the range's jumps of A) once R(hi + 1) bounds the range;
+        # before that gallop (at most twice the distance where the envelope gives up)
+        mid = (lo + hi) // 2 if hi + 1 in reported else min(hi, 2 * lo)
+        visit(mid)
+        push(lo, mid - 1)
+        push(mid + 1, hi)
+    return check_sensitivity("smooth", float(best)), best_k
 
 
 def _noise_units(p: dict[str, Any], size: int, source: Any) -> np.ndarray:
