@@ -133,22 +133,9 @@ class PercentileDistances:
     def _moves(self, m: np.ndarray) -> list[tuple[np.ndarray, ...]]:
         """``(t, W0, W1, allowed)`` per move for sizes ``m``: ``at_distance._exact_moves`` in
         int64 (``Qn m <= 16 m`` cannot overflow)."""
-        qn, den = Fraction(self.q).numerator, self.den
-        hn = qn * (m - 1)
-        every = np.ones(m.shape, dtype=bool)
-        if self.relation == "bounded":
-            ends = [(hn, hn + den, every), (hn - den, hn, every)]
-        else:
-            qm = qn * m
-            h2 = qn * np.maximum(m - 2, 0)
-            big = m >= 2
-            ends = [(hn, qm, every), (qm - den, hn, every), (hn, h2 + den, big), (h2, hn, big)]
-        out: list[tuple[np.ndarray, ...]] = []
-        for start, end, allowed in ends:
-            t = start // den
-            t1 = (t + 1) * den
-            out.append((t, np.minimum(end, t1) - start, np.maximum(end - t1, 0), allowed))
-        return out
+        from dpkit.sensitivity.at_distance import _exact_moves
+
+        return _exact_moves(self.q, m, self.relation, small=True)
 
     @staticmethod
     def _whole_windows(

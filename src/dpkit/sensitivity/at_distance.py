@@ -342,17 +342,20 @@ def _move_intervals(
     ]
 
 
-def _exact_moves(q: float, m: np.ndarray, relation: str) -> list[tuple[np.ndarray, ...]]:
+def _exact_moves(
+    q: float, m: np.ndarray, relation: str, small: bool = False
+) -> list[tuple[np.ndarray, ...]]:
     """:func:`_move_intervals` in exact arithmetic: per move ``(t, W0, W1, allowed)``.
 
     With ``q = Qn / D`` (``D`` a power of two, ``q`` a float), every interval end is an
     integer over ``D``; ``t = floor(start)`` and the weights ``w0 = W0 / D`` (the part of the
     interval in ``[t, t + 1]``) and ``w1 = W1 / D`` (the part in ``[t + 1, t + 2]``) are exact
-    (``W0``, ``W1`` Python ints in object arrays).
+    (``W0``, ``W1`` Python ints in object arrays; int64 with ``small=True``, for a ``D`` so
+    small that ``Qn m`` cannot overflow, as :mod:`._percentile_distance` asks).
     """
     qf = Fraction(q)
     qn, den = qf.numerator, qf.denominator
-    mo = m.astype(object)
+    mo = m.astype(np.int64) if small else m.astype(object)
     hn = qn * (mo - 1)
     every = np.ones(m.shape, dtype=bool)
     if relation == "bounded":
