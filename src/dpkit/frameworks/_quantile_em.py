@@ -253,9 +253,11 @@ class Measure:
         return self.range_mass(u, u)
 
     def marks(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(P(v), P(v - 1))`` per value: what :func:`cells` needs, reusable in a recursion."""
+        """``(P(v), P(v - 1))`` per value: what :func:`cells` needs, reusable in a recursion
+        (``P(v - 1)`` is ``P(v)`` less the atoms at ``v``, :meth:`point_atoms`)."""
         v = np.asarray(values, dtype=np.int64)
-        return self._prefix(v), self._prefix(v - 1)
+        at = self._prefix(v)
+        return at, at - self.point_atoms(v)
 
     def prefix_at(self, u: int) -> int:
         """``_prefix`` of one lattice index, in Python integers (no array overhead).
