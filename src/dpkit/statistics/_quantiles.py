@@ -12,8 +12,9 @@ The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
    ``support="auto"`` releases tied values, such as integer ages, exactly). One level: one
    draw with the tie-aware rank distance ``d`` and sensitivity ``max(q, 1 - q)``. Several
    levels: ApproximateQuantiles (``method="aq"``, Kaplan, Schnapp and Stemmer 2022; some of
-   its nodes release two levels by one tie-aware two-level JointExp draw, which shortens the
-   tree: :mod:`dpkit.statistics._approximate`) by default,
+   its nodes release two levels by one tie-aware draw with a JointExp-style score whose
+   record count is a free total, so its sensitivity is 1 whatever the levels, which shortens
+   the tree: :mod:`dpkit.statistics._approximate`) by default,
    JointExp (``method="joint"``, Gillenwater, Joseph and Kulesza 2021, sampled exactly by
    :mod:`dpkit.statistics._joint`) or independent draws at ``epsilon / m`` each
    (``method="independent"``).
@@ -445,7 +446,8 @@ def quantiles_from_counts(
     -------
     Pure ``epsilon``-DP under add/remove of one record (``relation="unbounded"``): the three
     stages are exponential mechanisms with sensitivity-bounded scores (McSherry and Talwar
-    2007, Theorem 6; a two-level node is one such mechanism with a JointExp-style score),
+    2007, Theorem 6; a two-level node is one such mechanism with a JointExp-style score
+    whose total is free, sensitivity 1),
     ApproximateQuantiles' parallel split (Kaplan, Schnapp and Stemmer 2022, Theorem 3.3)
     and a histogram with discrete Laplace noise (Ghosh, Roughgarden and
     Sundararajan 2009), composed sequentially (Dwork and Roth 2014, Theorem 3.16). Each
