@@ -536,21 +536,9 @@ def _free_total_lp(lo, hi, levels, n) -> float:
     return float(res.fun)
 
 
-def _pair_score(lo1, hi1, lo2, hi2, a1, a2, n, r) -> float:
-    """The capped score of a two-level node from its definition (module docstring of
-    dpkit.statistics._approximate): min(U, (|e1| + |e2|) / L + cap / r)."""
-    from dpkit.statistics._approximate import PAIR_CAP
-
-    u = _free_total_lp((lo1, lo2), (hi1, hi2), (a1, a2), n)
-    t1, t2 = float(a1 * n), float(a2 * n)
-    l1 = max(0.0, lo1 - t1, t1 - hi1) + max(0.0, lo2 - t2, t2 - hi2)
-    spread = max(2 - float(a1 + a2), float(a1 + a2))  # the L1 norm of the worst rank shift
-    return min(u, l1 / spread + PAIR_CAP / r)
-
-
 def _pair_law(units, a1, a2, eps, support, out_lo, out_hi):
     """The exact law of a two-level node over pairs of cells (module docstring of
-    dpkit.statistics._approximate): weight mu(o1) mu(o2) exp(-r U) on o1 <= o2, r =
+    dpkit.statistics._approximate): weight mu(o1) mu(o2) exp(-r U*) on o1 <= o2, r =
     epsilon / 2, summed per pair of cells (gap or data value, in order); inside one cell
     the ordered pairs weigh (M**2 + sum mu**2) / 2. Returns the cells' first points, the
     pairs (i, j) and their probabilities (float64: the enumeration is of probabilities, not
@@ -585,37 +573,38 @@ def _pair_law(units, a1, a2, eps, support, out_lo, out_hi):
             hi.append(below + c)
             below += c
         prev = v
+    from dpkit.statistics._approximate import PAIR_CAP
+
     r = float(eps) / 2
     size = len(starts)
+    lo_a, hi_a = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    # the capped score U* = min(U, (|e1| + |e2|) / L + cap / r), e_j tie-aware
+    t1, t2 = float(a1 * n), float(a2 * n)
+    e = np.abs(np.clip(t1, lo_a, hi_a) - t1)[:, None] + np.abs(np.clip(t2, lo_a, hi_a) - t2)
+    spread = max(2 - float(a1 + a2), float(a1 + a2))  # the L1 norm of the worst rank shift
+    capped = e / spread + PAIR_CAP / r
     # point ranges (most pairs): U = min over N >= 0 of sum |c_k - w_k N|, convex and
     # piecewise linear in N, so the least of its values at N = 0 and at each c_k / w_k
-    lo_a = np.array(lo, dtype=float)
     c = [lo_a[:, None] + 0 * lo_a[None, :], lo_a[None, :] - lo_a[:, None], n - lo_a[None, :]]
     w = [float(a1), float(a2 - a1), float(1 - a2)]
     cands = [np.zeros((size, size))] + [ck / wk for ck, wk in zip(c, w, strict=True) if wk > 0]
     u = np.min([sum(np.abs(ck - wk * t) for ck, wk in zip(c, w, strict=True)) for t in cands], 0)
-    t1, t2 = float(a1 * n), float(a2 * n)
-    e = np.abs(lo_a - t1)[:, None] + np.abs(lo_a - t2)[None, :]
-    spread = max(2 - float(a1 + a2), float(a1 + a2))
-    from dpkit.statistics._approximate import PAIR_CAP
-
-    u = np.minimum(u, e / spread + PAIR_CAP / r)
-    # a range (an output on a data value): the linear programme, where the pair can weigh
+    u = np.minimum(u, capped)
+    # a range (an output on a data value): U by the linear programme, where the pair can weigh
     # more than e^-40 of the heaviest (|e1| + |e2| <= L U bounds its weight; lighter pairs
     # are left out, together below 1e-10 of the law)
     m = np.array(mass, dtype=float)
     with np.errstate(divide="ignore"):
         logm = np.log(m)[:, None] + np.log(m)[None, :]
     top = np.max(logm - r * u)
-    lo_e = np.clip(t1, lo_a, np.array(hi, dtype=float)) - t1
-    hi_e = np.clip(t2, lo_a, np.array(hi, dtype=float)) - t2
-    bound = logm - r * (np.abs(lo_e)[:, None] + np.abs(hi_e)[None, :]) / spread
-    ranged = np.array(lo) != np.array(hi)
+    heavy = logm - r * e / spread > top - 40
+    ranged = lo_a != hi_a
     pair_ranged = ranged[:, None] | ranged[None, :]
-    for i, j in np.argwhere(pair_ranged & (bound > top - 40)):
+    for i, j in np.argwhere(pair_ranged & heavy):
         if i <= j:
-            u[i, j] = _pair_score(lo[i], hi[i], lo[j], hi[j], a1, a2, n, r)
-    u[pair_ranged & (bound <= top - 40)] = np.inf
+            lp = _free_total_lp((lo[i], lo[j]), (hi[i], hi[j]), (a1, a2), n)
+            u[i, j] = min(lp, capped[i, j])
+    u[pair_ranged & ~heavy] = np.inf
     with np.errstate(divide="ignore"):
         same = np.log((m * m + np.array(sqs, dtype=float)) / 2)
     logm[np.diag_indices(m.size)] = same
