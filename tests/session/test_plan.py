@@ -314,3 +314,21 @@ def test_exact_law_of_a_cdf_release_is_within_its_rho(monkeypatch: pytest.Monkey
     worst = _divergences(laws[0], laws[1])
     assert worst[1.0] == pytest.approx(math.tanh(eps / 2) * eps, rel=1e-6)
     assert max(worst.values()) <= RHO * (1 + 1e-9), worst
+
+
+def test_automatic_stages_are_charged_as_pure_dp_under_zcdp() -> None:
+    """max_rows_per_unit="auto" (AboveThreshold on a histogram of rows per unit) and
+    bounds="auto" (a discrete-Laplace log2 histogram, or AboveThreshold with the tail
+    method) are pure-DP stages, so under zCDP their epsilon is sqrt(2 rho share) (per unit),
+    divided by the rows a unit keeps for the bounds (here the cap of 8, checked before the
+    chosen bound is known): rho 0.5, the rows stage 1/10 of it, the mean's bounds
+    1/2 of the rest."""
+    s = dp.Session(_frame(), privacy_unit="pid", max_rows_per_unit="auto", budget=dp.ZCDP(1.0))
+    q = s.query(max_rows_cap=8).agg(dp.mean("x", bounds="auto"))
+    plan = q.explain(rho=0.5)
+    assert plan.rows is not None and plan.rows.epsilon == pytest.approx(math.sqrt(2 * 0.05))
+    (bounds,) = plan.bounds
+    assert bounds.epsilon == pytest.approx(math.sqrt(2 * 0.45 / 2) / 8, rel=1e-12)
+    tail = s.query(max_rows_per_unit=2).agg(dp.sum("x", bounds="auto", bounds_method="tail"))
+    (bounds,) = tail.explain(rho=0.5).bounds
+    assert bounds.epsilon == pytest.approx(math.sqrt(2 * 0.5 / 2) / 2, rel=1e-12)
