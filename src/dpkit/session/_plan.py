@@ -413,8 +413,9 @@ _KINDS = {"exponential": "exponential mechanism", "laplace": "discrete Laplace"}
 def _quantile_lines(plan: Plan, q: QuantilePlan, width: int) -> list[str]:
     """The rows of one quantile aggregate in ``explain()``: the per-group epsilon, then each
     stage's epsilon and kind (and, under zCDP, the rule each kind is charged by)."""
+    method = "EM" if q.method == "exponential" else q.method  # one level, one draw
     lines = [
-        f"{q.aggregate:<{width}}{'quantiles ' + q.method:<16}{float(q.share):>8.3f}"
+        f"{q.aggregate:<{width}}{'quantiles ' + method:<16}{float(q.share):>8.3f}"
         f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
     ]
     stages = ", ".join(
