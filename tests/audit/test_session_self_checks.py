@@ -14,7 +14,15 @@ Expected privacy loss of each broken variant against the claim of epsilon = 1:
   the count by k = 2 against noise of scale 1 instead of 2: loss 2 (measured 1.95);
 * bounding that ignores max_rows_per_unit: that person's 6 rows all count, against noise for 2
   rows: loss 3 for the count (measured 2.94); with one row and one city per person, their
-  city's sum moves by 2 x 100 against noise for 100: loss 2 (measured 1.97).
+  city's sum moves by 2 x 100 against noise for 100: loss 2 (measured 1.97);
+* quantiles of an integer column released by one noisy histogram (method "cdf") but charged
+  as an exponential mechanism under zCDP (epsilon**2 / 8 instead of epsilon**2 / 2): the
+  histogram runs at epsilon sqrt(8 rho share) instead of sqrt(2 rho share), and its
+  0.999-quantile is randomized response on the removed person's count (dpkit.audit.queries):
+  at rho 0.5, tested at delta 0.3 (claimed epsilon 0.82), the best event gives
+  log((1 / (1 + e^-2) - 0.3) / (e^-2 / (1 + e^-2))) = 1.58 (correct charge 0.47); under
+  (epsilon, delta) = (1, 0.3), rho 0.59, 1.77 against 1 (correct 0.58); with two thirds of
+  rho 0.5 in one release of five aggregates, 1.19 against 0.82 (correct 0.25).
 
 At 50,000 draws the audit resolves a loss of 1 to within 0.05 (the suite's count: 0.96), so
 each broken variant's lower bound lands far above 1.
@@ -30,6 +38,7 @@ import pytest
 from dpkit.audit import targets
 from dpkit.session import _execute, _plan
 from dpkit.session._noise import Noise
+from dpkit.statistics import QuantileStage
 
 SEED = 20260101
 N = 50_000
@@ -79,8 +88,35 @@ def test_bounding_that_ignores_max_rows_per_unit_is_a_violation(monkeypatch, nam
 
 
 @pytest.mark.parametrize(
+    ("name", "index", "least"),
+    [
+        ("session_quantile_cdf", 0, 1.45),
+        ("session_quantile_cdf", 1, 1.65),
+        ("session_several", 0, 1.1),
+    ],
+)
+def test_a_histogram_charged_as_an_exponential_mechanism_under_zcdp_is_a_violation(
+    monkeypatch, name: str, index: int, least: float
+):
+    """Every quantile stage charged by the bounded-range rule (epsilon**2 / 8), the noisy
+    histogram of method "cdf" included: the audit's bound lands near the expected loss
+    (module docstring; 50,000 draws resolve it to about 0.05) and far above the claim."""
+    monkeypatch.setattr(QuantileStage, "zcdp_divisor", property(lambda self: 8))
+    _case, res = _run(name, index)
+    assert res.verdict == "violation" and res.epsilon_lower_bound > least, res
+    assert "a_q_0.999" in res.event
+
+
+@pytest.mark.parametrize(
     ("name", "index", "params"),
-    [("session_group_by", 1, {}), ("session_count", 0, {}), ("session_sum", 0, ONE_ROW)],
+    [
+        ("session_group_by", 1, {}),
+        ("session_count", 0, {}),
+        ("session_sum", 0, ONE_ROW),
+        ("session_quantile_cdf", 0, {}),
+        ("session_quantile_cdf", 1, {}),
+        ("session_several", 0, {}),
+    ],
 )
 def test_the_correct_session_passes_the_same_audits(name: str, index: int, params: dict):
     _case, res = _run(name, index, **params)

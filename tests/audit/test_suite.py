@@ -42,6 +42,12 @@ SUITE = [
     ("session_quantile", {}, 20_000),
     ("session_group_by", {"salts": 16}, 50_000),
     ("session_group_by", {"noise": "gaussian", "engine": "pandas"}, 20_000),
+    # under zCDP (tested at delta 0.3) and (epsilon, delta) with Gaussian noise; the
+    # quartiles' ApproximateQuantiles draws one release at a time, so fewer draws
+    ("session_gaussian", {}, 20_000),
+    ("session_quantile_cdf", {}, 50_000),
+    ("session_quantile_em", {}, 3_000),
+    ("session_several", {}, 50_000),
 ]
 
 CASES = [

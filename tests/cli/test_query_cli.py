@@ -260,3 +260,16 @@ def test_a_delta_above_one_half_is_refused_before_the_spend(
     assert main(argv) == 0
     with Accountant.open(ledger) as acct:
         assert acct.spent == ApproxDP(1.0, 0.5)
+
+
+def test_explain_charges_integer_quantiles_as_a_pure_dp_histogram(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Integer ages on (0, 100) with several levels run the noisy histogram (method "cdf"),
+    pure DP: under epsilon 1, delta 1e-6 (rho = 0.02436, half for the quantiles) its epsilon
+    is sqrt(2 rho / 2) = 0.1561 per group, not the exponential mechanism's 0.3121."""
+    argv = ["query", "adult", "--epsilon", "1", "--delta", "1e-6", "--count", "--explain"]
+    assert main([*argv, "--quantile", "Age:0.25,0.5,0.75:0:100"]) == 0
+    out = capsys.readouterr().out
+    assert "quantiles cdf" in out and "epsilon per group 0.1561" in out
+    assert "noisy histogram 0.1561 (discrete Laplace)" in out

@@ -18,7 +18,20 @@ removed person: all their rows carry the extreme value).
 
 :func:`session_cases` builds the Session's audit cases on :func:`worst_case_table`
 (``dpkit audit session_count``, ``session_sum``, ``session_mean``, ``session_quantile``,
-``session_group_by``).
+``session_group_by``). :func:`zcdp_cases` builds the cases of releases under a zCDP budget
+(``rho``) or under ``(epsilon, delta)`` with Gaussian noise (``session_gaussian``,
+``session_quantile_cdf``, ``session_quantile_em``, ``session_several``), on
+:func:`worst_case_table` and :func:`integer_table`.
+
+Why the zCDP cases are tested at a large delta. A zCDP claim is tested as the
+``(epsilon, delta)`` it implies (Canonne, Kamath and Steinke 2020). A stage charged by the
+wrong zCDP rule (a discrete-Laplace histogram, pure epsilon-DP and so only
+``epsilon**2 / 2``-zCDP, charged ``epsilon**2 / 8`` as an exponential mechanism) runs at twice
+the epsilon its share allows: its output is then like randomized response at
+``epsilon = sqrt(8 rho)``, which stays inside the claim at small ``delta`` (there the claimed
+epsilon is about ``2 sqrt(rho log(1 / delta))``) but not where the zCDP curve is tightest, at a
+large ``delta``: at ``rho = 0.5`` and ``delta = 0.3`` the claim is epsilon 0.82 and such a
+release shows 1.58 (the correct charge: 0.47).
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from dpkit.accounting.loss import PrivacyLoss
@@ -33,7 +47,15 @@ from dpkit.audit.neighbours import NeighbourPair, unit_pairs
 from dpkit.errors import ParameterError
 from dpkit.session._sample import QuerySampler, salt_pool
 
-__all__ = ["ENGINES", "SessionQuery", "session_cases", "worst_case_table"]
+__all__ = [
+    "ENGINES",
+    "ZCDP_KINDS",
+    "SessionQuery",
+    "integer_table",
+    "session_cases",
+    "worst_case_table",
+    "zcdp_cases",
+]
 
 _OWNER = "SessionQuery"
 
@@ -233,4 +255,125 @@ def session_cases(kind: str, p: dict[str, Any]) -> list[tuple[str, SessionQuery,
         moved = NeighbourPair(x0, x1, pair.relation, pair.description)
         label = f"session {kind} ({p['noise']}, {p['engine']}) [{pair.description}]"
         out.append((label, func, moved))
+    return out
+
+
+# ------------------------------------------------------------------- zCDP and delta > 0
+
+
+def integer_table(crowd: int = 100) -> pl.DataFrame:
+    """A table for quantiles of an integer column on a two-point grid (bounds (0, 1)).
+
+    Person 1 has two rows at ``a = 1`` (``x`` and ``y`` at the upper bound 100); ``crowd``
+    persons have one row each at ``a = 0`` (``x`` 0, ``y`` spread over (5, 95)). With
+    ``crowd`` = 100 the 0.999-quantile of ``a`` (method ``"cdf"``) is 1 exactly when the
+    noisy count at 1 is at least 1 (``0.001 / 0.999`` times the noisy count at 0 stays in
+    (0, 1)), so each release shows the histogram's whole privacy loss for person 1, as
+    randomized response would.
+
+    Examples
+    --------
+    >>> integer_table(3).group_by("a").len().sort("a").rows()
+    [(0, 3), (1, 2)]
+    """
+    ids = [1, 1, *range(2, crowd + 2)]
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "a": pl.Series([1, 1] + [0] * crowd, dtype=pl.Int64),
+            "x": [100.0, 100.0] + [0.0] * crowd,
+            "y": [100.0, 100.0, *np.linspace(5.0, 95.0, crowd).tolist()],
+        }
+    )
+
+
+#: The kinds of :func:`zcdp_cases`.
+ZCDP_KINDS = ("gaussian", "quantile_cdf", "quantile_em", "several")
+
+
+def zcdp_cases(
+    kind: str, p: dict[str, Any]
+) -> list[tuple[str, SessionQuery, NeighbourPair, float]]:
+    """The audit cases of Session releases under zCDP, or under ``(epsilon, delta)`` with
+    Gaussian noise: ``(name, function, pair, delta)``, ``delta`` being where a zCDP claim is
+    tested (0 for an ``(epsilon, delta)`` claim, which carries its own).
+
+    ``p`` holds ``rho``, ``epsilon``, ``delta``, ``max_rows``, ``salts`` and ``engine`` (and
+    ``max_groups`` for ``gaussian``). Kinds:
+
+    * ``gaussian``: count, sum per city and mean (:func:`session_cases` with Gaussian noise)
+      at ``(epsilon, delta)``;
+    * ``quantile_cdf``: the levels 0.5 and 0.999 of the integer column ``a`` of
+      :func:`integer_table` on bounds (0, 1), which the noisy-histogram method releases,
+      under ``rho`` (tested at ``delta``) and under ``(epsilon, delta)``;
+    * ``quantile_em``: the median, and the quartiles, of the float column ``y`` of
+      :func:`worst_case_table` (exponential mechanisms) under ``rho``;
+    * ``several``: a count, a sum and a mean of ``x``, the histogram quantiles of ``a`` and a
+      median of ``y`` in one release of :func:`integer_table` under ``rho``; the histogram
+      holds two thirds of the budget (weight 8 of 12), so its stage's charge shows.
+
+    The pair removes the person with the most rows (:func:`~dpkit.audit.neighbours.unit_pairs`).
+    """
+    import dpkit as dp
+
+    if kind not in ZCDP_KINDS:
+        raise ParameterError(f"zcdp_cases: `kind` must be one of {ZCDP_KINDS}; got {kind!r}")
+    if p["engine"] not in ENGINES:
+        raise ParameterError(f"audit session: `engine` must be one of {sorted(ENGINES)}")
+    if kind == "gaussian":
+        q = {**p, "noise": "gaussian"}
+        return [
+            (name, func, pair, 0.0)
+            for sub in ("count", "sum", "mean")
+            for name, func, pair in session_cases(sub, q)
+        ]
+    to_engine = ENGINES[p["engine"]]
+    cdf = dp.quantile("a", [0.5, 0.999], bounds=(0, 1), name="a_q")
+    by_kind: dict[str, list[tuple[Any, ...]]] = {
+        "quantile_cdf": [(cdf,)],
+        "quantile_em": [
+            (dp.median("y", bounds=(0, 100)),),
+            (dp.quantile("y", [0.25, 0.5, 0.75], bounds=(0, 100), name="y_q"),),
+        ],
+        "several": [
+            (
+                dp.count(),
+                dp.sum("x", bounds=(0, 100)),
+                dp.mean("x", bounds=(0, 100)),
+                dp.quantile("a", [0.5, 0.999], bounds=(0, 1), name="a_q", weight=8),
+                dp.median("y", bounds=(0, 100)),
+            )
+        ],
+    }
+    releases = by_kind[kind]
+    table = worst_case_table() if kind == "quantile_em" else integer_table()
+
+    def builder(aggs: tuple[Any, ...]) -> Callable[[Any], Any]:
+        def build(frame: Any) -> Any:
+            s = dp.Session(
+                frame,
+                privacy_unit="id",
+                max_rows_per_unit=p["max_rows"],
+                budget=dp.ZCDP(1e6),  # never charged: the sampler spends nothing
+            )
+            return s.query().agg(*aggs)
+
+        return build
+
+    budgets: list[tuple[str, dict[str, Any], float]] = [
+        (f"zCDP rho={p['rho']:g}", {"rho": p["rho"]}, p["delta"])
+    ]
+    if kind == "quantile_cdf":
+        kw = {"epsilon": p["epsilon"], "delta": p["delta"]}
+        budgets.append((f"epsilon={p['epsilon']:g}, delta={p['delta']:g}", kw, 0.0))
+    pair = unit_pairs(table, "id")[0]  # the person with the most rows
+    moved = NeighbourPair(to_engine(pair.x0), to_engine(pair.x1), pair.relation, pair.description)
+    label = kind.replace("_", " ")
+    out = []
+    for what, kw, at in budgets:
+        for aggs in releases:
+            func = SessionQuery(builder(aggs), salts=p["salts"], **kw)
+            which = f" {aggs[0].name}" if len(releases) > 1 else ""
+            name = f"session {label}{which} ({what}, {p['engine']}) [{pair.description}]"
+            out.append((name, func, moved, at))
     return out

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_delta, check_int, check_positive
-from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.audit.core import AuditResult, audit
 from dpkit.audit.neighbours import NeighbourPair, score_pairs, statistic_pairs
 from dpkit.errors import ParameterError
@@ -27,15 +27,19 @@ __all__ = ["TARGETS", "AuditCase", "Target", "cases", "run"]
 
 @dataclass(frozen=True)
 class AuditCase:
-    """One audit to run: a batched function, a neighbouring pair and the claim."""
+    """One audit to run: a batched function, a neighbouring pair and the claim (a ``ZCDP``
+    claim is tested as the ``(epsilon, delta)`` it implies at ``delta``)."""
 
     name: str
     func: Callable[..., Any]
     pair: NeighbourPair
     claimed: PrivacyLoss
+    delta: float = 0.0
 
     def run(self, **kwargs: Any) -> AuditResult:
         """:func:`dpkit.audit.audit` on this case (keywords: samples, time_budget, rng, ...)."""
+        if isinstance(self.claimed, ZCDP):
+            kwargs.setdefault("delta", self.delta)
         return audit(
             self.func,
             self.pair.x0,
@@ -265,6 +269,18 @@ def _session(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
     return build
 
 
+def _session_zcdp(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
+    def build(p: dict[str, Any]) -> list[AuditCase]:
+        from dpkit.audit.queries import zcdp_cases
+
+        return [
+            AuditCase(name, func, pair, func.claim(pair.x0), delta)
+            for name, func, pair, delta in zcdp_cases(kind, p)
+        ]
+
+    return build
+
+
 #: Largest dataset and candidate list: the worst-case pairs need a few records (PTR's own
 #: pairs size themselves), and every draw redoes the framework's work on all of them.
 _MAX_SIZE = {"n": 10_000, "candidates": 10_000}
@@ -287,6 +303,34 @@ _SESSION = {
     "max_groups": (int, 2, "max_groups_per_unit"),
     "salts": (int, 1, "bounding salts in the pool; 1 audits one salt (dpkit.audit.queries)"),
     "engine": (str, "polars", "polars, pandas or duckdb"),
+}
+#: Releases under zCDP (``rho``, tested as the (epsilon, delta) it implies at ``delta``) or
+#: under (epsilon, delta) with Gaussian noise; a large default delta, where a stage charged
+#: by the wrong zCDP rule shows (dpkit.audit.queries)
+_ZCDP = {
+    "rho": (float, 0.5, "the release's zCDP budget"),
+    "delta": (float, 0.3, "delta at which a zCDP claim is tested; the (epsilon, delta) case's"),
+    "epsilon": (float, 1.0, "epsilon of the (epsilon, delta) case"),
+    "max_rows": (int, 1, "max_rows_per_unit"),
+    "salts": (int, 1, "bounding salts in the pool (dpkit.audit.queries)"),
+    "engine": (str, "polars", "polars, pandas or duckdb"),
+}
+_GAUSSIAN = {**{k: v for k, v in _SESSION.items() if k != "noise"}, "delta": _DELTA}
+_ZCDP_TARGETS = {
+    "gaussian": (
+        "Session count, sum and mean with Gaussian noise ((epsilon, delta)-DP)",
+        _GAUSSIAN,
+    ),
+    "quantile_cdf": (
+        "Session quantiles of an integer column by one noisy histogram, under zCDP and "
+        "(epsilon, delta)",
+        _ZCDP,
+    ),
+    "quantile_em": ("Session median and quartiles, exponential mechanisms, under zCDP", _ZCDP),
+    "several": (
+        "Session count, sum, mean, histogram quantiles and median in one release under zCDP",
+        _ZCDP,
+    ),
 }
 _SESSION_TARGETS = {
     "count": "Session count of rows, one person's rows bounded (pure DP)",
@@ -395,6 +439,10 @@ TARGETS: dict[str, Target] = {
         *(
             Target(f"session_{kind}", summary, _SESSION, _session(kind))
             for kind, summary in _SESSION_TARGETS.items()
+        ),
+        *(
+            Target(f"session_{kind}", summary, params, _session_zcdp(kind))
+            for kind, (summary, params) in _ZCDP_TARGETS.items()
         ),
     )
 }

@@ -16,8 +16,10 @@ from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
+from dpkit.statistics._quantiles import QuantileSpend, quantile_method, quantile_stages
 
 __all__ = [
+    "QUANTILE_INTERVAL_SHARE",
     "BoundsPlan",
     "Budget",
     "PartPlan",
@@ -27,10 +29,15 @@ __all__ = [
     "SelectionPlan",
     "make_budget",
     "pure_epsilon",
+    "quantile_spend",
     "scaled",
 ]
 
 _NOISES = ("laplace", "gaussian")
+
+#: Part of each quantile aggregate's budget spent on its interval stage (the statistics
+#: layer's default); method "cdf" has no interval stage and spends it on its histogram.
+QUANTILE_INTERVAL_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +135,18 @@ class PartPlan:
 
 @dataclass(frozen=True, slots=True)
 class QuantilePlan:
-    """The quantile mechanism of one aggregate (all its levels at once): epsilon per group,
-    and the statistics layer's ``method``."""
+    """The quantile release of one aggregate (all its levels at once), decided before the
+    spend from public facts only (the column's type, the bounds, the levels, the method
+    asked for): the ``method`` the statistics layer runs (resolved, never ``"auto"``), the
+    ``support``, each stage's epsilon per group (``spend``, :func:`quantile_spend`), and
+    ``epsilon``, the pure epsilon per group of the whole release (the stages' sum)."""
 
     aggregate: str
     share: Fraction
     epsilon: float
-    method: str = "auto"
+    method: str
+    support: str | float
+    spend: QuantileSpend
 
 
 def scaled(budget: Budget, factor: Fraction) -> Budget:
@@ -227,12 +239,14 @@ def split(
     selection_weight: float,
     reuse: str | None,
     private: bool,
+    schema: Any,
 ) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None, list[BoundsPlan]]:
     """Split the budget by weight and build each part's noise (see :func:`make_budget`);
     an aggregate with ``bounds="auto"`` gives its bounds stage ``bounds_share`` of its share
     and its statistics the rest (once its bounds are chosen). ``private``: the keys are
     chosen privately, so a selection stage is always planned (never inferred from the
-    delta, which can round to 0)."""
+    delta, which can round to 0). ``schema`` (public) gives each quantile aggregate its
+    support and so its method (:func:`_quantile_plan`)."""
     weights = [Fraction(a.weight) for a in aggregates]
     sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
     total = sum(weights, Fraction(0)) + sel_w
@@ -255,8 +269,7 @@ def split(
             continue
         share = share * (1 - b_share)  # what the bounds (if chosen privately) left
         if isinstance(agg, Quantile):
-            eps_q = _quantile_epsilon(budget, share, k)
-            quants.append(QuantilePlan(agg.name, share, eps_q, agg.method))
+            quants.append(_quantile_plan(agg, budget, share, k, schema))
             continue
         cells = k if isinstance(agg, Histogram) else groups
         a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
@@ -300,15 +313,62 @@ def _noise(
     return Noise.gaussian(budget.rho * share, Fraction(l1) ** 2 if l2_sq is None else l2_sq, groups)
 
 
-def _quantile_epsilon(budget: Budget, share: Fraction, k: int) -> float:
-    """Per-group epsilon of the exponential mechanism, rounded down to a float.
+def _quantile_plan(
+    agg: Quantile, budget: Budget, share: Fraction, k: int, schema: Any
+) -> QuantilePlan:
+    """The quantile aggregate's plan: its support from the column's type
+    (:func:`~dpkit.session._run.quantile_support`), the method the statistics layer will
+    run (:func:`dpkit.statistics._quantiles.quantile_method`, the function the release's
+    own resolution is; the release then runs this method, never resolving again) and each
+    stage's epsilon (:func:`quantile_spend`)."""
+    from dpkit.session._run import check_quantile, quantile_support  # _run imports this module
 
-    Laplace budgets give it ``epsilon * share``; zCDP budgets ``sqrt(8 rho share)`` (the
-    exponential mechanism is epsilon-bounded-range, hence epsilon**2/8-zCDP: Cesar and Rogers
-    2021). A unit's ``k`` rows may sit in one group, so each group's mechanism gets ``1/k`` of
-    it (group privacy).
+    check_quantile(schema, agg)
+    support = quantile_support(schema, agg)
+    method = quantile_method(agg.levels, bounds=agg.bounds, method=agg.method, support=support)
+    spend = quantile_spend(budget, share, k, method)
+    return QuantilePlan(agg.name, share, _float_up(spend.total), method, support, spend)
+
+
+def quantile_spend(
+    budget: Budget,
+    share: Fraction,
+    k: int,
+    method: str,
+    interval_share: float | None = None,
+) -> QuantileSpend:
+    """Each stage's epsilon per group of a quantile aggregate with ``share`` of ``budget``.
+
+    The stages (:func:`dpkit.statistics._quantiles.quantile_stages`) are exponential
+    mechanisms (the values, the interval helpers) or discrete Laplace noise (the histogram of
+    ``"cdf"``, the interval cell counts). Laplace budgets: the aggregate's ``epsilon * share
+    / k`` (rounded down to a float), split by the stages' shares (what the statistics layer
+    does with one epsilon). zCDP budgets: each stage gets its own part ``share * s`` of rho
+    and the epsilon whose zCDP fits in it, ``sqrt(d rho share s) / k``, ``d = 8`` for an
+    exponential mechanism (epsilon-bounded range: epsilon**2 / 8-zCDP, Cesar and Rogers
+    2021) and ``d = 2`` for discrete Laplace (pure epsilon-DP is only epsilon**2 / 2-zCDP,
+    Bun and Steinke 2016, Proposition 1.4), each rounded down. The stages' rho then sum to
+    at most ``rho * share`` whatever ``interval_share`` is (sequential composition). A
+    unit's ``k`` rows may sit in one group, so every stage runs at ``1/k`` per row (group
+    privacy: ``k`` rows move an exponential mechanism's score, or the L1 norm of a
+    histogram, by at most ``k`` times one row's). ``interval_share``: the Session's
+    :data:`QUANTILE_INTERVAL_SHARE` unless given.
     """
-    return _epsilon_down(budget, share, k, 8)
+    share_i = QUANTILE_INTERVAL_SHARE if interval_share is None else interval_share
+    stages = quantile_stages(method, share_i)
+    if budget.noise == "laplace":
+        whole = Fraction(_epsilon_down(budget, share, k, 1))
+        return QuantileSpend(method, stages, tuple(whole * st.share for st in stages))
+    epsilons = tuple(
+        Fraction(_epsilon_down(budget, share * st.share, k, st.zcdp_divisor)) for st in stages
+    )
+    return QuantileSpend(method, stages, epsilons)
+
+
+def _float_up(x: Fraction) -> float:
+    """The smallest float ``>= x``."""
+    out = float(x)
+    return math.nextafter(out, math.inf) if Fraction(out) < x else out
 
 
 def pure_epsilon(budget: Budget, share: Fraction, k: int) -> float:
@@ -339,6 +399,31 @@ def _epsilon_down(budget: Budget, share: Fraction, k: int, per_rho: int) -> floa
 
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+_STAGES = {
+    "histogram": "noisy histogram",
+    "quantiles": "values",
+    "helpers": "interval helpers",
+    "counts": "interval counts",
+}
+_KINDS = {"exponential": "exponential mechanism", "laplace": "discrete Laplace"}
+
+
+def _quantile_lines(plan: Plan, q: QuantilePlan, width: int) -> list[str]:
+    """The rows of one quantile aggregate in ``explain()``: the per-group epsilon, then each
+    stage's epsilon and kind (and, under zCDP, the rule each kind is charged by)."""
+    method = "EM" if q.method == "exponential" else q.method  # one level, one draw
+    lines = [
+        f"{q.aggregate:<{width}}{'quantiles ' + method:<16}{float(q.share):>8.3f}"
+        f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
+    ]
+    stages = ", ".join(
+        f"{_STAGES[st.name]} {_fmt(float(e))} ({_KINDS[st.kind]})"
+        for st, e in zip(q.spend.stages, q.spend.epsilons, strict=True)
+    )
+    lines.append(f"{'':17}epsilon per group and stage: {stages}")
+    return lines
 
 
 def explain_text(plan: Plan) -> str:
@@ -401,9 +486,14 @@ def explain_text(plan: Plan) -> str:
             f"{_fmt(p.half_width * u):>14}"
         )
     for q in plan.quantiles:
+        lines.extend(_quantile_lines(plan, q, w))
+    if plan.quantiles and b.noise != "laplace":
+        k = plan.max_rows
+        rows = "" if k == 1 else f"; the epsilons are per row, a unit's {k} rows cost {k} times"
         lines.append(
-            f"{q.aggregate:<{w}}{'quantiles ' + q.method:<16}{float(q.share):>8.3f}"
-            f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
+            f"{'':17}quantile stages under zCDP: an exponential mechanism at epsilon costs "
+            "rho = epsilon**2 / 8 (bounded range), discrete Laplace epsilon**2 / 2 (pure DP); "
+            f"each stage has its own part of its aggregate's rho{rows}"
         )
     picked = dict(plan.chosen)
     for bp in plan.bounds:

@@ -30,14 +30,12 @@ __all__ = [
     "Aggregated",
     "aggregate",
     "check_quantile",
+    "check_quantile_plan",
     "draw",
     "execute",
     "quantile_support",
     "statistics_layer",
 ]
-
-#: Part of each quantile's epsilon spent on its interval stage (statistics layer's default).
-QUANTILE_INTERVAL_SHARE = 0.25
 
 
 def statistics_layer() -> Any:
@@ -244,6 +242,26 @@ def check_quantile(schema: Any, agg: Quantile) -> None:
         )
 
 
+def check_quantile_plan(agg: Quantile, qp: Any, alpha: float) -> None:
+    """Every check of the statistics layer's release of ``qp`` (the planned method and stage
+    epsilons, the levels, bounds and support), made before anything is spent: the same call
+    that builds the release in :func:`_quantiles`."""
+    _releaser(agg, qp, alpha)
+
+
+def _releaser(agg: Quantile, qp: Any, alpha: float) -> Any:
+    from dpkit.statistics._quantiles import spend_releaser
+
+    return spend_releaser(
+        list(agg.levels),
+        qp.spend,
+        bounds=agg.bounds,
+        alpha=alpha,
+        support=qp.support,
+        owner=f"Session ({qp.aggregate})",
+    )
+
+
 def _summaries(
     ctx: ex.Context, table: pl.DataFrame, counts: pl.DataFrame, unit: float
 ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -308,32 +326,27 @@ def _quantiles(
 ) -> pl.DataFrame:
     """Per released group, the statistics layer's quantiles from the engine's grid counts.
 
-    One release runs :func:`dpkit.statistics.quantiles_from_counts` on every released group
-    (the values and their intervals), through
-    :func:`dpkit.statistics._quantiles.counts_releaser`, which checks the parameters once
-    and each group's summary as it comes (the same draws as one call per group). Batched,
-    each group's releases come from one call of
-    :func:`dpkit.statistics._sampling.quantiles_from_counts_samples`: the same first stage
-    (the values, at the same share of epsilon), without the interval stage, whose columns
-    are then NaN; each released value is distributed exactly as in a release.
+    One release runs the statistics layer's release (:func:`dpkit.statistics.
+    quantiles_from_counts`) on every released group (the values and their intervals),
+    through :func:`dpkit.statistics._quantiles.spend_releaser`: the method and each stage's
+    epsilon are the plan's (``qp.spend``), decided before the spend; the parameters are
+    checked once and each group's summary as it comes. Batched, each group's releases come
+    from one call of :func:`dpkit.statistics._sampling.spend_samples`: the same first stage
+    (the values, at the same epsilon), without the interval stage, whose columns are then
+    NaN; each released value is distributed exactly as in a release.
     """
     statistics_layer()  # a clear error if this build has no statistics layer
     grid = agg.grid()
-    support = quantile_support(ctx.schema, agg)
+    support = qp.support
     summaries = _summaries(ctx, table, counts, grid.unit)
     outs = agg.outputs()
     m = len(outs)
     values = np.full((group.size, m), np.nan)
     low = np.full((group.size, m), np.nan)
     high = np.full((group.size, m), np.nan)
-    kw = {"epsilon": qp.epsilon, "bounds": agg.bounds, "support": support, "method": agg.method}
     if size is None:
         if group.size:  # parameters checked once, each group's summary as it is released
-            from dpkit.statistics._quantiles import counts_releaser
-
-            release = counts_releaser(
-                list(agg.levels), alpha=alpha, interval_share=QUANTILE_INTERVAL_SHARE, **kw
-            )
+            release = _releaser(agg, qp, alpha)
             source = as_source(source)
         for i, g in enumerate(group.tolist()):
             pts, cnt = summaries[g]
@@ -342,19 +355,20 @@ def _quantiles(
             intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
             low[i], high[i] = intervals[:, 0], intervals[:, 1]
     else:
-        from dpkit.statistics._sampling import quantiles_from_counts_samples
+        from dpkit.statistics._sampling import spend_samples
 
         for g in np.unique(group).tolist():
             idx = np.flatnonzero(group == g)
             pts, cnt = summaries[g]
-            values[idx] = quantiles_from_counts_samples(
+            values[idx] = spend_samples(
                 pts,
                 cnt,
                 list(agg.levels),
+                qp.spend,
+                bounds=agg.bounds,
+                support=support,
                 size=idx.size,
                 rng=source,
-                interval_share=QUANTILE_INTERVAL_SHARE,
-                **kw,
             )
     cols: dict[str, np.ndarray] = {}
     for j, name in enumerate(outs):

@@ -22,7 +22,7 @@ from dpkit.session._auto import (
     choose_max_rows,
 )
 from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
-from dpkit.session._run import QUANTILE_INTERVAL_SHARE, check_quantile, execute, statistics_layer
+from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 from dpkit.statistics._input import check_alpha
@@ -223,7 +223,12 @@ class Query:
     at most ``max_groups_per_unit`` groups; each noisy statistic's noise is calibrated to that
     L1 (Laplace) or L2 (Gaussian) change over all groups at once (parallel composition), the
     parts compose sequentially within the budget split, and the noise is exact discrete
-    noise on exact integer statistics (see :mod:`dpkit.session._noise`).
+    noise on exact integer statistics (see :mod:`dpkit.session._noise`). A quantile
+    aggregate's method is decided before the spend from public facts
+    (:func:`dpkit.statistics.quantile_method`) and each of its stages is charged by what it
+    is (:func:`dpkit.statistics.quantile_stages`): under zCDP an exponential mechanism at
+    ``epsilon`` costs ``epsilon**2 / 8`` (bounded range; Cesar and Rogers 2021), discrete
+    Laplace noise ``epsilon**2 / 2`` (pure DP), each from its own part of the aggregate's rho.
 
     Private keys (``keys=None``): a group is released only if a noisy count of its distinct
     units reaches a threshold ``tau``, the smallest integer with
@@ -529,6 +534,7 @@ class Query:
             selection_weight=self._sel_w,
             reuse=self._reuse(aggs, k),
             private=private,
+            schema=self._s._schema,
         )
         return dataclasses.replace(
             base,
@@ -755,13 +761,11 @@ class Query:
         check_stages(plan)  # the automatic stages' noise within the sampler's range
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
-            from dpkit.statistics._quantiles import check_noise_range
-
-            for qp in plan.quantiles:  # each group's quantile noise is within the sampler's
-                check_noise_range(f"Session ({qp.aggregate})", qp.epsilon, QUANTILE_INTERVAL_SHARE)
-            for a in ctx.aggregates:
-                if isinstance(a, Quantile):
-                    check_quantile(ctx.schema, a)
+            quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
+            for a in quantiles:
+                check_quantile(ctx.schema, a)
+            for a, qp in zip(quantiles, plan.quantiles, strict=True):  # the planned stages
+                check_quantile_plan(a, qp, plan.alpha)  # run as planned, noise in range
         self._s._check_data()
         return ctx, plan
 

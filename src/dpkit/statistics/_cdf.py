@@ -36,7 +36,7 @@ from dpkit.samplers import discrete_laplace
 from dpkit.statistics._input import as_rational_level
 from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths
 
-__all__ = ["MAX_GRID", "CdfRelease", "cdf_grid", "cdf_quantiles"]
+__all__ = ["MAX_GRID", "CdfRelease", "cdf_grid", "cdf_points", "cdf_quantiles", "cdf_samples"]
 
 MAX_GRID = 4096
 
@@ -68,6 +68,57 @@ class CdfRelease:
     grid: tuple[int, int, int]
 
 
+def _histogram(counts: Counts, measure: Measure) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """The exact histogram on the public grid (each record to its nearest grid point, halves
+    up, inside the grid) and the grid."""
+    grid = cdf_grid(measure)
+    if grid is None:  # pragma: no cover - the caller checks
+        raise ValueError("cdf_quantiles: no small public grid for this support")
+    first, step, size = grid
+    idx = np.floor_divide(counts.values - first + step // 2, step)
+    idx = np.clip(idx, 0, size - 1)
+    return np.bincount(idx, weights=counts.counts, minlength=size).astype(np.int64), grid
+
+
+def cdf_points(
+    noisy: np.ndarray, user_levels: tuple[float, ...], grid: tuple[int, int, int]
+) -> np.ndarray:
+    """The released quantiles (lattice units, sorted) of each row of ``noisy`` (noisy
+    histograms on ``grid``, shape ``(draws, size)``): per level ``q``, the first grid point
+    whose noisy cumulative count reaches ``q`` times the noisy total (the last point if
+    none does), compared exactly in integers; then sorted. Shape ``(draws, m)``."""
+    first, step, size = grid
+    cum = np.cumsum(noisy, axis=1)
+    n_hat = cum[:, -1:]
+    out = np.empty((noisy.shape[0], len(user_levels)), dtype=np.int64)
+    for j, level in enumerate(user_levels):
+        qr = as_rational_level(level)  # denominator <= 2**20: the products stay in int64
+        ok = cum * qr.denominator >= qr.numerator * n_hat
+        s = np.where(ok.any(axis=1), np.argmax(ok, axis=1), size - 1)
+        out[:, j] = first + step * s
+    # a noisy cumulative count need not be monotone (negative noisy counts; a noisy total
+    # <= 0 reverses the targets q n~), so the first crossings may come out of order: sort
+    # them (post-processing; each level's interval certifies its own level, whatever point
+    # is released)
+    return np.sort(out, axis=1)
+
+
+def cdf_samples(
+    counts: Counts,
+    measure: Measure,
+    user_levels: tuple[float, ...],
+    epsilon: Fraction,
+    size: int,
+    source: Any,
+) -> np.ndarray:
+    """``size`` independent draws of the quantiles :func:`cdf_quantiles` releases (lattice
+    units, shape ``(size, m)``), every histogram's noise drawn in one call (for ``size=1``
+    the same call as a release's, so a seed gives its values)."""
+    hist, grid = _histogram(counts, measure)
+    noise = discrete_laplace(1 / epsilon, size * grid[2], source).reshape(size, grid[2])
+    return cdf_points(hist + noise, user_levels, grid)
+
+
 def cdf_quantiles(
     counts: Counts,
     measure: Measure,
@@ -77,22 +128,16 @@ def cdf_quantiles(
     source: Any,
 ) -> CdfRelease:
     """The noisy-histogram quantiles and their intervals (module docstring)."""
-    grid = cdf_grid(measure)
-    if grid is None:  # pragma: no cover - the caller checks
-        raise ValueError("cdf_quantiles: no small public grid for this support")
+    hist, grid = _histogram(counts, measure)
     first, step, size = grid
     lat = counts.lattice
-    # each record to the nearest grid point (halves up), inside the grid
-    idx = np.floor_divide(counts.values - first + step // 2, step)
-    idx = np.clip(idx, 0, size - 1)
-    hist = np.bincount(idx, weights=counts.counts, minlength=size).astype(np.int64)
     scale = 1 / epsilon
     noisy = hist + discrete_laplace(scale, size, source)
     cum = np.cumsum(noisy)
     n_hat = int(cum[-1])
     pts_units = first + step * np.arange(size)
     values = lat.values(pts_units)
-    points: list[int] = []
+    points = cdf_points(noisy[None, :], user_levels, grid)[0].tolist()
     m = len(user_levels)
     beta = alpha / (2 * size * m + 1)
     sf = float(scale)
@@ -103,10 +148,6 @@ def cdf_quantiles(
     c_t = cum.astype(object)  # exact comparisons below
     for j, level in enumerate(user_levels):
         q = Fraction(level)
-        qr = as_rational_level(level)  # denominator <= 2**20: the products stay in int64
-        ok = cum * qr.denominator >= qr.numerator * n_hat
-        s = int(np.argmax(ok)) if np.any(ok) else size - 1
-        points.append(int(pts_units[s]))
         qf = float(q)
         h = split_halfwidths(ts + 1, 1 - qf, size - ts - 1, qf, sf, beta)
         lo_i, hi_i = 0, size - 1
@@ -119,11 +160,6 @@ def cdf_quantiles(
                 hi_i = min(hi_i, t)
         low[j] = max(float(values[lo_i]) - half, lat.lower)
         high[j] = min(float(values[hi_i]) + half, lat.upper)
-    # a noisy cumulative count need not be monotone (negative noisy counts; a noisy total
-    # <= 0 reverses the targets q n~), so the first crossings may come out of order: sort
-    # them (post-processing; each level's interval above certifies its own level, whatever
-    # point is released)
-    points.sort()
     # rank intervals: records strictly below each released point, over the total
     beta_r = alpha / (m + 1)
     h_n = laplace_sum_halfwidth(size, sf, beta_r)

@@ -21,13 +21,24 @@ The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
 2. **Helpers** and 3. **noisy cell counts** (``interval_share * epsilon``): see
    :mod:`dpkit.statistics._intervals`; they certify the intervals by post-processing.
 
+``method="cdf"`` is one stage instead: a discrete-Laplace histogram on a small public grid
+(:mod:`dpkit.statistics._cdf`), every quantile and interval read from it.
+
+Which method runs is decided from public inputs only (:func:`quantile_method`: the levels,
+the bounds, the support and the requested method), and what each stage is, by
+:func:`quantile_stages`: the quantile values and the helpers are exponential mechanisms
+(epsilon-bounded range, so ``epsilon**2 / 8``-zCDP: Cesar and Rogers 2021), the histogram of
+``"cdf"`` and the interval stage's cell counts are discrete Laplace noise (pure epsilon-DP,
+only ``epsilon**2 / 2``-zCDP: Bun and Steinke 2016). A caller accounting under zCDP (the
+Session) gives each stage its own epsilon by that rule and passes a :class:`QuantileSpend`.
+
 Privacy: pure ``epsilon``-DP under add/remove of one record (``relation="unbounded"``); since
 replacing a record is a removal and an addition, ``2 epsilon`` under replace-one.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -64,18 +75,28 @@ from dpkit.statistics._joint import joint_exp, joint_exp_samples
 
 __all__ = [
     "METHODS",
+    "RESOLVED_METHODS",
     "QuantileRelease",
+    "QuantileSpend",
+    "QuantileStage",
     "median",
     "quantile",
+    "quantile_method",
     "quantile_samples",
+    "quantile_stages",
     "quantiles",
     "quantiles_from_counts",
     "quantiles_samples",
 ]
 
 METHODS = ("auto", "aq", "joint", "independent", "cdf")
+#: What a release runs once ``"auto"`` is resolved (``"exponential"``: one level, one draw).
+RESOLVED_METHODS = ("exponential", "aq", "joint", "independent", "cdf")
 #: Part of the interval budget spent on helpers (the rest on the noisy cell counts).
 HELPER_SHARE = Fraction(1, 3)
+#: Stage kinds: exponential mechanisms (bounded range) and discrete Laplace noise (pure DP).
+EXPONENTIAL = "exponential"
+LAPLACE = "laplace"
 
 
 def _is_integer_typed(data: Any, arr: np.ndarray) -> bool:
@@ -163,6 +184,242 @@ class QuantileRelease:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class QuantileStage:
+    """One stage of a quantile release and what kind of mechanism it is.
+
+    Attributes
+    ----------
+    name : str
+        ``"histogram"`` (``method="cdf"``: the noisy histogram), ``"quantiles"`` (the values,
+        by exponential mechanisms), ``"helpers"`` (the interval stage's helper order
+        statistics) or ``"counts"`` (the interval stage's noisy cell counts).
+    share : Fraction
+        Its share of the release's ``epsilon`` under pure accounting (the shares sum to 1).
+    kind : str
+        ``"exponential"``: exponential mechanisms, composed (ApproximateQuantiles' tree,
+        independent draws, the helpers of disjoint cells); at ``epsilon`` in total they are
+        ``epsilon``-bounded range, hence ``epsilon**2 / 8``-zCDP (Cesar and Rogers 2021,
+        :func:`dpkit.accounting.bounded_range_to_zcdp`). ``"laplace"``: discrete Laplace
+        noise on counts of L1 sensitivity 1: pure ``epsilon``-DP, which is only
+        ``epsilon**2 / 2``-zCDP (Bun and Steinke 2016, Proposition 1.4).
+    """
+
+    name: str
+    share: Fraction
+    kind: str
+
+    @property
+    def zcdp_divisor(self) -> int:
+        """``d`` in ``rho = epsilon**2 / d``: the zCDP of this stage at ``epsilon``."""
+        return 8 if self.kind == EXPONENTIAL else 2
+
+
+def quantile_stages(method: str, interval_share: float = 0.25) -> tuple[QuantileStage, ...]:
+    """The stages a release by ``method`` runs, with their shares and kinds.
+
+    Parameters
+    ----------
+    method : str
+        A resolved method (:data:`RESOLVED_METHODS`; see :func:`quantile_method`).
+    interval_share : float
+        In ``[0, 1)``: the share of epsilon spent on intervals (``0``: no interval stage).
+        Ignored by ``"cdf"``, whose intervals come from its histogram.
+
+    Returns
+    -------
+    tuple of QuantileStage
+        ``("histogram",)`` for ``"cdf"``; ``("quantiles",)`` without an interval share;
+        ``("quantiles", "helpers", "counts")`` with shares ``1 - s``, ``s / 3`` and
+        ``2 s / 3``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown method or an interval share outside ``[0, 1)``.
+
+    Examples
+    --------
+    >>> for st in quantile_stages("aq", 0.25):
+    ...     print(st.name, st.share, st.kind)
+    quantiles 3/4 exponential
+    helpers 1/12 exponential
+    counts 1/6 laplace
+    >>> [(st.name, st.kind) for st in quantile_stages("cdf")]
+    [('histogram', 'laplace')]
+    """
+    owner = "quantile_stages"
+    method = check_choice(owner, "method", method, RESOLVED_METHODS)
+    share = Fraction(check_number(owner, "interval_share", interval_share))
+    if not 0 <= share < 1:
+        raise ParameterError(f"{owner}: `interval_share` must be in [0, 1); got {interval_share!r}")
+    if method == "cdf":
+        return (QuantileStage("histogram", Fraction(1), LAPLACE),)
+    values = QuantileStage("quantiles", 1 - share, EXPONENTIAL)
+    if share == 0:
+        return (values,)
+    return (
+        values,
+        QuantileStage("helpers", share * HELPER_SHARE, EXPONENTIAL),
+        QuantileStage("counts", share * (1 - HELPER_SHARE), LAPLACE),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileSpend:
+    """What one quantile release runs and spends, stage by stage (public figures only).
+
+    Attributes
+    ----------
+    method : str
+        The resolved method (:data:`RESOLVED_METHODS`).
+    stages : tuple of QuantileStage
+        :func:`quantile_stages` of ``method``.
+    epsilons : tuple of Fraction
+        Each stage's epsilon per record, in the order of ``stages``, each ``> 0``.
+    """
+
+    method: str
+    stages: tuple[QuantileStage, ...]
+    epsilons: tuple[Fraction, ...]
+
+    def epsilon(self, name: str) -> Fraction:
+        """The epsilon of stage ``name`` (0 when the release has no such stage).
+
+        Parameters
+        ----------
+        name : str
+            A stage name (:class:`QuantileStage`).
+
+        Returns
+        -------
+        Fraction
+
+        Raises
+        ------
+        Nothing.
+        """
+        for st, eps in zip(self.stages, self.epsilons, strict=True):
+            if st.name == name:
+                return eps
+        return Fraction(0)
+
+    @property
+    def total(self) -> Fraction:
+        """The pure epsilon of the whole release (sequential composition of the stages)."""
+        return sum(self.epsilons, Fraction(0))
+
+
+def pure_spend(method: str, epsilon: float, interval_share: float) -> QuantileSpend:
+    """The stages of ``method`` at ``epsilon`` in total under pure accounting: each stage
+    gets its share of ``epsilon``, exactly (``Fraction(epsilon) * share``)."""
+    stages = quantile_stages(method, interval_share)
+    return QuantileSpend(method, stages, tuple(Fraction(epsilon) * st.share for st in stages))
+
+
+def resolve_method(method: str, levels: int, measure: Measure) -> str:
+    """The method a release of ``levels`` levels runs (public inputs only): ``"auto"`` is
+    one draw for one level, else ``"cdf"`` when the support is a resolution with a small
+    grid (:func:`~dpkit.statistics._cdf.cdf_grid`), else ``"aq"``; one level turns ``"aq"``
+    and ``"independent"`` into one draw. Resolved names map to themselves."""
+    if method == "auto":
+        if levels > 1:
+            return "cdf" if cdf_grid(measure) is not None else "aq"
+        return "exponential"
+    if levels == 1 and method not in ("joint", "cdf"):
+        return "exponential"
+    return method
+
+
+def quantile_method(
+    levels: Any,
+    *,
+    bounds: tuple[float, float],
+    method: str = "auto",
+    support: str | float = "auto",
+    integer_dtype: bool = False,
+) -> str:
+    """The method :func:`quantiles_from_counts` (or :func:`quantiles`) runs, from public inputs.
+
+    The one rule both the release and any caller that must account for it before the spend
+    (the Session's plan) use, so they cannot disagree.
+
+    Parameters
+    ----------
+    levels, bounds, method, support
+        As for :func:`quantiles_from_counts`.
+    integer_dtype : bool
+        The column's *type* is integer (a schema fact): ``support="auto"`` then means
+        resolution 1, as :func:`quantiles` reads an integer dtype.
+
+    Returns
+    -------
+    str
+        One of :data:`RESOLVED_METHODS`.
+
+    Raises
+    ------
+    TypeError, ParameterError
+        Bad levels, bounds, method or support; ``method="cdf"`` without a small grid.
+
+    Examples
+    --------
+    >>> quantile_method([0.25, 0.5, 0.75], bounds=(0, 100), support=1.0)
+    'cdf'
+    >>> quantile_method([0.25, 0.5, 0.75], bounds=(0, 100))
+    'aq'
+    >>> quantile_method(0.5, bounds=(0, 100), support=1.0)
+    'exponential'
+    """
+    owner = "quantile_method"
+    lv, _scalar = check_levels(owner, levels)
+    lower, upper = check_bounds(owner, bounds)
+    meth = check_choice(owner, "method", method, METHODS)
+    _check_support(owner, support)
+    if not isinstance(integer_dtype, bool):
+        raise TypeError(f"{owner}: `integer_dtype` must be True or False; got {integer_dtype!r}")
+    measure = _measure(owner, Lattice.for_bounds(owner, lower, upper), support, integer_dtype, meth)
+    return resolve_method(meth, len(lv), measure)
+
+
+def check_spend(owner: str, spend: Any, levels: int, measure: Measure) -> None:
+    """Refuse, before anything is spent, a :class:`QuantileSpend` that this release cannot
+    run as given: a method that is not what :func:`resolve_method` makes of itself for
+    ``levels`` levels (or ``"cdf"`` without a small grid), stages other than
+    :func:`quantile_stages`' (with or without the interval stage), an epsilon that is not
+    ``> 0``, or discrete Laplace noise beyond the exact sampler's range (``2**50``)."""
+    if not isinstance(spend, QuantileSpend):
+        raise TypeError(f"{owner}: `spend` must be a QuantileSpend; got {type(spend).__name__}")
+    method = spend.method
+    if (
+        method not in RESOLVED_METHODS
+        or resolve_method(method, levels, measure) != method
+        or (method == "exponential" and levels > 1)
+    ):
+        raise ParameterError(f"{owner}: method {method!r} does not run {levels} level(s)")
+    if method == "cdf" and cdf_grid(measure) is None:
+        raise ParameterError(
+            f"{owner}: method='cdf' needs a power-of-two resolution `support` (such as 1.0) "
+            f"with at most {MAX_GRID} grid points inside the bounds"
+        )
+    names = tuple(st.name for st in spend.stages)
+    allowed = {tuple(st.name for st in quantile_stages(method, s)) for s in (0.0, 0.5)}
+    if names not in allowed or len(spend.epsilons) != len(names):
+        raise ParameterError(f"{owner}: stages {names} are not those of method {method!r}")
+    for st, eps in zip(spend.stages, spend.epsilons, strict=True):
+        if not isinstance(eps, Fraction) or not 0 < eps < float("inf"):
+            raise ParameterError(
+                f"{owner}: `epsilon` is too small: the {st.name!r} stage's share of it "
+                f"rounds to {float(eps):.3g}; raise epsilon"
+            )
+        if st.kind == LAPLACE and 1 / eps > MAX_NOISE_SCALE:
+            raise ParameterError(
+                f"{owner}: `epsilon` is too small ({float(eps):.3g} for the {st.name!r} "
+                "stage): its discrete Laplace noise would exceed 2**50, the exact sampler's "
+                "range; raise epsilon"
+            )
+
+
 def _check_support(owner: str, support: Any) -> None:
     if isinstance(support, str):
         if support not in SUPPORTS:
@@ -245,25 +502,21 @@ def _release(
     counts: Counts,
     measure: Measure,
     levels: tuple[float, ...],
-    eps: float,
-    method: str,
-    support: str | float,
+    spend: QuantileSpend,
     alpha: float,
-    share: float,
     source: Any,
 ) -> QuantileRelease:
     """Stages 1-3 (module docstring) on validated inputs and a bit source (callers normalise
-    ``rng`` with :func:`dpkit.samplers.as_source` before the spend); the budget is spent."""
+    ``rng`` with :func:`dpkit.samplers.as_source` before the spend); the budget is spent.
+    ``spend`` says which method runs (resolved, :func:`resolve_method`) and each stage's
+    epsilon; without a ``"counts"`` stage no interval is released."""
     rational = [as_rational_level(q) for q in levels]
     m = len(levels)
-    if method == "auto":
-        several = "cdf" if cdf_grid(measure) is not None else "aq"
-        method = several if m > 1 else "exponential"
-    if m == 1 and method not in ("joint", "cdf"):
-        method = "exponential"
+    method = spend.method
     if method == "cdf":
-        return _cdf_release(owner, counts, measure, levels, eps, alpha, source)
-    eps_points, eps_helpers, eps_counts = _budget_split(eps, share)
+        return _cdf_release(counts, measure, levels, spend, alpha, source)
+    eps_points = spend.epsilon("quantiles")
+    eps_helpers, eps_counts = spend.epsilon("helpers"), spend.epsilon("counts")
     if method == "independent":
         points = independent_quantiles(counts, measure, rational, eps_points, source)
         depth = m
@@ -280,7 +533,7 @@ def _release(
         "depth": depth,
     }
     value_iv = rank_iv = None
-    if share > 0:
+    if eps_counts > 0:
         offset = helper_offset(
             float(eps_points), float(eps_helpers), float(eps_counts), m, depth, alpha
         )
@@ -311,7 +564,7 @@ def _release(
         value_intervals=value_iv,
         rank_intervals=rank_iv,
         method=method,
-        privacy=PureDP(eps),
+        privacy=PureDP(_float_up(spend.total)),
         relation="unbounded",
         alpha=alpha,
         support=measure.support,
@@ -319,29 +572,24 @@ def _release(
     )
 
 
-@functools.lru_cache(maxsize=256)
-def _budget_split(eps: float, share: float) -> tuple[Fraction, Fraction, Fraction]:
-    """Exact epsilons of the quantiles, the helpers and the noisy counts (public figures
-    only, cached: a Session asks for the same split in every group)."""
-    total = Fraction(eps)
-    eps_points = total * (1 - Fraction(share))
-    eps_rest = total - eps_points
-    eps_helpers = eps_rest * HELPER_SHARE
-    return eps_points, eps_helpers, eps_rest - eps_helpers
+def _float_up(x: Fraction) -> float:
+    """The smallest float ``>= x`` (a reported epsilon is never below the true one)."""
+    out = float(x)
+    return math.nextafter(out, math.inf) if Fraction(out) < x else out
 
 
 def _cdf_release(
-    owner: str,
     counts: Counts,
     measure: Measure,
     levels: tuple[float, ...],
-    eps: float,
+    spend: QuantileSpend,
     alpha: float,
     source: Any,
 ) -> QuantileRelease:
     """The noisy-histogram method (:mod:`dpkit.statistics._cdf`): intervals come free
-    (the grid was checked by :func:`_measure`, before the spend)."""
-    rel = cdf_quantiles(counts, measure, levels, Fraction(eps), alpha, source)
+    (the grid was checked before the spend)."""
+    eps = spend.epsilon("histogram")
+    rel = cdf_quantiles(counts, measure, levels, eps, alpha, source)
     lat = counts.lattice
     return QuantileRelease(
         levels=levels,
@@ -349,12 +597,12 @@ def _cdf_release(
         value_intervals=np.column_stack((rel.low, rel.high)),
         rank_intervals=np.column_stack((rel.rank_low, rel.rank_high)),
         method="cdf",
-        privacy=PureDP(eps),
+        privacy=PureDP(_float_up(spend.total)),
         relation="unbounded",
         alpha=alpha,
         support=measure.support,
         details={
-            "epsilon_histogram": eps,
+            "epsilon_histogram": float(eps),
             "grid": (
                 float(lat.values(np.array([rel.grid[0]]))[0]),
                 rel.grid[1] * lat.spacing,
@@ -470,9 +718,10 @@ def quantiles_from_counts(
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_summary(owner, points, counts, lattice)
     measure = _measure(owner, lattice, support, integer_dtype=False, method=method)
+    plan = pure_spend(resolve_method(method, len(lv), measure), eps, share)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
+    return _release(owner, summary, measure, lv, plan, a, source)
 
 
 def counts_releaser(
@@ -497,10 +746,51 @@ def counts_releaser(
     )
     lattice = Lattice.for_bounds(owner, lower, upper)
     measure = _measure(owner, lattice, support, integer_dtype=False, method=meth)
+    plan = pure_spend(resolve_method(meth, len(lv), measure), eps, share)
 
     def release(points: Any, counts: Any, source: BitSource) -> QuantileRelease:
         summary = counts_from_summary(owner, points, counts, lattice)
-        return _release(owner, summary, measure, lv, eps, meth, support, a, share, source)
+        return _release(owner, summary, measure, lv, plan, a, source)
+
+    return release
+
+
+def spend_inputs(
+    owner: str, levels: Any, spend: Any, bounds: Any, support: Any
+) -> tuple[tuple[float, ...], Lattice, Measure]:
+    """The checked levels, lattice and base measure of a release by a given
+    :class:`QuantileSpend` (:func:`check_spend` included): everything that can be refused
+    before the spend."""
+    lv, _scalar = check_levels(owner, levels)
+    lower, upper = check_bounds(owner, bounds)
+    _check_support(owner, support)
+    lattice = Lattice.for_bounds(owner, lower, upper)
+    measure = _measure(owner, lattice, support, integer_dtype=False)
+    check_spend(owner, spend, len(lv), measure)
+    return lv, lattice, measure
+
+
+def spend_releaser(
+    levels: Any,
+    spend: QuantileSpend,
+    *,
+    bounds: tuple[float, float],
+    alpha: float = 0.05,
+    support: str | float = "auto",
+    owner: str = "quantiles_from_counts",
+) -> Callable[[Any, Any, BitSource], QuantileRelease]:
+    """:func:`counts_releaser` for a caller that accounts for each stage itself (the Session
+    under zCDP): the method and every stage's epsilon come in ``spend``, decided before
+    the spend from public inputs (:func:`quantile_method`, :func:`quantile_stages`). Every
+    check is made here, before anything is drawn; ``release(points, counts, source)`` then
+    runs exactly the stages of ``spend`` (nothing is charged). ``owner`` names the caller
+    in error messages."""
+    lv, lattice, measure = spend_inputs(owner, levels, spend, bounds, support)
+    a = check_alpha(owner, alpha)
+
+    def release(points: Any, counts: Any, source: BitSource) -> QuantileRelease:
+        summary = counts_from_summary(owner, points, counts, lattice)
+        return _release(owner, summary, measure, lv, spend, a, source)
 
     return release
 
@@ -551,9 +841,10 @@ def quantiles(
     arr = record_array(owner, data)
     summary = counts_from_data(owner, arr, lattice)
     measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), method)
+    plan = pure_spend(resolve_method(method, len(lv), measure), eps, share)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _release(owner, summary, measure, lv, eps, method, support, a, share, source)
+    return _release(owner, summary, measure, lv, plan, a, source)
 
 
 def quantile(
@@ -764,10 +1055,9 @@ def quantiles_samples(
     if meth == "joint":
         rows = joint_exp_samples(summary, measure, rational, Fraction(eps), source, int(size))
     else:
+        plan = pure_spend(resolve_method(meth, len(lv), measure), eps, 0.0)
         rows = [
-            _release(
-                owner, summary, measure, lv, eps, meth, support, 0.05, 0.0, source
-            ).values.tolist()
+            _release(owner, summary, measure, lv, plan, 0.05, source).values.tolist()
             for _ in range(int(size))
         ]
         return np.array(rows, dtype=np.float64)

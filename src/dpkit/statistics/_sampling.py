@@ -2,12 +2,15 @@
 
 :func:`quantiles_from_counts_samples` validates exactly as
 :func:`dpkit.statistics.quantiles_from_counts` and runs its first stage (the values, at
-``(1 - interval_share) epsilon``) ``size`` times: one level is one exponential-mechanism draw,
-so all ``size`` draws come from one batched :func:`~dpkit.statistics._approximate.draw_target`
-call; several levels run ApproximateQuantiles (or independent draws) once per draw. The
-interval stage is not run: it draws separate noise, and the values are a marginal of the
-release's output, distributed exactly as in a release. With ``size=1`` the bits are consumed
-as by the release, so a seed gives the release's values (tested).
+``(1 - interval_share) epsilon``; ``method="cdf"``: the histogram, at the whole epsilon)
+``size`` times: one level is one exponential-mechanism draw, so all ``size`` draws come from
+one batched :func:`~dpkit.statistics._approximate.draw_target` call; the noisy-histogram
+method draws every histogram's noise in one call; several levels run ApproximateQuantiles
+(or independent draws) once per draw. :func:`spend_samples` does the same for a release
+planned stage by stage (:class:`~dpkit.statistics._quantiles.QuantileSpend`, the
+Session's). The interval stage is not run: it draws separate noise, and the values are a
+marginal of the release's output, distributed exactly as in a release. With ``size=1`` the
+bits are consumed as by the release, so a seed gives the release's values (tested).
 """
 
 from __future__ import annotations
@@ -17,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.errors import ParameterError
-from dpkit.frameworks._quantile_em import Lattice
+from dpkit.frameworks._quantile_em import Counts, Lattice, Measure
 from dpkit.mechanisms._common import check_size
 from dpkit.samplers import as_source
 from dpkit.statistics._approximate import (
@@ -26,12 +28,19 @@ from dpkit.statistics._approximate import (
     draw_target,
     independent_quantiles,
 )
-from dpkit.statistics._cdf import cdf_grid, cdf_quantiles
+from dpkit.statistics._cdf import cdf_samples
 from dpkit.statistics._input import as_rational_level, counts_from_summary
 from dpkit.statistics._joint import joint_exp_samples
-from dpkit.statistics._quantiles import _check_common, _measure
+from dpkit.statistics._quantiles import (
+    QuantileSpend,
+    _check_common,
+    _measure,
+    pure_spend,
+    resolve_method,
+    spend_inputs,
+)
 
-__all__ = ["quantiles_from_counts_samples"]
+__all__ = ["quantiles_from_counts_samples", "spend_samples"]
 
 
 def quantiles_from_counts_samples(
@@ -85,26 +94,50 @@ def quantiles_from_counts_samples(
     n = check_size(owner, size)
     lattice = Lattice.for_bounds(owner, lower, upper)
     summary = counts_from_summary(owner, points, counts, lattice)
-    measure = _measure(owner, lattice, support, integer_dtype=False)
-    source = as_source(rng)
-    rational = [as_rational_level(q) for q in lv]
-    eps_points = Fraction(eps) * (1 - Fraction(share))
+    measure = _measure(owner, lattice, support, integer_dtype=False, method=meth)
+    spend = pure_spend(resolve_method(meth, len(lv), measure), eps, share)
+    return _samples(summary, measure, lv, spend, n, as_source(rng))
+
+
+def spend_samples(
+    points: Any,
+    counts: Any,
+    levels: Any,
+    spend: QuantileSpend,
+    *,
+    bounds: tuple[float, float],
+    size: int,
+    support: str | float = "auto",
+    rng: Any = None,
+) -> np.ndarray:
+    """``size`` independent draws of the values a release by ``spend`` gives
+    (:func:`~dpkit.statistics._quantiles.spend_releaser`, the Session's path): the method
+    and the values stage's epsilon come from ``spend``. Shape ``(size, m)``; nothing is
+    charged. Raises as the release would, before anything is drawn."""
+    owner = "quantiles_from_counts_samples"
+    lv, lattice, measure = spend_inputs(owner, levels, spend, bounds, support)
+    n = check_size(owner, size)
+    summary = counts_from_summary(owner, points, counts, lattice)
+    return _samples(summary, measure, lv, spend, n, as_source(rng))
+
+
+def _samples(
+    summary: Counts,
+    measure: Measure,
+    levels: tuple[float, ...],
+    spend: QuantileSpend,
+    n: int,
+    source: Any,
+) -> np.ndarray:
+    """The values stage of ``spend``, ``n`` times (module docstring)."""
+    lattice = summary.lattice
+    rational = [as_rational_level(q) for q in levels]
     m = len(rational)
-    if meth == "auto":  # the release's choice (dpkit.statistics._quantiles._release)
-        meth = ("cdf" if cdf_grid(measure) is not None else "aq") if m > 1 else "exponential"
-    if m == 1 and meth not in ("joint", "cdf"):
-        meth = "exponential"
-    if meth == "cdf":  # the whole epsilon on one noisy histogram, as in a release
-        if cdf_grid(measure) is None:
-            raise ParameterError(
-                f"{owner}: method='cdf' needs a power-of-two resolution `support` (such as "
-                "1.0) with a small grid inside the bounds"
-            )
-        rows = [
-            cdf_quantiles(summary, measure, lv, Fraction(eps), 0.05, source).points
-            for _ in range(n)
-        ]
-        return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
+    meth = spend.method
+    if meth == "cdf":  # the histogram's epsilon on one noisy histogram, as in a release
+        hist = cdf_samples(summary, measure, levels, spend.epsilon("histogram"), n, source)
+        return lattice.values(hist).reshape(n, m)
+    eps_points: Fraction = spend.epsilon("quantiles")
     if meth == "exponential":  # one level: one exponential-mechanism draw per release
         lo, hi, level = lattice.lo, lattice.hi, rational[0]
         pts = draw_target(summary, measure, lo, hi, level, Fraction(0), eps_points, source, n)
@@ -113,5 +146,5 @@ def quantiles_from_counts_samples(
         rows = joint_exp_samples(summary, measure, rational, eps_points, source, n)
         return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
     several = independent_quantiles if meth == "independent" else approximate_quantiles
-    rows = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
-    return lattice.values(np.array(rows, dtype=np.int64))
+    drawn = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
+    return lattice.values(np.array(drawn, dtype=np.int64))
