@@ -35,6 +35,14 @@ Tasks:
 ``dpkit Session`` rows (deciles at eps 1, means with automatic bounds) run the same tasks
 through :class:`dpkit.Session` on a Polars frame (quantiles pay their intervals there).
 
+``session deciles 1e4 eps1 <data> <tight|loose>``
+    Nine deciles through the Session against the array path at the same interval share
+    (``quantiles`` with its default intervals, a quarter of epsilon), 100 releases each (the
+    error: median of the maximum rank error over the nine levels): normal on (0, 100) and
+    (-1e4, 1e4), lognormal on (0, 2e6) and (0, 1e7). The Session counts the values on its
+    grid in the engine; the note gives the grid's unit and the ratio of the two errors
+    (target: at most 1.2).
+
 The inverse-sensitivity median on 10^6 values against ``np.sort`` is the ``inverse median 1e6``
 task of bench_frameworks.py.
 """
@@ -392,6 +400,56 @@ def bench_session(table: Table) -> None:
                 )
 
 
+GRID_TRIALS = 100
+
+
+def bench_session_grid(table: Table, trials: int = GRID_TRIALS) -> None:
+    """Session deciles against the array path on tight and loose bounds (module docstring)."""
+    import polars as pl
+
+    import dpkit as dp
+    from dpkit.statistics import quantiles
+
+    x_normal, _ = _datasets(10**4)["normal"]
+    x_lognormal, _ = _datasets(10**4)["lognormal"]
+    cases = (
+        ("normal", "tight", x_normal, (0.0, 100.0)),
+        ("normal", "loose", x_normal, (-1e4, 1e4)),
+        ("lognormal", "tight", x_lognormal, (0.0, 2e6)),
+        ("lognormal", "loose", x_lognormal, (0.0, 1e7)),
+    )
+    cols = [f"x_{q:g}" for q in DECILES]
+    for name, kind, x, bounds in cases:
+        task = f"session deciles 1e4 eps1 {name} {kind}"
+        xs = np.sort(np.clip(x, *bounds).astype(np.float64))
+        df = pl.DataFrame({"x": x})
+
+        def array(t: int, x: np.ndarray = x, b: Any = bounds) -> Any:
+            return quantiles(x, DECILES, epsilon=1.0, bounds=b, rng=t).values
+
+        def session(t: int, df: pl.DataFrame = df, b: Any = bounds) -> Any:
+            s = dp.Session(df, budget=dp.PureDP(1e9), rng=t)
+            out = s.query().agg(dp.quantile("x", DECILES, bounds=b)).release(epsilon=1.0)
+            return out.select(cols).row(0)
+
+        errs = {}
+        for impl, fn in (("dpkit", array), ("dpkit Session", session)):
+            errs[impl] = float(np.median([rank_error(xs, fn(t), DECILES) for t in range(trials)]))
+        unit = dp.quantile("x", DECILES, bounds=bounds).grid().unit
+        ratio = errs["dpkit Session"] / errs["dpkit"]
+        for impl, fn, note in (
+            ("dpkit", array, f"quantiles(bounds={bounds}), 1/4 of epsilon on intervals"),
+            ("dpkit Session", session, f"grid unit {unit:g}; error {ratio:.2f}x the array's"),
+        ):
+            table.add(
+                task,
+                impl,
+                timeit(lambda fn=fn: fn(0), repeat=3, warmup=1),
+                error=100 * errs[impl],
+                note=note,
+            )
+
+
 def run(table: Table) -> None:
     """Add the quantile, decile and automatic-bounds mean rows to ``table``."""
     bench_median(table)
@@ -399,3 +457,4 @@ def run(table: Table) -> None:
     bench_decile_time(table)
     bench_means(table)
     bench_session(table)
+    bench_session_grid(table)

@@ -288,19 +288,30 @@ def test_bounded_aggregates_agree_across_engines(engine: Callable[[pl.DataFrame]
     assert abs(noisy - true_total) <= half  # rho = 1e4: the noise is a few units at most
 
 
-def test_quantile_grid_counts_equal_brute_force(engine: Callable[[pl.DataFrame], Any]) -> None:
+@pytest.mark.parametrize(
+    "keys", [["Female", "Male"], ["Male"], None], ids=["two", "one", "private"]
+)
+def test_quantile_grid_counts_equal_brute_force(
+    engine: Callable[[pl.DataFrame], Any], keys: list[str] | None
+) -> None:
     """The engine's per-group counts of grid points are the counts of the shared lattice map
-    of the (non-null) values: the compact summary the statistics layer receives."""
+    of the (non-null) values on the grid the public keys give (2**23 steps for two keys,
+    2**24 for one, 2**16 with private keys): the compact summary the statistics layer
+    receives. With public keys only their groups are counted (the "Female" rows never
+    reach Python when the only key is "Male")."""
     from dpkit._lattice import units
-    from dpkit.session._execute import bounded_rows, grid_counts
+    from dpkit.session._execute import bounded_rows, grid_counts, grid_groups
 
     df = _table(500)
     agg = dp.quantile("Hours", [0.5], bounds=(0, 100))
     s = dp.Session(engine(df), budget=dp.PureDP(1.0))
-    ctx = s.query().group_by("Sex", keys=["Female", "Male"]).agg(agg)._context()
+    ctx = s.query().group_by("Sex", keys=keys).agg(agg)._context()
     got = grid_counts(ctx, bounded_rows(ctx, None), agg)
-    grid = agg.grid()
-    for sex in ("Female", "Male"):
+    bits = {2: 23, 1: 24}.get(len(keys or ()), 16)
+    grid = agg.grid(grid_groups(ctx))
+    assert grid.unit == 2.0 ** (6 - bits)  # 2**floor(log2(100)) / 2**bits
+    assert sorted(set(got["Sex"].to_list())) == (keys or ["Female", "Male"])
+    for sex in keys or ("Female", "Male"):
         x = df.filter((pl.col("Sex") == sex) & pl.col("Hours").is_not_nan())["Hours"]
         u, n = np.unique(
             units(x.drop_nulls().to_numpy(), grid.unit, 0.0, 100.0), return_counts=True
@@ -308,6 +319,106 @@ def test_quantile_grid_counts_equal_brute_force(engine: Callable[[pl.DataFrame],
         sub = got.filter(pl.col("Sex") == sex)
         assert sub["__dpkit_bucket"].to_list() == u.tolist()
         assert sub["__dpkit_n"].to_list() == n.tolist()
+
+
+def test_quantile_grid_counts_keep_a_null_public_key(
+    engine: Callable[[pl.DataFrame], Any],
+) -> None:
+    """Public keys on an integer column with a null key: the engine keeps exactly the rows
+    of the public keys (the null group's included, the group 3 left out) and counts them on
+    the grid of three groups (2**22 steps). pandas without a nullable dtype reads the
+    column as floats: no engine-exact filter there, so all groups on 2**16 steps."""
+    from dpkit._lattice import units
+    from dpkit.session._execute import bounded_rows, grid_counts, grid_groups
+
+    rng = np.random.default_rng(2)
+    n = 600
+    df = pl.DataFrame(
+        {"k": pl.Series(rng.choice([None, 1, 2, 3], n).tolist(), dtype=pl.Int64)}
+    ).with_columns(x=pl.Series(rng.uniform(0, 1, n)))
+    agg = dp.quantile("x", [0.5], bounds=(0, 1))
+    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    ctx = s.query().group_by("k", keys=[1, None, 2]).agg(agg)._context()
+    exact = ctx.schema["k"].is_integer()
+    assert grid_groups(ctx) == (3 if exact else None)
+    grid = agg.grid(grid_groups(ctx))
+    assert grid.unit == 2.0 ** (-22 if exact else -16)
+    got = grid_counts(ctx, bounded_rows(ctx, None), agg)
+    want = [1, 2, None] if exact else [1, 2, 3, None]
+    assert got["k"].unique(maintain_order=True).to_list() == want
+    for key in (1, 2, None):
+        sel = df.filter(pl.col("k").is_null() if key is None else pl.col("k") == key)
+        u, c = np.unique(units(sel["x"].to_numpy(), grid.unit, 0.0, 1.0), return_counts=True)
+        sub = got.filter(pl.col("k").is_null() if key is None else pl.col("k") == key)
+        assert sub["__dpkit_bucket"].to_list() == u.tolist()
+        assert sub["__dpkit_n"].to_list() == c.tolist()
+
+
+@pytest.mark.parametrize(
+    ("groups", "bits"), [(1, 24), (2, 23), (3, 22), (10, 20), (255, 16), (256, 16), (None, 16)]
+)
+def test_quantile_grid_is_as_fine_as_the_public_cap_allows(groups: int | None, bits: int) -> None:
+    """``groups`` public groups share the cap of 2**24 grid counts: the largest ``bits`` with
+    ``groups * 2**bits <= 2**24``, never below 16; no public bound (None) gives 16."""
+    from dpkit.session.aggregates import QUANTILE_CELLS, quantile_bits
+
+    assert quantile_bits(groups) == bits
+    if groups is not None and bits > 16:
+        assert groups * 2**bits <= QUANTILE_CELLS < groups * 2 ** (bits + 1)
+    agg = dp.quantile("x", [0.5], bounds=(0, 1e7))
+    assert agg.grid(groups).unit == 2.0 ** (23 - bits)  # 2**floor(log2(1e7)) / 2**bits
+
+
+def test_quantile_grid_groups_come_from_public_facts_only() -> None:
+    """A finer grid only where the groups reaching the engine's count are publicly bounded:
+    no group-by (one), public keys on integer, string or boolean columns (the product of
+    each column's distinct key values, while it refines the grid); none for private keys,
+    float or date keys (which no engine-exact membership test covers) or many keys."""
+    import datetime
+
+    from dpkit.session._execute import grid_groups
+
+    df = pl.DataFrame(
+        {
+            "i": [1, 2, 3],
+            "s": ["a", "b", "c"],
+            "b": [True, False, True],
+            "f": [0.5, 1.5, 2.5],
+            "d": [datetime.date(2020, 1, d) for d in (1, 2, 3)],
+            "x": [1.0, 2.0, 3.0],
+        }
+    )
+    s = dp.Session(df, budget=dp.PureDP(1.0))
+    agg = dp.median("x", bounds=(0, 10))
+
+    def groups(*by: str, keys: Any) -> int | None:
+        q = s.query().group_by(*by, keys=keys) if by else s.query()
+        return grid_groups(q.agg(agg)._context())
+
+    assert groups(keys=None) == 1
+    assert groups("i", keys=[1, 2, 5]) == 3
+    assert groups("s", "b", keys=[("a", True), ("b", True), ("c", False)]) == 3 * 2
+    assert groups("i", keys=None) is None
+    assert groups("f", keys=[0.5, 1.5]) is None
+    assert groups("d", keys=[datetime.date(2020, 1, 1)]) is None
+    assert groups("i", keys=list(range(300))) is None  # 2**16 steps either way
+
+
+def test_quantile_grid_counts_stay_bounded_on_many_distinct_values() -> None:
+    """Private keys give no public bound on the groups, so the grid is the coarsest (2**16
+    steps): 150,000 distinct values in one group reach Python as at most 2**16 + 1 counts,
+    whatever the rows; the counts still add up to the rows."""
+    from dpkit.session._execute import bounded_rows, grid_counts
+
+    n = 150_000
+    x = np.random.default_rng(3).permutation(n) / n
+    df = pl.DataFrame({"g": np.zeros(n, dtype=np.int64), "x": x})
+    agg = dp.quantile("x", [0.5], bounds=(0, 1))
+    s = dp.Session(df, budget=dp.PureDP(1.0))
+    ctx = s.query().group_by("g").agg(agg)._context()
+    got = grid_counts(ctx, bounded_rows(ctx, None), agg)
+    assert 2**16 <= got.height <= 2**16 + 1
+    assert int(got["__dpkit_n"].sum()) == n
 
 
 @pytest.mark.parametrize("by", [(), ("Education",)])

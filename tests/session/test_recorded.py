@@ -210,18 +210,18 @@ SHARED: dict[str, dict[str, list[Any]]] = {
         "w_sum_high": [11087.7919921875, 9696.9619140625, 10618.1669921875, 9757.3193359375],
     },
     "median": {
-        # re-recorded at commit "Session quantiles on a 2**16 grid" (the grid, not the
-        # engine path, changed: 2**16 steps over the bounds instead of 2**12)
+        # on the quantile grid four public keys give: 2**22 steps over the bounds
+        # (aggregates.quantile_bits(4))
         "g": ["a", "b", "c", "d"],
         "count": [205, 198, 205, 192],
         "count_low": [204, 197, 204, 191],
         "count_high": [206, 199, 206, 193],
-        "x_median": [57.109375, 55.31994903087616, 51.54833984375, 50.0],
-        "x_median_low": [0.0, 34.68891903758049, 42.99999997019768, 41.237071961164474],
+        "x_median": [57.109375, 55.320345759391785, 51.54833984375, 50.0],
+        "x_median_low": [0.0, 34.68859860301018, 42.99999997019768, 41.237438172101974],
         "x_median_high": [
-            74.71986773610115,
+            74.7200508415699,
             74.46875002980232,
-            90.44136050343513,
+            90.44097903370857,
             71.25000002980232,
         ],
     },

@@ -82,7 +82,7 @@ def test_only_aggregates_reach_the_driver_and_memory_stays_bounded(
     finally:
         tracemalloc.stop()
     assert peak < 16 * 2**20  # 16 MB: the raw rows would need more than 90 MB
-    grid = median.grid()
+    grid = median.grid(groups)  # 10 public keys: 2**20 steps
     most = groups * (grid.high - grid.low + 1)  # grid counts: never more, whatever n is
     assert len(collected) >= 4  # the checks, the sums, the grid counts, the histogram
     for df, rows in collected:
@@ -111,11 +111,12 @@ def test_quantiles_are_the_embedded_mechanism_on_the_grid(
     to_spark: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
 ) -> None:
     """Stated accuracy: Spark counts each group's values on the grid of width
-    ``u = 2**floor(log2((upper - lower) / 2**16))`` (here 2**-10 for bounds (0, 100)); the
-    release is then *exactly* the embedded mechanism (dpkit.statistics.quantiles on the array)
-    run on the values moved to that grid, at the same seed. The rounding moves every value
-    by at most u / 2 and keeps their order, so each empirical quantile moves by at most u / 2:
-    that is the whole accuracy cost of the engine-side summary, whatever the number of rows.
+    ``u = 2**floor(log2((upper - lower) / 2**24))`` for one group (here 2**-18 for bounds
+    (0, 100)); the release is then *exactly* the embedded mechanism (dpkit.statistics.quantiles
+    on the array) run on the values moved to that grid, at the same seed. The rounding moves
+    every value by at most u / 2 and keeps their order, so each empirical quantile moves by
+    at most u / 2: that is the whole accuracy cost of the engine-side summary, whatever the
+    number of rows.
     """
     from dpkit import statistics
 
@@ -125,7 +126,7 @@ def test_quantiles_are_the_embedded_mechanism_on_the_grid(
     df = pl.DataFrame({"g": g, "x": x})
     agg = dp.quantile("x", [0.1, 0.5, 0.9], bounds=(0, 100))
     grid = agg.grid()
-    assert grid.unit == 2.0**-10
+    assert grid.unit == 2.0**-18
     got = to_polars(
         dp.Session(to_spark(df), budget=dp.PureDP(10.0), rng=4)
         .query()

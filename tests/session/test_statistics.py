@@ -85,6 +85,39 @@ def test_multi_quantile_release_is_the_statistics_mechanism_on_every_engine(
     assert ages == sorted(ages) and all(float(a).is_integer() for a in ages)
 
 
+def test_quantiles_on_loose_bounds_are_the_array_release_on_every_engine(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """Nine deciles of lognormal(10, 1) incomes with loose public bounds (0, 1e7), three
+    aggregates of one group: the engine counts them on 2**24 steps (unit 0.5), so the
+    release, values and intervals, is bit for bit ``statistics.quantiles`` on the same
+    seeded source: on the records themselves when they lie on that grid (halves; an
+    integer-typed column, whose support is then 1.0 as for an integer array), on the
+    records moved to it (at most 0.25 each) otherwise. On 2**16 steps (unit 128), about 11
+    of these 3,000 records would share each step near the 10th percentile."""
+    from dpkit._lattice import units
+
+    deciles = [k / 10 for k in range(1, 10)]
+    bounds = (0.0, 1e7)
+    x = np.random.default_rng(6).lognormal(10, 1, 3000)
+    df = pl.DataFrame({"x": x, "h": np.round(x * 2) / 2, "k": np.round(x).astype(np.int64)})
+    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=5)
+    aggs = [dp.quantile(c, deciles, bounds=bounds) for c in ("x", "h", "k")]
+    got = to_polars(s.query().agg(*aggs).release(epsilon=3.0)).row(0, named=True)
+    unit = aggs[0].grid().unit
+    assert unit == 0.5
+    moved = units(x, unit, *bounds) * unit
+    assert np.abs(moved - x).max() <= unit / 2
+    source = as_source(5)
+    for col, data in (("x", moved), ("h", df["h"].to_numpy()), ("k", df["k"].to_numpy())):
+        want = statistics.quantiles(data, deciles, epsilon=1.0, bounds=bounds, rng=source)
+        assert want.support == (1.0 if col == "k" else "auto")
+        for j, lv in enumerate(deciles):
+            assert got[f"{col}_{lv:g}"] == want.values[j]
+            assert got[f"{col}_{lv:g}_low"] == want.value_intervals[j, 0]
+            assert got[f"{col}_{lv:g}_high"] == want.value_intervals[j, 1]
+
+
 def test_integer_ages_are_released_on_the_tie_block() -> None:
     """Integer ages: the Session's median of an integer-typed column lands on the tied value
     itself. The true median's rank (1000 of 2000) lies 10 records inside the block of 40s

@@ -29,6 +29,8 @@ __all__ = [
     "bounded_rows",
     "canonical_floats",
     "grid_counts",
+    "grid_groups",
+    "grid_keys",
     "histogram_counts",
     "keys_only",
     "summed_columns",
@@ -376,13 +378,64 @@ def keys_only(ctx: Context) -> pl.DataFrame:
     return pl.DataFrame({"__dpkit_total": [0]})
 
 
+def grid_groups(ctx: Context) -> int | None:
+    """A public bound on the groups whose grid counts reach Python, or None if there is none.
+
+    One without a group-by. With public keys on integer, string or boolean columns (whose
+    membership every engine tests exactly), the number of combinations of the keys' values
+    in each column, when it is small enough to refine the grid (:func:`grid_keys` then keeps
+    only those rows in the engine's count; a longer list would only make a long literal
+    filter for no finer grid). None otherwise: private keys (the groups come from the data),
+    other key types, many keys; the grid is then the coarsest.
+    """
+    from dpkit.session.aggregates import QUANTILE_CELLS, QUANTILE_MIN_BITS, quantile_bits
+
+    if not ctx.by:
+        return 1
+    if ctx.keys is None:
+        return None
+    groups = 1
+    for c in ctx.by:
+        dtype = ctx.schema[c]
+        if not (dtype.is_integer() or isinstance(dtype, nw.String | nw.Boolean)):
+            return None
+        groups *= ctx.keys[c].n_unique()
+        if groups > QUANTILE_CELLS:
+            return None
+    return groups if quantile_bits(groups) > QUANTILE_MIN_BITS else None
+
+
+def grid_keys(ctx: Context) -> nw.Expr:
+    """True on the rows whose key columns each hold one of the public keys' values (every
+    public group's rows, and no row of a group with a value outside them): what
+    :func:`grid_groups` counts. Public values only; a release drops the other groups anyway,
+    so the filter changes no released value, only what the engine hands Python."""
+    assert ctx.keys is not None
+    cond: nw.Expr | None = None
+    for c in ctx.by:
+        values = ctx.keys[c].unique()
+        inside = nw.col(c).is_in(values.drop_nulls().to_list())
+        if values.null_count():
+            inside = inside | nw.col(c).is_null()
+        cond = inside if cond is None else cond & inside
+    assert cond is not None
+    return cond
+
+
 def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.DataFrame:
-    """Counts of the column's grid points per group: (keys..., bucket units, count)."""
+    """Counts of the column's grid points per group: (keys..., bucket units, count).
+
+    The grid is ``agg.grid(grid_groups(ctx))``: a public resolution, so the counts are the
+    histogram of a per-record map (each record's grid point depends on that record alone)
+    over the bounded rows, and at most ``2**bits + 1`` rows per group reach Python."""
     assert agg.column is not None
-    grid = agg.grid()
+    groups = grid_groups(ctx)
+    grid = agg.grid(groups)
     valid = grid.valid(agg.column, ctx.schema[agg.column])
     off = grid.offsets(agg.column, valid, agg.fill)
     lf = rows if agg.fill is not None else rows.filter(valid)
+    if ctx.by and groups is not None:
+        lf = lf.filter(grid_keys(ctx))
     lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
     out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))

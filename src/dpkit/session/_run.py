@@ -203,12 +203,16 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
 
 def quantile_support(schema: Any, agg: Quantile) -> str | float:
     """The base measure of a quantile aggregate: an integer-typed column (a public schema
-    fact, never the values) puts the atoms on the integers (``support=1.0``, when the grid
-    holds them and the bounds are at least one wide); any other column, or bounds too
-    narrow to hold a step of 1 (``(0, 0.5)``), gets ``"auto"`` (atoms on every dyadic
-    grid). Decided from the bounds alone, before anything is spent."""
+    fact, never the values) puts the atoms on the integers (``support=1.0``, when the
+    mechanism's lattice holds them and the bounds are at least one wide); any other column,
+    or bounds too narrow or too wide for a step of 1 (``(0, 0.5)``, ``(0, 2**40)``), gets
+    ``"auto"`` (atoms on every dyadic grid). The rule of the array functions
+    (:func:`dpkit.statistics.quantiles` on an integer dtype), so both release the same
+    values from the same records; the engine's grid has a power-of-two unit, so it moves an
+    integer record to an integer (itself when the unit is 1 or less). Decided from the
+    schema and the bounds alone, before anything is spent."""
     assert agg.column is not None
-    if schema[agg.column].is_integer() and agg.grid().unit <= 1:
+    if schema[agg.column].is_integer():
         from dpkit.frameworks._quantile_em import Lattice as EmLattice
         from dpkit.frameworks._quantile_em import resolution_level
 
@@ -336,7 +340,7 @@ def _quantiles(
     NaN; each released value is distributed exactly as in a release.
     """
     statistics_layer()  # a clear error if this build has no statistics layer
-    grid = agg.grid()
+    grid = agg.grid(ex.grid_groups(ctx))  # the grid of :func:`ex.grid_counts`
     support = qp.support
     summaries = _summaries(ctx, table, counts, grid.unit)
     outs = agg.outputs()
