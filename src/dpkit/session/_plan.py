@@ -216,6 +216,9 @@ class Plan:
     def __str__(self) -> str:
         return explain_text(self)
 
+    def __repr__(self) -> str:  # at a prompt, the plan's text rather than its fields
+        return explain_text(self)
+
 
 def split(
     aggregates: tuple[Aggregate, ...],
@@ -435,6 +438,12 @@ def explain_text(plan: Plan) -> str:
                     else _fmt(frac)
                 )
             )
+    if plan.rows is not None and plan.rows.chosen is None:
+        lines.append(
+            f"                 worst case: the figures above assume max_rows_per_unit = "
+            f"{plan.max_rows} (the cap of 'auto'); a release uses the bound it chooses, at "
+            "most that, and its plan (release.plan) shows the figures it used"
+        )
     s = plan.selection
     if s is not None:
         src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"
