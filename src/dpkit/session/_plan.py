@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_choice, check_delta, check_positive
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
@@ -59,8 +59,8 @@ def make_budget(
     ``noise="laplace"``, in which case ``delta`` pays only for key selection. ``rho``
     (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
     """
-    if noise is not None and noise not in _NOISES:
-        raise ParameterError(f"{owner}: `noise` must be 'laplace' or 'gaussian'; got {noise!r}")
+    if noise is not None:  # a str from the set (an array here is a TypeError, not ambiguous)
+        check_choice(owner, "noise", noise, _NOISES)
     if rho is not None:
         if epsilon is not None:
             raise ParameterError(f"{owner}: give `epsilon` (and `delta`) or `rho`, not both")
