@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import memory_size, once_each
+from dpkit.cli._args import memory_size, note_figure, once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["register", "run"]
@@ -205,5 +205,5 @@ def _run(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
 
         plt.close(ax.figure)
-        print(f"figure written to {args.plot}", file=sys.stderr if args.json else sys.stdout)
+        note_figure(args.plot, args.json)
     return 0
