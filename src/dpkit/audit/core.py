@@ -31,6 +31,8 @@ __all__ = [
     "audit",
     "calling_form",
     "format_table",
+    "table_header",
+    "table_row",
 ]
 
 _OWNER = "audit"
@@ -771,17 +773,27 @@ def _analyse(out0: Outputs, out1: Outputs, dlt: float, conf: float, eps: float) 
 
 
 def format_table(results: Sequence[AuditResult]) -> str:
-    """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time."""
-    head = (
-        f"{'audit':<60} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
-        f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
+    """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time
+    (:func:`table_header`, then one :func:`table_row` per result)."""
+    return "\n".join([table_header(), *(table_row(r) for r in results)])
+
+
+_HEAD = (
+    f"{'audit':<60} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
+    f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
+)
+
+
+def table_header() -> str:
+    """The two header lines of :func:`format_table` (to print rows as they finish)."""
+    return "\n".join([_HEAD, "-" * (len(_HEAD) + 40)])
+
+
+def table_row(r: AuditResult) -> str:
+    """One result as a line of :func:`format_table`."""
+    lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
+    return (
+        f"{r.name[:60]:<60} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
+        f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
+        f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:60]}{lattice}"
     )
-    lines = [head, "-" * (len(head) + 40)]
-    for r in results:
-        lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
-        lines.append(
-            f"{r.name[:60]:<60} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
-            f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
-            f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:60]}{lattice}"
-        )
-    return "\n".join(lines)

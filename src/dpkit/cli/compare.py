@@ -102,6 +102,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="reproducible (NOT private) noise; default secure"
     )
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (off anyway if not a TTY)"
+    )
     p.set_defaults(func=run)
 
 
@@ -181,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         column=column,
         clip=args.clip,
         rng=args.seed,
+        progress=False if args.no_progress else None,
     )
     if args.json:
         rows = comp.summary()

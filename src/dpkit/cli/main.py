@@ -16,7 +16,8 @@ Unix tool killed by SIGPIPE reports) when the reader of the output went away, as
 
 A subcommand may set ``error_text`` (a function of a message) on its parsed arguments to
 reword the library's errors in its own options (``dpkit query``:
-:func:`dpkit.cli._errors.query_message`).
+:func:`dpkit.cli._errors.query_message`), and ``interrupted``, the line printed after a
+Ctrl-C that it does not report itself.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dpkit.cli._args import check_figure_path
-from dpkit.cli._interrupt import EXIT_INTERRUPTED, Interrupted
+from dpkit.cli._interrupt import EXIT_INTERRUPTED, Interrupted, settled
 from dpkit.errors import DPError
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "SUBCOMMANDS", "build_parser", "main"]
@@ -116,21 +117,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except Interrupted as exc:
-        return _interrupted(args.command, str(exc))
+        message = exc.args[0] if exc.args else "interrupted"
     except KeyboardInterrupt:
-        return _interrupted(args.command, "interrupted")
+        message = getattr(args, "interrupted", "interrupted")
     except (DPError, ValueError, TypeError, OSError) as exc:
         text = getattr(args, "error_text", str)(str(exc))
         print(f"dpkit {args.command}: error: {text}", file=sys.stderr)
         return 2
+    # The same Ctrl-C can be raised again at any call (Polars raises it, then the
+    # interpreter): absorbed, and the report tried again.
+    for _ in range(10):
+        with contextlib.suppress(KeyboardInterrupt):
+            return _interrupted(args.command, message)
+    return EXIT_INTERRUPTED
 
 
 def _interrupted(command: str, message: str) -> int:
     """One line on stderr after Ctrl-C (a second Ctrl-C while writing it is ignored)."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()  # what was printed before the interrupt comes first
-    with contextlib.suppress(KeyboardInterrupt):
+
+    def report() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what was printed before the interrupt comes first
         print(f"dpkit {command}: {message}", file=sys.stderr, flush=True)
+
+    settled(report)  # with SIGINT ignored: the report is not cut short
     return EXIT_INTERRUPTED
 
 

@@ -50,7 +50,7 @@ from typing import Any
 
 from dpkit.cli._args import Once, check_delta_limit, once_each, terminal_width
 from dpkit.cli._errors import query_message
-from dpkit.cli._interrupt import Interrupted, InterruptWatch
+from dpkit.cli._interrupt import Interrupted, InterruptWatch, settled
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -58,6 +58,7 @@ __all__ = ["register"]
 _BOUNDED = ("sum", "mean", "var", "std", "median")
 ENGINES = ("polars", "spark")
 LAYOUTS = ("auto", "wide", "long")
+_RETRIES = 10  # Ctrl-Cs absorbed while an interrupt is reported
 
 
 def register(sub: Any) -> None:
@@ -142,7 +143,11 @@ def register(sub: Any) -> None:
         help="the printed table: wide (one row per group), long (one row per group and "
         "statistic) or auto (long when wide is wider than the terminal); not with --json",
     )
-    p.set_defaults(func=run, error_text=query_message)
+    p.set_defaults(
+        func=run,
+        error_text=query_message,
+        interrupted="interrupted before the spend: nothing was charged or released",
+    )
 
 
 def _number(text: str, what: str) -> float:
@@ -371,17 +376,33 @@ def _max_rows(text: str | None) -> int | str | None:
 def _measure(q: Any, release: dict[str, Any], acct: Any, ledger: str | None) -> Any:
     """``q.measure(**release)``; an interrupt says whether the budget was charged.
 
-    SIGINT is watched while the release runs: an engine may turn it into its own error
-    (Spark cancels its jobs, and the collect fails), which is then reported as the
-    interrupt it was, not as a failing filter."""
+    SIGINT is watched while the release runs (:class:`InterruptWatch`): an engine may turn
+    it into its own error (Spark cancels its jobs and the collect fails), which is then
+    reported as the interrupt it was, not as a failing filter."""
     before = len(acct.history)
-    with InterruptWatch() as watch:
-        try:
+    watch = InterruptWatch()
+    try:
+        with watch:
             return q.measure(**release)
-        except (KeyboardInterrupt, Exception) as exc:
-            if not (isinstance(exc, KeyboardInterrupt) or watch.seen):
-                raise
-            charged = acct.history[before:]
+    except (KeyboardInterrupt, Exception) as exc:
+        failure: BaseException = exc
+    # The same Ctrl-C can be raised twice (by Polars, then by the interpreter at its next
+    # check, which may be any call here): each time it is absorbed and the check repeated.
+    for _ in range(_RETRIES):
+        try:
+            interrupted, charged = settled(
+                lambda f=failure: (  # type: ignore[misc]
+                    isinstance(f, KeyboardInterrupt) or watch.seen,
+                    acct.history[before:],
+                )
+            )
+            break
+        except KeyboardInterrupt:
+            failure = KeyboardInterrupt()
+    else:
+        interrupted, charged = True, acct.history[before:]
+    if not interrupted:
+        raise failure
     where = f" in the ledger {ledger!r}" if ledger else ""
     if charged:
         cost = " + ".join(repr(e.cost) for e in charged)
@@ -470,6 +491,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"plan": str(plan)}) if args.json else plan)
         return 0
     rel = _measure(q, release, acct, args.ledger)
+    args.interrupted = (
+        f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
+        "the output above may be incomplete"
+    )
     frame = _polars(rel.frame)
     if args.json:
         out = {

@@ -693,9 +693,9 @@ class Query:
         """
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
         assert plan.budget is not None
-        source = self._source(rng)  # a bad rng is refused before the spend
         if label is not None and not isinstance(label, str):
             raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
+        source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
         return ex.after_spend(
