@@ -172,11 +172,11 @@ def test_trials_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_memory_limit_is_exact_at_the_boundary() -> None:
     from dpkit.compare import _memory, _most_trials
 
-    for methods, per_trial, n in ((1, 160, 10), (5, 160, 10**5), (5, 40 * 2000 + 160, 2000)):
+    for methods, saa, n in ((1, False, 10), (5, False, 10**5), (5, True, 2000), (5, True, 10**6)):
         for limit in (10**6, 5 * 2**20, 50 * 2**20, 2**30, 2**33):
-            t = _most_trials(methods, per_trial, n, limit)
-            need = _memory(t, methods, per_trial, n)
-            assert need <= limit < _memory(t + 1, methods, per_trial, n) or (t == 0 < limit < need)
+            t = _most_trials(methods, saa, n, limit)
+            need = _memory(t, methods, saa, n)
+            assert need <= limit < _memory(t + 1, methods, saa, n) or (t == 0 < limit < need)
     limit = 10**4  # 10 records: 1,280 bytes of copies; then 192 bytes per trial: 45 trials
     x = np.arange(10.0)
     compare(x, "mean", bounds=(0, 10), trials=45, methods=["global"], max_memory=limit, rng=0)
@@ -199,6 +199,8 @@ def _peak_bytes(**kwargs: object) -> int:
 
 
 def test_memory_estimate_covers_sample_and_aggregate_permutations() -> None:
+    import dpkit.compare as cmp
+
     # Sample-and-aggregate draws one permutation of the n records per trial of a block, 40
     # bytes per record at once; the old estimate (8 (methods + 3) + 160 bytes per trial, 0.4
     # MB here) missed it, and 10**6 trials on 2,000 records ended in a MemoryError. The
@@ -208,7 +210,35 @@ def test_memory_estimate_covers_sample_and_aggregate_permutations() -> None:
     run = {"data": x, "bounds": (0, 100), "trials": 2000, "rng": 0}
     run["methods"] = ["global", "sample_and_aggregate"]
     peak = _peak_bytes(**run, max_memory=2**40)
-    assert peak > 2000 * 40 * 1000  # the permutations are really there
+    block = min(2000, cmp.PERMUTATION_BLOCK_BYTES // (40 * 1000))
+    assert peak > block * 40 * 1000  # the permutations of a block are really there
     with pytest.raises(dpkit.ParameterError, match="sample-and-aggregate's permutations"):
         compare(**run, max_memory=peak)
     compare(**run, max_memory=int(1.2 * peak))
+
+
+def test_sample_and_aggregate_permutations_are_drawn_in_bounded_blocks() -> None:
+    """Each trial permutes every record (40 bytes a record): 400 trials on 20,000 records
+    held 320 MB at once, and 5,000 on Adult's 32,561 records 6.5 GB. Trials are drawn in
+    blocks of at most PERMUTATION_BLOCK_BYTES (64 MiB) of permutations: the peak stays near
+    one block, and the releases are still one per trial, each from its own permutation."""
+    import dpkit.compare as cmp
+
+    x = np.linspace(0.0, 100.0, 20_000)
+    run = {"data": x, "bounds": (0, 100), "trials": 400, "rng": 1}
+    run["methods"] = ["sample_and_aggregate"]
+    peak = _peak_bytes(**run, max_memory=2**40)
+    assert peak < 1.6 * cmp.PERMUTATION_BLOCK_BYTES  # one block and its working copies
+    c = compare(**run)  # type: ignore[arg-type]
+    vals = c["sample_and_aggregate"].values
+    assert vals.shape == (400,) and np.isfinite(vals).all() and len(np.unique(vals)) > 300
+
+
+def test_progress_counts_every_trial_of_every_method(capsys: pytest.CaptureFixture[str]) -> None:
+    x = np.linspace(0.0, 100.0, 500)
+    methods = ["global", "sample_and_aggregate"]
+    compare(x, "mean", bounds=(0, 100), trials=50, methods=methods, rng=2, progress=True)
+    err = capsys.readouterr().err
+    assert "100/100" in err and "trial" in err  # 50 trials x 2 methods
+    compare(x, "mean", bounds=(0, 100), trials=50, methods=methods, rng=2, progress=False)
+    assert capsys.readouterr().err == ""

@@ -18,10 +18,12 @@ each at the same total privacy cost: every method spends at most ``(epsilon, del
 cost each one actually carries is reported. Trials are vectorised where the mathematics
 allows: the data-dependent part (distance, smooth sensitivity, loss classes) is computed once
 per block of :data:`TRIAL_BLOCK` trials and the noise of a block is drawn in one sampler call,
-so the working memory does not grow with ``trials`` past one block (sample-and-aggregate's
-block holds one permutation of the records per trial: it grows with the number of records);
-the releases themselves (8 bytes per trial and method) are kept for the summary and the plot,
-and a run whose estimated memory exceeds ``max_memory`` is refused before any work. Each
+so the working memory does not grow with ``trials`` past one block; sample-and-aggregate's
+block holds one permutation of the records per trial, so its blocks are cut to at most
+:data:`PERMUTATION_BLOCK_BYTES` of permutations (5,000 trials on Adult's 32,561 records held
+6.5 GB at once as one block). The releases themselves (8 bytes per trial and method) are kept
+for the summary and the plot, and a run whose estimated memory exceeds ``max_memory`` is
+refused before any work. ``progress`` shows a bar of the trials done (on stderr). Each
 trial is a full release; the trials together are *not* one private release (they cost
 ``trials`` times the budget): this module studies accuracy, it does not publish.
 
@@ -31,6 +33,7 @@ is clamped to the bounds (post-processing: free in privacy, never worse in error
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -56,6 +59,7 @@ __all__ = [
     "DEFAULT_CHUNKS",
     "MAX_MEMORY",
     "METHODS",
+    "PERMUTATION_BLOCK_BYTES",
     "TRIAL_BLOCK",
     "Comparison",
     "MethodResult",
@@ -79,22 +83,29 @@ DEFAULT_CHUNKS = 600
 #: sample-and-aggregate's permutations).
 TRIAL_BLOCK = 2**18
 
+#: Largest block of sample-and-aggregate's permutations (40 bytes per record and trial):
+#: trials are drawn in blocks of at most this many bytes, whatever ``trials`` is.
+PERMUTATION_BLOCK_BYTES = 2**26
+
 #: Default limit on a run's estimated memory (``max_memory``), in bytes: 2 GiB, enough for
 #: 1,000 trials of every method on the bundled Adult data (32,561 records: about 1.2 GiB).
 MAX_MEMORY = 2**31
 
 # The estimate (_memory), in bytes, of what a run holds at its peak, beyond the interpreter:
 #
-#     8 (methods + 3) trials  +  per_trial * min(trials, TRIAL_BLOCK)  +  128 n
+#     8 (methods + 3) trials  +  160 min(trials, TRIAL_BLOCK)
+#                             +  (40 n + 160) min(trials, _saa_block(n))  +  128 n
 #
 # - 8 bytes per release kept, per method, plus three trial-sized float64 working copies when
 #   summarising (the errors, their absolute values, the sorted copy of a quantile);
-# - one block of trials in flight (every method's block is freed before the next method);
-#   per_trial is 160 bytes (measured with tracemalloc at a full block of 2**18 trials: at most
-#   118, inverse sensitivity's weighted choice), or 40 n + 160 when sample-and-aggregate runs:
-#   each trial draws a permutation of the n records, and dpkit.samplers.permutations holds
-#   five n-sized int64 arrays of each row at once (the keys, their order, the sorted keys, the
-#   output and the rows it copies in; measured: 40.0 n bytes per trial, 2,000 <= n <= 32,561);
+# - one block of trials in flight (every method's block is freed before the next method):
+#   160 bytes per trial (measured with tracemalloc at a full block of 2**18 trials: at most
+#   118, inverse sensitivity's weighted choice), and 40 n + 160 per trial of
+#   sample-and-aggregate's smaller blocks (_saa_block: at most PERMUTATION_BLOCK_BYTES of
+#   permutations): each trial draws a permutation of the n records, and
+#   dpkit.samplers.permutations holds five n-sized int64 arrays of each row at once (the keys,
+#   their order, the sorted keys, the output and the rows it copies in; measured: 40.0 n bytes
+#   per trial, 2,000 <= n <= 32,561);
 # - 128 bytes per record for the copies of the data the methods make (validated, clipped,
 #   sorted, on the lattice, prefix sums; measured at most 123 bytes per record, the median's
 #   smooth sensitivity, n = 10**5 and 10**6).
@@ -349,6 +360,7 @@ def compare(
     force_delta: bool = False,
     max_memory: int = MAX_MEMORY,
     rng: Any = None,
+    progress: bool | None = None,
 ) -> Comparison:
     """Run every method ``trials`` times on one statistic and collect the errors.
 
@@ -386,10 +398,14 @@ def compare(
         Refuse runs whose estimated memory exceeds this many bytes (default
         :data:`MAX_MEMORY`, 2 GiB): about ``8 (methods + 3) trials`` bytes for the kept
         releases and their summary, plus one block of at most :data:`TRIAL_BLOCK` trials in
-        flight (160 bytes per trial, and 40 bytes per trial and record for
-        sample-and-aggregate's permutations), plus 128 bytes per record.
+        flight (160 bytes per trial; sample-and-aggregate's permutations, 40 bytes per trial
+        and record, in blocks of at most :data:`PERMUTATION_BLOCK_BYTES`), plus 128 bytes per
+        record.
     rng
         ``None`` (secure), an ``int`` seed or a bit source.
+    progress : bool, optional
+        Show a progress bar of the trials done on stderr (default: when stderr is a
+        terminal).
 
     Returns
     -------
@@ -446,8 +462,7 @@ def compare(
     n = int(arr.size)
     dlt = _delta(owner, delta, n, force_delta)
     k, chunks_rule = _chunks(owner, chunks, n)
-    per_trial = _BLOCK_BYTES + (_PERMUTATION_BYTES * n if "sample_and_aggregate" in chosen else 0)
-    _check_memory(owner, trials, len(chosen), per_trial, n, max_memory)
+    _check_memory(owner, trials, len(chosen), "sample_and_aggregate" in chosen, n, max_memory)
     source = as_source(rng)
     truth = float(np.mean(arr) if statistic == "mean" else np.median(arr))
     width = upper - lower
@@ -455,19 +470,32 @@ def compare(
     b = check_positive(owner, "ptr_bound", b)
     task = _Task(arr, statistic, lower, upper, eps, dlt, trials, source, b, k)
     results = []
-    for m in chosen:
-        t0 = time.perf_counter()
-        values = np.full(trials, np.nan)  # a slot no block filled would show as a refusal
-        privacy: PrivacyLoss = PureDP(eps)
-        nbrs, det = "", dict[str, Any]()
-        for start in range(0, trials, TRIAL_BLOCK):
-            stop = min(trials, start + TRIAL_BLOCK)
-            vals, privacy, nbrs, det = _RUNNERS[m](replace(task, trials=stop - start))
-            values[start:stop] = vals
-        np.clip(values, lower, upper, out=values)  # post-processing; NaN (refusals) stays
-        if m == "sample_and_aggregate":
-            det = det | {"chunks_rule": chunks_rule}
-        results.append(MethodResult(m, privacy, nbrs, values, time.perf_counter() - t0, det))
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    bar = tqdm(
+        total=trials * len(chosen), desc="compare", unit="trial", file=sys.stderr, disable=not show
+    )
+    try:
+        for m in chosen:
+            bar.set_description(_LABELS[m])
+            t0 = time.perf_counter()
+            values = np.full(trials, np.nan)  # a slot no block filled would show as a refusal
+            privacy: PrivacyLoss = PureDP(eps)
+            nbrs, det = "", dict[str, Any]()
+            block = _saa_block(n) if m == "sample_and_aggregate" else TRIAL_BLOCK
+            for start in range(0, trials, block):
+                stop = min(trials, start + block)
+                vals, privacy, nbrs, det = _RUNNERS[m](replace(task, trials=stop - start))
+                values[start:stop] = vals
+                bar.update(stop - start)
+            np.clip(values, lower, upper, out=values)  # post-processing; NaN (refusals) stays
+            if m == "sample_and_aggregate":
+                det = det | {"chunks_rule": chunks_rule}
+            seconds = time.perf_counter() - t0
+            results.append(MethodResult(m, privacy, nbrs, values, seconds, det))
+    finally:
+        bar.close()
     return Comparison(
         statistic,
         column,
@@ -513,38 +541,61 @@ def _chunks(owner: str, chunks: int | None, n: int) -> tuple[int, str]:
     return int(chunks), "as asked"
 
 
-def _most_trials(methods: int, per_trial: int, n: int, limit: int) -> int:
+def _saa_block(n: int) -> int:
+    """Sample-and-aggregate's trials per block: at most :data:`PERMUTATION_BLOCK_BYTES` of
+    permutations of the ``n`` records (at least one trial, at most :data:`TRIAL_BLOCK`)."""
+    return max(1, min(TRIAL_BLOCK, PERMUTATION_BLOCK_BYTES // (_PERMUTATION_BYTES * max(n, 1))))
+
+
+def _in_flight(trials: int, saa: bool, n: int) -> int:
+    """Peak bytes of the block of trials in flight (every method's block is freed before the
+    next method's): the larger of the general block and sample-and-aggregate's."""
+    general = _BLOCK_BYTES * min(trials, TRIAL_BLOCK)
+    if not saa:
+        return general
+    return max(general, (_PERMUTATION_BYTES * n + _BLOCK_BYTES) * min(trials, _saa_block(n)))
+
+
+def _most_trials(methods: int, saa: bool, n: int, limit: int) -> int:
     """The largest ``trials`` whose estimate (:func:`_memory`) is at most ``limit``."""
-    per = _KEPT_BYTES * (methods + _SUMMARY_COPIES)
-    room = limit - _DATA_BYTES * n
-    if room >= (per + per_trial) * TRIAL_BLOCK:
-        return (room - per_trial * TRIAL_BLOCK) // per
-    return max(room // (per + per_trial), 0)
+    lo, hi = 0, 2**62
+    if _memory(1, methods, saa, n) > limit:
+        return 0
+    while lo < hi:  # _memory grows with trials: bisection
+        mid = (lo + hi + 1) // 2
+        if _memory(mid, methods, saa, n) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
-def _memory(trials: int, methods: int, per_trial: int, n: int) -> int:
+def _memory(trials: int, methods: int, saa: bool, n: int) -> int:
     """Estimated peak bytes of a run (the formula above :data:`_KEPT_BYTES`): the kept
     releases and their summary copies, one block of trials in flight, the data's copies."""
     kept = _KEPT_BYTES * trials * (methods + _SUMMARY_COPIES)
-    return kept + per_trial * min(trials, TRIAL_BLOCK) + _DATA_BYTES * n
+    return kept + _in_flight(trials, saa, n) + _DATA_BYTES * n
 
 
-def _check_memory(
-    owner: str, trials: int, methods: int, per_trial: int, n: int, limit: int
-) -> None:
+def _check_memory(owner: str, trials: int, methods: int, saa: bool, n: int, limit: int) -> None:
     """Refuse, before any work, a run whose estimated memory exceeds ``limit`` bytes."""
     limit = check_int(owner, "max_memory", limit, minimum=1)
-    need = _memory(trials, methods, per_trial, n)
+    need = _memory(trials, methods, saa, n)
     if need > limit:
-        block = f"{per_trial:,} bytes per trial of a block of up to {TRIAL_BLOCK:,} drawn at once"
-        if per_trial > _BLOCK_BYTES:
-            block += f", sample-and-aggregate's permutations of the {n:,} records"
+        block = (
+            f"{_BLOCK_BYTES:,} bytes per trial of a block of up to {TRIAL_BLOCK:,} drawn at once"
+        )
+        if saa:
+            block += (
+                f", sample-and-aggregate's permutations of the {n:,} records in blocks of "
+                f"{_saa_block(n):,} trials"
+            )
         raise ParameterError(
             f"{owner}: `trials` {trials:,} would need about {_bytes(need)} of memory "
             f"({_KEPT_BYTES} bytes per trial for each of {methods} method(s) and "
             f"{_SUMMARY_COPIES} working copies, plus {block}); the limit `max_memory` is "
             f"{_bytes(limit)}, which allows at most "
-            f"{_most_trials(methods, per_trial, n, limit):,} trials here. Lower `trials` (a "
+            f"{_most_trials(methods, saa, n, limit):,} trials here. Lower `trials` (a "
             "few thousand show the error distributions) or raise `max_memory` (CLI: "
             "--max-memory)"
         )

@@ -263,3 +263,81 @@ def test_timing_the_analysis_changes_no_result(monkeypatch) -> None:
     untimed = run()
     assert runs == [5_120, 20_000, 20_000]
     assert timed == untimed
+
+
+# ------------------------------------------------------------ how the function is called
+
+
+def test_every_calling_form_is_read_from_the_signature_and_reported() -> None:
+    """A plain one-argument function, func(x, rng), the keyword-only rng of a mechanism's
+    release, the batched form and a mechanism's sample(value, size, *, rng): each is
+    called the way it is written (never handed a bit source it does not take), the result
+    names the form and its text says whether a seeded rng reaches the function."""
+    lap = dp.Laplace(epsilon=1.0)
+    seen: dict[str, int] = {}
+
+    def one(v):  # type: ignore[no-untyped-def]
+        seen["one"] = seen.get("one", 0) + 1
+        return lap.release(v)
+
+    cases = [
+        (one, "func(x)"),
+        (lambda v, rng: lap.release(v, rng=rng), "func(x, rng)"),
+        (lap.release, "func(x, rng=rng)"),
+        (lambda v, size, rng: lap.sample(v, size, rng=rng), "func(x, size, rng)"),
+        (lap.sample, "func(x, size, rng=rng)"),
+    ]
+    for func, form in cases:
+        res = audit(func, 0.0, 1.0, claimed=1.0, samples=200, rng=3)
+        assert (res.form, res.form_source) == (form, "signature")
+        assert f"called as {form} (from its signature)" in str(res)
+        assert ("does not make it reproducible" in str(res)) == (form == "func(x)")
+        assert res.as_dict()["form"] == form
+    assert seen["one"] == 2 * 200  # one call per draw, on each input
+    # the forms that take the audit's bit source are reproducible from a seed
+    a, b = (audit(lap.release, 0.0, 1.0, claimed=1.0, samples=200, rng=5) for _ in range(2))
+    assert (a.event, a.counts) == (b.event, b.counts)
+
+
+def test_forms_that_cannot_be_called_are_refused_before_any_draw() -> None:
+    calls: list[object] = []
+
+    def record(*args: object) -> float:
+        calls.append(args)
+        return 0.0
+
+    with pytest.raises(TypeError, match="first positional parameter"):
+        audit(lambda: 0.0, 0.0, 1.0, claimed=1.0, samples=50)
+    with pytest.raises(TypeError, match="requires 4 positional parameters"):
+        audit(lambda a, b, c, d: 0.0, 0.0, 1.0, claimed=1.0, samples=50)
+    with pytest.raises(TypeError, match="takes 1 positional parameter"):
+        audit(lambda v: 0.0, 0.0, 1.0, claimed=1.0, samples=50, batched=True)
+    assert core.calling_form(lambda v, scale=1.0: 0.0).form == "func(x)"  # not given an rng
+    assert core.calling_form(lambda v, rng=None: 0.0).form == "func(x, rng)"
+    assert core.calling_form(record).form == "func(x, rng)"  # *args: as before
+    assert core.calling_form(lambda v, rng: 0.0, batched=False).source == "batched=False"
+    assert calls == []
+
+
+def test_a_function_without_a_signature_is_assumed_per_draw_and_said_so() -> None:
+    """A builtin has no readable signature: func(x, rng) is assumed (the result says so),
+    and a failing call says the form was a guess and how to choose another."""
+
+    class Opaque:
+        __signature__ = property(lambda self: (_ for _ in ()).throw(ValueError("none")))
+
+        def __call__(self, x: float, rng: object = None) -> float:
+            return x
+
+    res = audit(Opaque(), 0.0, 1.0, claimed=1.0, samples=50)
+    assert (res.form, res.form_source) == ("func(x, rng)", "assumed")
+    assert "assumed: its signature cannot be read" in str(res)
+
+    class OpaqueOne:
+        __signature__ = property(lambda self: (_ for _ in ()).throw(ValueError("none")))
+
+        def __call__(self, x: float) -> float:
+            return x
+
+    with pytest.raises(TypeError, match="this form was assumed: wrap the function"):
+        audit(OpaqueOne(), 0.0, 1.0, claimed=1.0, samples=50)

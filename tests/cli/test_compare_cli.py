@@ -186,24 +186,25 @@ def test_huge_trials_refused_at_once_with_the_estimate(
     # 10^9 trials allocated 24 GB and were killed; now refused before any work
     assert main([*ADULT, "--trials", "1000000000"]) == 2
     err = _err(capsys)
-    assert "would need about 377.6 GiB" in err and "at most 1,645 trials" in err
+    assert "would need about 59.7 GiB" in err and "at most 32,451,300 trials" in err
+    assert "permutations of the 32,561 records in blocks of 51 trials" in err
 
 
 def test_a_million_trials_on_two_thousand_records_refused_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Sample-and-aggregate holds a permutation of the 2,000 records for each of the 2**18
-    # trials of a block, 40 bytes per record: 19.6 GiB, which the old estimate (61 MiB) let
-    # through, to a MemoryError traceback (or 20 GB and 400 s on a machine that had them).
+    # Sample-and-aggregate holds a permutation of the 2,000 records for each trial of a
+    # block, 40 bytes per record; its blocks hold at most 64 MiB of them (838 trials here),
+    # so 10**6 trials need 125 MiB: refused under a 64 MiB limit, with the blocks named.
     rng = np.random.default_rng(7)
     path = tmp_path / "two_thousand.csv"
     path.write_text("x\n" + "".join(f"{v:.2f}\n" for v in rng.uniform(0, 100, 2000)))
     args = ["compare", "--data", str(path), "--column", "x", "--bounds", "0,100"]
-    assert main([*args, "--trials", "1000000"]) == 2
+    assert main([*args, "--trials", "1000000", "--max-memory", "64M"]) == 2
     err = _err(capsys)
-    assert err.count("\n") == 1 and "would need about 19.6 GiB" in err
-    assert "sample-and-aggregate's permutations of the 2,000 records" in err
-    assert "at most 26,765 trials" in err
+    assert err.count("\n") == 1 and "would need about 125.3 MiB" in err
+    assert "sample-and-aggregate's permutations of the 2,000 records in blocks of 838" in err
+    assert "at most 833 trials" in err
     # without sample-and-aggregate a trial of a block costs 160 bytes, whatever n is
     assert main([*args, "--trials", "1000000", "--max-memory", "64M", "--methods", "global"]) == 2
     err = _err(capsys)

@@ -76,3 +76,12 @@ def test_other_errors_still_one_line(capsys: Any) -> None:
     assert main(["sensitivity", "--universe", "1,2,3"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dpkit sensitivity: error:" in err
+
+
+def test_version_comes_from_the_package_metadata(capsys: Any) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dpkit {version('dpkit')}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -129,7 +130,7 @@ def test_explain_spends_nothing(
         (["--mean", "Age:0"], "COLUMN:LOWER:UPPER"),
         (["--mean", "Age:zero:100"], "must be a number"),
         (["--count", "--keys", "k.csv"], "--keys needs --group-by"),
-        (["--count", "--group-by", "Sex"], "delta = 0"),
+        (["--count", "--group-by", "Sex"], "without --delta (pure DP)"),
         (["--mean", "Nope:0:1"], "unknown column 'Nope'"),
     ],
 )
@@ -190,7 +191,7 @@ def test_unreadable_keys_and_non_finite_json(
     assert "cannot read the --keys file" in err and "Traceback" not in err
     assert main([*args, "--keys", str(data)]) == 2  # a Parquet file is not a CSV
     assert "cannot read the --keys file" in capsys.readouterr().err
-    assert main(["query", "adult", "--epsilon", "1", "--sum", "Age:-1e308:-1e307", "--json"]) == 0
+    assert main(["query", "adult", "--epsilon", "1", "--sum", "Age:-1e307:-1e306", "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
     assert out["rows"] == [[None, None, None]]
 
@@ -273,3 +274,151 @@ def test_explain_charges_integer_quantiles_as_a_pure_dp_histogram(
     out = capsys.readouterr().out
     assert "quantiles cdf" in out and "epsilon per group 0.1561" in out
     assert "noisy histogram 0.1561 (discrete Laplace)" in out
+
+
+def test_a_key_column_named_twice_is_a_one_line_error(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys.csv"
+    keys.write_text("Sex\nFemale\nMale\n")
+    argv = ["query", str(data), "--epsilon", "1", "--group-by", "Sex,Sex", "--count"]
+    for extra in ([], ["--keys", str(keys)]):
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert "--group-by names 'Sex' more than once" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "edges"),
+    [
+        ("Age:0,50,100", [0.0, 50.0, 100.0]),
+        ("Age:0:100:4", [0.0, 25.0, 50.0, 75.0, 100.0]),
+        ("Age:20:80:3", [20.0, 40.0, 60.0, 80.0]),
+    ],
+)
+def test_histogram_takes_edges_or_equal_width_bins(
+    data: Path, spec: str, edges: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["query", str(data), "--epsilon", "1", "--histogram", spec, "--json", "--seed", "1"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["columns"][:2] == ["Age_from", "Age_to"]
+    assert [r[0] for r in out["rows"]] + [out["rows"][-1][1]] == edges
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("Age:0:100", "for bins from 0 to 100: Age:0,100 or Age:0:100:10"),
+        ("Age:5", ""),
+        ("Age:0:100:0", "BINS between 1 and 10,000"),
+        ("Age:100:0:5", "LOWER < UPPER"),
+    ],
+)
+def test_a_histogram_spec_that_is_neither_form_says_both(
+    data: Path, spec: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Age:0:100`` was read as the column 'Age:0' with one edge; now a usage error naming
+    both forms (and what was probably meant), before anything is read or spent."""
+    assert main(["query", str(data), "--epsilon", "1", "--histogram", spec]) == 2
+    err = capsys.readouterr().err
+    assert "COL:E0,E1,..." in err and "COL:LOWER:UPPER:BINS" in err and hint in err
+    assert "'Age:0'" not in err
+
+
+def test_the_histogram_syntax_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["query", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "COL:E0,E1,...|COL:LOWER:UPPER:BINS" in out and "Age:0:100:10" in out
+    assert "--layout" in out
+
+
+def _deciles(data: Path, *extra: str) -> list[str]:
+    levels = ",".join(f"0.{i}" for i in range(1, 10))
+    return [
+        "query", str(data), "--epsilon", "1", "--delta", "1e-6", "--group-by", "Sex",
+        "--count", "--quantile", f"Age:{levels}:0:100", "--seed", "2", *extra,
+    ]  # fmt: skip
+
+
+def test_a_table_wider_than_the_terminal_is_printed_long(
+    data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nine deciles per group are 31 columns: on an 100-column terminal the table is one
+    row per (group, statistic) with its value and interval, every line within the width;
+    --layout wide keeps the wide table, and a table that fits stays wide."""
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(_deciles(data)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    assert head == ["Sex", "statistic", "value", "low", "high"]
+    rows = [line.split() for line in lines[2:] if line.startswith(("Female", "Male"))]
+    assert len(rows) == 2 * 10  # count and nine deciles, per group
+    assert {r[1] for r in rows} == {"count", *(f"Age_0.{i}" for i in range(1, 10))}
+    assert all(float(r[3]) <= float(r[2]) <= float(r[4]) for r in rows)
+    assert max(len(line) for line in lines) <= 100
+    assert main(_deciles(data, "--layout", "wide")) == 0
+    wide = capsys.readouterr().out
+    assert "Age_0.9_high" in wide and "statistic" not in wide
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(_deciles(data)) == 0
+    assert "statistic" not in capsys.readouterr().out
+    assert main(_deciles(data, "--layout", "long")) == 0
+    assert "statistic" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--epsilon", "1", "--group-by", "Sex", "--count"],
+        ["--epsilon", "1", "--unit", "pid", "--count"],
+        ["--epsilon", "1", "--max-rows", "2", "--count"],
+        ["--epsilon", "1", "--max-groups", "2", "--count"],
+        ["--epsilon", "1", "--unit", "nope", "--max-rows", "1", "--count"],
+        ["--epsilon", "1", "--unit", "pid", "--max-rows", "0", "--count"],
+        ["--count"],
+        ["--epsilon", "-1", "--count"],
+        ["--epsilon", "1", "--rho", "1", "--count"],
+        ["--rho", "1", "--delta", "1e-6", "--count"],
+        ["--rho", "0.1", "--group-by", "Sex", "--count"],
+        ["--epsilon", "1", "--alpha", "2", "--count"],
+        ["--epsilon", "1", "--sum", "Nope:0:10"],
+        ["--epsilon", "1", "--sum", "Sex:0:10"],
+        ["--epsilon", "1", "--sum", "Age:10:0"],
+        ["--epsilon", "1", "--sum", "Age:0:1e308"],
+        ["--epsilon", "1", "--var", "Age:-1e200:1e200"],
+        ["--epsilon", "1", "--quantile", "Age:0.5,0.5:0:100"],
+        ["--epsilon", "1", "--quantile", "Age:1.5:0:100"],
+        ["--epsilon", "1", "--histogram", "Age:0,50,20"],
+        ["--epsilon", "1e-300", "--sum", "Age:0:100"],
+    ],
+)
+def test_errors_speak_the_options_not_python(
+    data: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Session's messages name Python parameters (group_by(..., keys=[...]), delta=1e-6,
+    privacy_unit=None, dp.sum('x')); the command line says --keys FILE, --delta 1e-6, no
+    --unit, --sum x: one line, no Python call syntax, no parameter names in backquotes."""
+    assert main(["query", str(data), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpkit query: error: ") and err.count("\n") == 1
+    text = err.removeprefix("dpkit query: error: ")
+    for python in ("dp.", "group_by(", "s.query", "Session(", "`", "privacy_unit", "_per_unit"):
+        assert python not in text, (python, text)
+    assert not re.search(r"\b(epsilon|delta|rho|keys|alpha)=", text), text
+    assert not re.match(r"(release|query|Session|agg): ", text), text
+
+
+def test_the_translated_messages_name_the_options(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["query", str(data), "--epsilon", "1", "--group-by", "Sex", "--count"]) == 2
+    err = capsys.readouterr().err
+    assert "--keys FILE" in err and "--delta 1e-6" in err and "without --delta" in err
+    assert main(["query", str(data), "--epsilon", "1", "--unit", "pid", "--count"]) == 2
+    err = capsys.readouterr().err
+    assert "--unit 'pid' needs --max-rows" in err and "--max-rows auto" in err
+    assert main(["query", str(data), "--epsilon", "1", "--sum", "Age:10:0"]) == 2
+    assert "--sum Age: bounds must satisfy lower < upper" in capsys.readouterr().err

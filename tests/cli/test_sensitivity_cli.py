@@ -196,3 +196,28 @@ def test_csv_distance_range_equals_each_distance(
         assert row["local"] == sens.local(q, values, distance=k, relation=rel, bounds=(0, 100))
         want = sens.global_sensitivity(q, bounds=(0, 100), relation=rel, n=values.size, distance=k)
         assert row["global"] == want
+
+
+def test_many_distances_print_long_and_the_figure_line_follows_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--distance 1..200 would print 200 columns: the table turns to one row per (query,
+    relation, k) when it is wider than the terminal, and "figure written to" is its own
+    line after the table on stdout (stderr with --json), never inside it."""
+    monkeypatch.setenv("COLUMNS", "120")
+    path = tmp_path / "sens.png"
+    argv = ["sensitivity", "--query", "mean", *SEED, "--distance", "1..200", "--plot", str(path)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[1].split() == ["query", "relation", "k", "sensitivity"]
+    assert len([x for x in lines if x.startswith("mean ")]) == 2 * 200
+    assert max(len(x) for x in lines) <= 120
+    assert lines[-1] == f"figure written to {path}" and captured.err == ""
+    few = ["sensitivity", "--query", "mean", *SEED, "--distance", "1..3"]
+    assert main(few) == 0  # few distances: one column each
+    assert "k=3" in capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert captured.err == f"figure written to {path}\n"

@@ -41,6 +41,20 @@ def test_lines_carry_the_brute_force_values() -> None:
     plt.close(fig)
 
 
+def test_many_distances_get_a_few_integer_ticks() -> None:
+    rows = sens.sweep(["mean"], UNIVERSE, size=3, distances=range(1, 201), relations=["bounded"])
+    ax = sensitivity_by_distance(rows=rows)
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if 1 <= t <= 200]
+    assert 3 <= len(ticks) <= 13  # not one label per k
+    assert all(float(t).is_integer() for t in ticks)
+    assert ax.lines[0].get_marker() in (None, "None", "")
+    few = sensitivity_by_distance(["mean"], UNIVERSE, size=3, distances=[1, 2, 5])
+    assert list(few.get_xticks()) == [1, 2, 5]  # few distances: each one labelled
+    plt.close(ax.figure)
+    plt.close(few.figure)
+
+
 def test_local_variant_and_new_figure() -> None:
     ax = sensitivity_by_distance(["median"], UNIVERSE, data=[1, 2, 10], distances=[1, 2])
     assert "Local" in ax.get_title()

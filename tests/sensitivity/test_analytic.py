@@ -205,3 +205,42 @@ def test_moment_textbook_values_and_rounding() -> None:
     assert Fraction(v) >= Fraction(9, 100) > Fraction(math.nextafter(v, 0.0))
     sd = g("std", bounds=(0, 1), relation="unbounded", n=1000, distance=100)
     assert Fraction(sd) ** 2 >= Fraction(9, 100) > Fraction(math.nextafter(sd, 0.0)) ** 2
+
+
+def test_percentile_cell_overlap_matches_the_dense_scan_of_every_cell() -> None:
+    """The O(1) overlap (a concave function of the cell, peaked at the floors and ceilings of
+    its two ends) against the scan of every cell of ``range(-1, n)`` on random intervals."""
+    import numpy as np
+
+    from dpkit.sensitivity.analytic import _overlap
+
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        n = int(rng.integers(1, 40))
+        start = float(rng.uniform(-3, n + 2))
+        end = start + float(rng.choice([0.0, rng.uniform(0, 0.99), rng.uniform(0, 4)]))
+        c = np.arange(-1, n)
+        dense = float(max(0.0, float(np.max(np.minimum(end, c + 1) - np.maximum(start, c)))))
+        assert _overlap(start, end, range(-1, n)) == dense, (start, end, n)
+
+
+def test_percentile_sensitivity_at_any_size_in_constant_memory() -> None:
+    """The closed form needs no array of the dataset's size: at n = 10**6 it allocates
+    almost nothing, and past 2**53 (where float64 positions are not exact) it still answers,
+    exactly: the median moves by w for odd n (bounded) and w / 2 for even n."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        v = sens.global_sensitivity("median", bounds=(0, 100), relation="bounded", n=10**6 + 1)
+        u = sens.global_sensitivity("median", bounds=(0, 100), relation="unbounded", n=10**6)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (v, u) == (100.0, 50.0)
+    assert peak < 2**20  # a scan of the cells would hold 8 MB per array
+    big = 2**53
+    assert sens.global_sensitivity("median", bounds=(0, 100), relation="bounded", n=big + 1) == 100
+    assert sens.global_sensitivity("median", bounds=(0, 100), relation="bounded", n=big + 2) == 50
+    huge = sens.global_sensitivity("median", bounds=(0, 1), relation="unbounded", n=10**30)
+    assert huge == 0.5

@@ -203,3 +203,27 @@ def test_max_var_many_is_max_var_shape_by_shape() -> None:
         a = rng.integers(0, 30, 25)
         got = _max_var_many(d, r, a)
         assert got.tolist() == [_max_var(d, int(ri), int(ai)) for ri, ai in zip(r, a, strict=True)]
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+def test_deviation_over_bounds_near_the_float_limit_is_the_rescaled_value(relation: str) -> None:
+    """Squares of values near 1e308 overflow float64: the deviation's local sensitivity is
+    computed on the data times a power of two (exact) and scaled back, so it equals the
+    answer on the data in other units; the variance's, beyond the float range, is refused."""
+    x = np.array([1.0, 2.0, 3.0, 1e100, 5e307])
+    shrink = 2.0**-600  # exact: a power of two
+    for k in (1, 2):
+        got = sens.local("std", x, distance=k, relation=relation, bounds=(0, 1e308))
+        small = sens.local(
+            "std", x * shrink, distance=k, relation=relation, bounds=(0, 1e308 * shrink)
+        )
+        assert math.isfinite(got) and got == small / shrink
+    with pytest.raises(ParameterError, match="overflows a float"):
+        sens.local("var", x, relation=relation, bounds=(0, 1e308))
+    # the variance where it is a float (below the rescaling threshold): the same in units
+    # 2**200 times smaller, its figure 2**400 times smaller
+    v = sens.local("var", [1.0, 3e149], relation=relation, bounds=(0, 1e150))
+    w = sens.local(
+        "var", np.array([1.0, 3e149]) * 2.0**-200, relation=relation, bounds=(0, 1e150 * 2.0**-200)
+    )
+    assert v == w * 2.0**400

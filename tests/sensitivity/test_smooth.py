@@ -120,3 +120,18 @@ def test_long_ties_are_fast() -> None:
         math.exp(-0.1 * got.k)
         * sens.local_at_distance("median", ages, got.k, relation="unbounded", bounds=(0, 100))
     )
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+def test_moments_over_bounds_near_the_float_limit_are_finite_or_refused(relation: str) -> None:
+    """Bounds near 1e308: the deviation's smooth sensitivity and A(f, x, k) are finite
+    floats, the variance's (beyond the float range) a ParameterError, never an
+    OverflowError or a warning."""
+    x = [1.0, 2.0, 3.0, 1e100]
+    s = sens.smooth("std", x, beta=0.1, relation=relation, bounds=(0, 1e308))
+    assert math.isfinite(s.sensitivity) and s.sensitivity > 1e307
+    assert math.isfinite(sens.local_at_distance("std", x, 2, relation=relation, bounds=(0, 1e308)))
+    with pytest.raises(ParameterError, match="overflows a float"):
+        sens.smooth("var", x, beta=0.1, relation=relation, bounds=(0, 1e308))
+    with pytest.raises(ParameterError, match="overflows a float"):
+        sens.local_at_distance("var", x, 2, relation=relation, bounds=(0, 1e308))

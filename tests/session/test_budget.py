@@ -104,6 +104,15 @@ def test_explain_spends_nothing_and_shows_every_figure() -> None:
     assert "give epsilon" in str(q.explain())
 
 
+def test_a_plan_at_a_prompt_shows_its_text_and_keeps_its_fields() -> None:
+    s = dp.Session(_df(), budget=dp.PureDP(1.0))
+    plan = s.query().group_by("g", keys=["a", "b"]).agg(dp.count()).explain(epsilon=1.0)
+    assert repr(plan) == str(plan)  # what a prompt echoes: the plan, not a field dump
+    assert repr(plan).startswith("dpkit Session query plan")
+    assert "Plan(" not in repr(plan) and "PartPlan(" not in repr(plan)
+    assert plan.by == ("g",) and plan.public_keys and plan.parts[0].aggregate == "count"
+
+
 def test_zcdp_budget_and_rho_release() -> None:
     s = dp.Session(_df(), budget=dp.ZCDP(0.5), rng=4)
     rel = s.query().group_by("g", keys=["a", "b", "c"]).agg(dp.count()).measure(rho=0.25)

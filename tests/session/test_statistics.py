@@ -509,6 +509,22 @@ def test_auto_max_rows_settings_are_validated() -> None:
     assert s.query(max_rows_per_unit=3).agg(dp.count()).explain(epsilon=1.0).rows is None
 
 
+def test_explain_with_auto_max_rows_says_its_figures_are_the_worst_case() -> None:
+    """Before a release chooses max_rows_per_unit, explain() computes every figure at the
+    cap of 'auto' and says so; the executed plan, with the chosen bound, does not."""
+    s = dp.Session(
+        _people(), privacy_unit="pid", max_rows_per_unit="auto", budget=dp.PureDP(10.0), rng=3
+    )
+    q = s.query().agg(dp.count(), dp.median("x", bounds=(0, 10)))
+    before = str(q.explain(epsilon=1.0))
+    assert "worst case" in before and "max_rows_per_unit = 1000 (the cap of 'auto')" in before
+    rel = q.measure(epsilon=1.0)
+    assert rel.plan.rows is not None and rel.plan.rows.chosen is not None
+    assert "worst case" not in str(rel.plan)
+    fixed = dp.Session(_people(), privacy_unit="pid", max_rows_per_unit=3, budget=dp.PureDP(1.0))
+    assert "worst case" not in str(fixed.query().agg(dp.count()).explain(epsilon=1.0))
+
+
 def test_auto_stages_and_statistics_split_the_budget_exactly() -> None:
     """With max_rows_per_unit='auto' (share 0.1) and bounds='auto' (share 0.5 of the mean's
     share, the default): the contribution stage runs at 0.1 epsilon; the mean's bounds at

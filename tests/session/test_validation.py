@@ -169,6 +169,47 @@ def test_release_parameters() -> None:
     assert s.accountant.history == ()
 
 
+def test_parameters_of_the_wrong_type_are_type_errors_naming_them() -> None:
+    """Arrays, nested lists and the like never reach NumPy's ambiguous truth value or an
+    unhashable-type error: each is a TypeError naming its parameter, with nothing spent."""
+    import numpy as np
+
+    s = _session()
+    q = s.query().agg(dp.count())
+    with pytest.raises(TypeError, match="`noise` must be"):
+        q.release(epsilon=1.0, noise=np.array(["laplace", "gaussian"]))
+    with pytest.raises(TypeError, match="`noise` must be"):
+        q.release(epsilon=1.0, noise=np.array(["laplace"]))
+    with pytest.raises(TypeError, match="`label` must be"):
+        q.release(epsilon=1.0, label=np.array(["a", "b"]))
+    with pytest.raises(dp.ParameterError, match="apply only with a privacy_unit"):
+        s.query(max_rows_per_unit=np.array([1, 2]))
+    assert s.query(max_rows_per_unit=1.0, max_groups_per_unit=None) is not None
+    with pytest.raises(TypeError, match=r"`bins` must be numeric edges or category values"):
+        dp.histogram("Age", bins=[[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError, match="position 1"):
+        dp.histogram("Sex", bins=["F", np.array(["M"])])
+    assert s.accountant.history == ()
+
+
+@pytest.mark.parametrize("release", [{"epsilon": 1.0}, {"epsilon": 1.0, "delta": 1e-6}])
+def test_a_sum_whose_interval_is_infinite_for_every_table_is_refused_before_the_spend(
+    release: dict[str, float],
+) -> None:
+    """As statistics.sum: bounds whose noise interval alone is beyond the float range would
+    release +-inf whatever the data (refused, nothing spent); narrower ones release."""
+    s = _session()
+    for bounds in [(-1e308, -1e307), (0, 1e308)]:
+        q = s.query().agg(dp.sum("Age", bounds=bounds))
+        with pytest.raises(dp.ParameterError, match="beyond the float range"):
+            q.release(**release)
+        with pytest.raises(dp.ParameterError, match="beyond the float range"):
+            q.measure(**release)
+    assert s.accountant.history == ()
+    s.query().agg(dp.sum("Age", bounds=(0, 1e300))).release(epsilon=1.0)
+    assert len(s.accountant.history) == 1
+
+
 def test_aggregate_arguments() -> None:
     with pytest.raises(dp.ParameterError, match="weight"):
         dp.count(weight=0)

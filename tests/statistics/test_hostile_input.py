@@ -258,6 +258,56 @@ def test_time_deltas_are_not_integers(call) -> None:  # type: ignore[no-untyped-
     _refused(call, TypeError, "int|integers")
 
 
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (
+            lambda a: quantiles(
+                X, [0.5], epsilon=1.0, bounds=(0, 100), support=np.timedelta64(1, "D"), accountant=a
+            ),
+            "support",
+        ),
+        (
+            lambda a: quantile_samples(
+                X, 0.5, epsilon=1.0, bounds=(0, 100), size=np.timedelta64(3, "s")
+            ),
+            "size",
+        ),
+        (lambda a: contribution_bound([1.0, [2.0]], epsilon=1.0, accountant=a), "rows_per_unit"),
+        (
+            lambda a: contribution_bound_from_counts([1, [2]], [3, 4], epsilon=1.0, accountant=a),
+            "rows",
+        ),
+    ],
+)
+def test_time_deltas_and_ragged_rows_are_type_errors_naming_the_parameter(call, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A time delta is no resolution or size, and a ragged list is no array of row counts:
+    TypeErrors naming the parameter (not NumPy's inhomogeneous-shape ValueError, not a
+    float() message), with nothing spent."""
+    assert f"`{name}" in _refused(call, TypeError, "must be")
+
+
+@pytest.mark.parametrize(
+    ("bounds", "epsilon"), [((-1e308, -1e307), 1.0), ((0, 1e308), 1.0), ((0, 1e303), 1e-5)]
+)
+def test_a_sum_whose_interval_is_infinite_for_every_table_is_refused(
+    bounds: tuple[float, float], epsilon: float
+) -> None:
+    """The noise interval alone beyond the float range would put +-inf in every release,
+    whatever the data: refused before the spend (the Session's dp.sum applies the same
+    rule). Just inside it, the sum releases with finite interval ends."""
+    from dpkit.statistics import sum as dp_sum
+
+    msg = _refused(
+        lambda a: dp_sum(np.arange(100.0), epsilon=epsilon, bounds=bounds, accountant=a),
+        dpkit.ParameterError,
+        "beyond the float range",
+    )
+    assert "`bounds`" in msg and "`epsilon`" in msg
+    rel = dp_sum(np.arange(100.0), epsilon=1.0, bounds=(0, 1e305), rng=1)
+    assert all(np.isfinite(rel.interval))
+
+
 # ------------------------------------------------------ D08: choices given as arrays
 
 

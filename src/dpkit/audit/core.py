@@ -22,12 +22,17 @@ from dpkit.samplers import as_source
 
 __all__ = [
     "DEFAULT_MAX_SAMPLES",
+    "FORMS",
     "MAX_MEMORY",
     "MIN_CONFIDENCE",
     "AuditResult",
+    "CallForm",
     "LatticeCheck",
     "audit",
+    "calling_form",
     "format_table",
+    "table_header",
+    "table_row",
 ]
 
 _OWNER = "audit"
@@ -124,6 +129,9 @@ class AuditResult:
         Sampling stopped at the time budget before ``samples`` were drawn.
     name : str
         A label for tables.
+    form : str
+        How the function was called (one of :data:`FORMS`), and ``form_source`` how that
+        was decided (:class:`CallForm`); ``str(result)`` says both.
     """
 
     epsilon_lower_bound: float
@@ -142,6 +150,25 @@ class AuditResult:
     seconds: float
     time_limited: bool
     name: str = ""
+    form: str = ""
+    form_source: str = ""
+
+    def __str__(self) -> str:
+        """A few lines: the verdict, the bound against the claim, the event, and how the
+        function was called (:class:`CallForm`)."""
+        lines = [
+            f"audit{' ' + self.name if self.name else ''}: {self.verdict}: epsilon >= "
+            f"{self.epsilon_lower_bound:.4f} with confidence {self.confidence:g} against the "
+            f"claimed {self.claimed_epsilon:.4g} (delta {self.delta:.3g}), from "
+            f"{self.samples:,} draws per input in {self.seconds:.1f} s"
+            + (" (stopped at the time budget)" if self.time_limited else ""),
+            f"event: {self.event}",
+        ]
+        if self.form:
+            lines.append("function: " + CallForm(self.form, self.form_source).describe())
+        if self.lattice is not None and not self.lattice.consistent:
+            lines.append(f"lattice leak: epsilon >= {self.lattice.epsilon_lower_bound:.4f}")
+        return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -183,31 +210,155 @@ def _claim(claimed: Any, delta: Any) -> tuple[float, float, PrivacyLoss]:
     return eps, dlt, (ApproxDP(eps, dlt) if dlt > 0 else PureDP(eps))
 
 
-def _is_batched(func: Callable[..., Any], batched: bool | None) -> bool:
-    if batched is not None:
-        if not isinstance(batched, bool):
-            raise TypeError(f"{_OWNER}: `batched` must be None or a bool; got {batched!r}")
-        return batched
+#: How :func:`audit` calls the audited function (``AuditResult.form``).
+FORMS: tuple[str, ...] = (
+    "func(x)",
+    "func(x, rng)",
+    "func(x, rng=rng)",
+    "func(x, size, rng)",
+    "func(x, size, rng=rng)",
+)
+_BATCHED = ("func(x, size, rng)", "func(x, size, rng=rng)")
+
+
+@dataclass(frozen=True)
+class CallForm:
+    """How an audited function is called, and how that was decided.
+
+    Attributes
+    ----------
+    form : str
+        One of :data:`FORMS`. ``"func(x)"``: one output per call, the function drawing its
+        own randomness (the audit's ``rng`` does not reach it); ``"func(x, rng)"`` and
+        ``"func(x, rng=rng)"``: one output per call from the audit's bit source;
+        ``"func(x, size, rng)"`` and ``"func(x, size, rng=rng)"``: ``size`` outputs per call.
+    source : str
+        ``"signature"`` (read from the function's parameters), ``"batched=True"`` /
+        ``"batched=False"`` (as asked), or ``"assumed"`` (no readable signature: the
+        per-draw ``func(x, rng)``).
+    """
+
+    form: str
+    source: str
+
+    @property
+    def batched(self) -> bool:
+        return self.form in _BATCHED
+
+    @property
+    def uses_rng(self) -> bool:
+        """Whether the audit's bit source reaches the function."""
+        return self.form != "func(x)"
+
+    def describe(self) -> str:
+        """One line: the form, how it was decided, and whether ``rng`` reaches the function."""
+        how = {
+            "signature": "from its signature",
+            "assumed": "assumed: its signature cannot be read (pass batched=..., or wrap it "
+            "in a lambda)",
+        }.get(self.source, f"as asked ({self.source})")
+        text = f"called as {self.form} ({how})"
+        if not self.uses_rng:
+            text += "; it draws its own randomness, so a seeded `rng` does not make it reproducible"
+        return text
+
+
+def calling_form(func: Callable[..., Any], batched: bool | None = None) -> CallForm:
+    """Decide how to call ``func`` from its signature, without calling it.
+
+    Batched ``func(x, size, rng)`` when it has a positional parameter named ``size`` or three
+    or more required positional parameters (``func(x, size, rng=rng)`` when ``rng`` is
+    keyword-only, as on ``Laplace.sample``). Otherwise one output per call: ``func(x, rng)``
+    when a second positional parameter is required or named ``rng`` (or the parameters
+    are ``*args``), ``func(x, rng=rng)`` when ``rng`` is a keyword-only parameter (as on
+    dpkit's mechanisms: ``audit(lap.release, ...)``), else ``func(x)``. ``batched`` forces
+    the batched form (``True``) or a per-draw one (``False``).
+
+    Raises
+    ------
+    TypeError
+        ``batched`` not a bool; ``func`` takes no positional parameter for the input, or
+        needs more than the chosen form passes.
+    """
+    if batched is not None and not isinstance(batched, bool):
+        raise TypeError(f"{_OWNER}: `batched` must be None or a bool; got {batched!r}")
     try:
-        params = [
-            p
-            for p in inspect.signature(func).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        return False
-    return len(params) >= 3 or any(p.name == "size" for p in params)
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):  # a builtin or extension function without a signature
+        if batched:
+            return CallForm(_BATCHED[0], "batched=True")
+        return CallForm("func(x, rng)", "assumed" if batched is None else "batched=False")
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    star = any(p.kind == p.VAR_POSITIONAL for p in params)
+    keyword_rng = any(p.kind == p.KEYWORD_ONLY and p.name == "rng" for p in params)
+    names = [p.name for p in positional]
+    source = "signature" if batched is None else f"batched={batched}"
+    if batched or (batched is None and ("size" in names or len(required) >= 3)):
+        if len(required) > 3:
+            raise TypeError(
+                f"{_OWNER}: the batched form calls func(x, size, rng), but `func` requires "
+                f"{len(required)} positional parameters ({', '.join(p.name for p in required)})"
+            )
+        if len(positional) >= 3 or star:
+            return CallForm(_BATCHED[0], source)
+        if len(positional) == 2 and keyword_rng:  # Laplace.sample(value, size, *, rng)
+            return CallForm(_BATCHED[1], source)
+        raise TypeError(
+            f"{_OWNER}: the batched form calls func(x, size, rng); `func` takes "
+            f"{len(positional)} positional parameter(s) ({', '.join(names) or 'none'})"
+        )
+    if not positional and not star:
+        raise TypeError(
+            f"{_OWNER}: `func` must take the input as its first positional parameter: "
+            f"func(x), func(x, rng) or func(x, size, rng); its parameters are "
+            f"({', '.join(p.name for p in params) or 'none'})"
+        )
+    if len(required) > 2:
+        raise TypeError(
+            f"{_OWNER}: with batched=False `func` is called func(x, rng), but it requires "
+            f"{len(required)} positional parameters ({', '.join(p.name for p in required)})"
+        )
+    if star or len(required) == 2 or (len(positional) >= 2 and names[1] == "rng"):
+        return CallForm("func(x, rng)", source)
+    if keyword_rng:
+        return CallForm("func(x, rng=rng)", source)
+    return CallForm("func(x)", source)
 
 
-def _draw(func: Callable[..., Any], x: Any, size: int, batched: bool, source: Any) -> Outputs:
-    if batched:
-        out = to_outputs(func(x, size, source), size)
+def per_call(func: Callable[..., Any], form: CallForm) -> Callable[[Any, int, Any], Any]:
+    """``func`` as the batched ``f(x, size, rng)`` returning ``size`` outputs (a list for the
+    per-draw forms)."""
+    if form.form == _BATCHED[0]:
+        return func
+    if form.form == _BATCHED[1]:
+        return lambda x, size, rng: func(x, size, rng=rng)
+    if form.form == "func(x, rng)":
+        return lambda x, size, rng: [func(x, rng) for _ in range(size)]
+    if form.form == "func(x, rng=rng)":
+        return lambda x, size, rng: [func(x, rng=rng) for _ in range(size)]
+    return lambda x, size, rng: [func(x) for _ in range(size)]
+
+
+def _draw(func: Callable[..., Any], x: Any, size: int, form: CallForm, source: Any) -> Outputs:
+    try:
+        raw = per_call(func, form)(x, size, source)
+    except TypeError as exc:
+        if form.source != "assumed":
+            raise
+        raise TypeError(  # the form was a guess: say so, and how to choose another
+            f"{_OWNER}: calling {form.form} failed ({exc}); its signature could not be read, "
+            "so this form was assumed: wrap the function in a lambda of the form it takes, "
+            "for example lambda x: f(x), or pass batched=True for f(x, size, rng)"
+        ) from exc
+    if form.batched:
+        out = to_outputs(raw, size)
         if out.n != size:
             raise ParameterError(
                 f"{_OWNER}: the batched `func` returned {out.n} outputs for size={size}"
             )
         return out
-    return to_outputs([func(x, source) for _ in range(size)])
+    return to_outputs(raw)
 
 
 @dataclass(frozen=True)
@@ -242,7 +393,7 @@ def _sample(
     x0: Any,
     x1: Any,
     target: int,
-    batched: bool,
+    form: CallForm,
     limits: _Limits,
     analyse: Callable[[Outputs, Outputs], object],
     source: Any,
@@ -265,13 +416,13 @@ def _sample(
     end = limits.start + limits.budget
     per_draw = 0.0  # peak bytes per draw, from the outputs seen so far
     analysis: float | None = None  # seconds of analysis per draw, from the pilot
-    drawn, batch, limited = 0, (1024 if batched else 64), False
+    drawn, batch, limited = 0, (1024 if form.batched else 64), False
     try:
         while drawn < target:
             size = min(batch, target - drawn)
             t0 = _clock()
-            parts0.append(_draw(func, x0, size, batched, source))
-            parts1.append(_draw(func, x1, size, batched, source))
+            parts0.append(_draw(func, x0, size, form, source))
+            parts1.append(_draw(func, x1, size, form, source))
             drawn += size
             bar.update(size)
             now = _clock()
@@ -420,13 +571,18 @@ def audit(
     Parameters
     ----------
     func : callable
-        ``func(x, rng)`` returning one output, or the batched form ``func(x, size, rng)``
-        returning ``size`` outputs (an array, or a frame with a ``draw`` column), used when
-        the function takes three positional parameters or one named ``size`` (or
-        ``batched=True``). ``rng`` is a dpkit bit source; pass it to dpkit's releases (for
-        example ``lambda x, size, rng: lap.sample(x, size, rng=rng)``). Outputs may be
-        numbers (``None`` or ``NaN`` for a refusal), arrays, candidates, :class:`Release`
-        records or DataFrames (:mod:`dpkit.audit.features` says what is read from each).
+        One of three forms, read from its signature without calling it
+        (:func:`calling_form`; the result's ``form`` and its text say which):
+        ``func(x)`` returning one output from its own randomness (``lambda v:
+        mech.release(v)``; the audit's ``rng`` cannot reach it), ``func(x, rng)`` (or
+        ``func(x, *, rng)``, as ``lap.release``) returning one output from the audit's bit
+        source, or the batched ``func(x, size, rng)`` returning ``size`` outputs (an
+        array, or a frame with a ``draw`` column), used when the function has a positional
+        parameter named ``size`` or three required ones (or ``batched=True``). ``rng`` is a
+        dpkit bit source; pass it to dpkit's releases (for example ``lambda x, size, rng:
+        lap.sample(x, size, rng=rng)``). Outputs may be numbers (``None`` or ``NaN`` for a
+        refusal), arrays, candidates, :class:`Release` records or DataFrames
+        (:mod:`dpkit.audit.features` says what is read from each).
     x0, x1 : any
         Two neighbouring inputs (:mod:`dpkit.audit.neighbours` builds worst-case pairs).
     claimed : float, PureDP, ApproxDP or ZCDP
@@ -452,7 +608,8 @@ def audit(
         the outputs of both inputs, their features and the event search), then at what the
         first batch's outputs measure (a frame or vector output needs several times more).
     batched : bool, optional
-        Force the batched (``True``) or per-draw (``False``) calling convention.
+        Force the batched (``True``) or a per-draw (``False``) form; without a readable
+        signature (a builtin), ``func(x, rng)`` is assumed and the result says so.
     rng
         Seed or bit source for the draws (``None``: secure).
     progress : bool, optional
@@ -469,7 +626,8 @@ def audit(
     Raises
     ------
     TypeError
-        ``func`` not callable, bad ``batched``, ``samples`` or ``max_memory``.
+        ``func`` not callable or taking none of the three forms, bad ``batched``,
+        ``samples`` or ``max_memory``.
     ParameterError
         Bad claim, delta, confidence, time budget or sample count; ``samples`` needing more
         memory than ``max_memory``; a batched ``func`` returning the wrong number of outputs.
@@ -555,16 +713,14 @@ def audit(
     if max(target, _MIN_SAMPLES) * floor > limit:  # before any draw
         basis = "at the least, for one number per output"
         raise _memory_error(max(target, _MIN_SAMPLES), floor, limit, basis)
-    is_batched = _is_batched(func, batched)
+    form = calling_form(func, batched)
     source = as_source(rng)
     limits = _Limits(t_start, budget, limit, samples is not None)
 
     def analyse(out0: Outputs, out1: Outputs) -> _Analysis:
         return _analyse(out0, out1, dlt, conf, eps)
 
-    out0, out1, limited = _sample(
-        func, x0, x1, target, is_batched, limits, analyse, source, progress
-    )
+    out0, out1, limited = _sample(func, x0, x1, target, form, limits, analyse, source, progress)
     n = min(out0.n, out1.n)
     if n < 4:
         raise ParameterError(
@@ -589,6 +745,8 @@ def audit(
         seconds=_clock() - t_start,
         time_limited=limited,
         name=name,
+        form=form.form,
+        form_source=form.source,
     )
 
 
@@ -615,17 +773,27 @@ def _analyse(out0: Outputs, out1: Outputs, dlt: float, conf: float, eps: float) 
 
 
 def format_table(results: Sequence[AuditResult]) -> str:
-    """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time."""
-    head = (
-        f"{'audit':<60} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
-        f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
+    """A fixed-width table: name, claim, lower bound, estimate, event, samples, verdict, time
+    (:func:`table_header`, then one :func:`table_row` per result)."""
+    return "\n".join([table_header(), *(table_row(r) for r in results)])
+
+
+_HEAD = (
+    f"{'audit':<60} {'claimed eps':>11} {'delta':>8} {'lower bound':>11} {'estimate':>9} "
+    f"{'samples':>10} {'verdict':>9} {'time':>7}  event"
+)
+
+
+def table_header() -> str:
+    """The two header lines of :func:`format_table` (to print rows as they finish)."""
+    return "\n".join([_HEAD, "-" * (len(_HEAD) + 40)])
+
+
+def table_row(r: AuditResult) -> str:
+    """One result as a line of :func:`format_table`."""
+    lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
+    return (
+        f"{r.name[:60]:<60} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
+        f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
+        f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:60]}{lattice}"
     )
-    lines = [head, "-" * (len(head) + 40)]
-    for r in results:
-        lattice = "" if r.lattice is None or r.lattice.consistent else "  [lattice leak]"
-        lines.append(
-            f"{r.name[:60]:<60} {r.claimed_epsilon:>11.4g} {r.delta:>8.2g} "
-            f"{r.epsilon_lower_bound:>11.4f} {r.epsilon_estimate:>9.4f} {r.samples:>10,} "
-            f"{r.verdict:>9} {r.seconds:>6.1f}s  {r.event[:60]}{lattice}"
-        )
-    return "\n".join(lines)

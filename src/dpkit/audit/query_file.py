@@ -96,9 +96,9 @@ def _guard(
 ) -> Callable[..., Any]:
     """``call``, with any exception of the user's code re-raised by :func:`_failure`."""
 
-    def guarded(*args: Any) -> Any:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
-            return call(*args)
+            return call(*args, **kwargs)
         except Exception as exc:
             raise _failure(path, what, exc, data=data) from exc
 
@@ -156,9 +156,14 @@ def load_query_file(path: str | Path) -> list[AuditCase]:
         raise ParameterError(
             f"audit query: {path.name} must define neighbours() or DATA with PRIVACY_UNIT"
         )
-    from dpkit.audit.core import _is_batched
+    from dpkit.audit.core import calling_form, per_call
 
-    batched = _is_batched(func, None)
-    call = _guard(path, "query()", func)
-    wrapped = call if batched else (lambda x, size, rng: [call(x, rng) for _ in range(size)])
+    form = calling_form(func)
+    if not form.uses_rng:
+        raise ParameterError(
+            f"audit query: {path.name}: query() must take the bit source: define "
+            "query(frame, rng) and pass rng=rng to the releases (a query drawing its own "
+            "randomness cannot be seeded or audited reproducibly)"
+        )
+    wrapped = per_call(_guard(path, "query()", func), form)
     return [AuditCase(f"{path.stem} [{pr.description}]", wrapped, pr, claim) for pr in pairs]

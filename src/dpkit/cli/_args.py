@@ -8,11 +8,15 @@
   accepts (:data:`MAX_DELTA`).
 * :func:`check_figure_path`, a ``--plot`` file name: refused at once, before the command does
   any work or spends any budget, when it is a folder or has no name before its suffix.
+* :func:`terminal_width`, the width a printed table must fit to be shown wide.
+* :func:`note_figure`, the line saying where a figure went, after the table it belongs to.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,13 @@ __all__ = [
     "check_delta_limit",
     "check_figure_path",
     "memory_size",
+    "note_figure",
     "once_each",
+    "terminal_width",
 ]
+
+#: The width assumed when the output is not a terminal (and $COLUMNS is unset).
+NO_TERMINAL_WIDTH = 240
 
 #: The largest ``--delta`` of a release or a budget on the command line. ``delta`` must stay
 #: far below ``1/n`` for ``n`` people: a mechanism that publishes each person's record in the
@@ -145,3 +154,16 @@ def memory_size(text: str) -> int:
             f"expected a finite size > 0, such as 512M or 4G; got {text!r}"
         )
     return int(value * scale)
+
+
+def terminal_width() -> int:
+    """The terminal's width ($COLUMNS first); :data:`NO_TERMINAL_WIDTH` without a terminal."""
+    return shutil.get_terminal_size((NO_TERMINAL_WIDTH, 24)).columns
+
+
+def note_figure(path: Path, json_output: bool) -> None:
+    """Say where the figure was written: on stdout after the table, or on stderr when stdout
+    holds JSON. stdout is flushed first, so that in a combined capture (``2>&1``, a pipe
+    flushed in blocks) the line never lands inside the table."""
+    sys.stdout.flush()
+    print(f"figure written to {path}", file=sys.stderr if json_output else sys.stdout)

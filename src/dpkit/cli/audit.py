@@ -7,6 +7,9 @@ Examples::
     dpkit audit ptr --query mean --lower 0 --upper 100 --time-budget 30
     dpkit audit session_group_by --delta 1e-6 --engine duckdb   # a Session query kind
     dpkit audit all --samples 200000          # every mechanism, framework and query kind
+
+Each row is printed as its audit finishes; Ctrl-C keeps the finished rows (and with --json
+prints them) and says how many of the audits ran (exit 130).
     dpkit audit query my_query.py --json      # a query file (dpkit.audit.query_file)
 """
 
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.cli._args import once_each
+from dpkit.cli._interrupt import Interrupted
 
 __all__ = ["register", "run"]
 
@@ -107,7 +111,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpkit.audit import format_table
+    from dpkit.audit.core import table_header, table_row
     from dpkit.audit.targets import TARGETS, cases
 
     if args.target == "all":
@@ -120,10 +124,12 @@ def run(args: argparse.Namespace) -> int:
         params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
         todo = cases(args.target, **params)
     progress = None if not args.no_progress else False
-    results = []
-    for case in todo:
-        results.append(
-            case.run(
+    results: list[Any] = []
+    if not args.json:
+        print(table_header(), flush=True)
+    try:
+        for case in todo:
+            result = case.run(
                 samples=args.samples,
                 time_budget=args.time_budget,
                 **({} if args.max_memory is None else {"max_memory": args.max_memory}),
@@ -131,12 +137,22 @@ def run(args: argparse.Namespace) -> int:
                 rng=args.seed,
                 progress=progress,
             )
-        )
+            results.append(result)
+            if not args.json:  # each row as it finishes: a long run shows its progress
+                print(table_row(result), flush=True)
+    except KeyboardInterrupt:
+        if args.json:  # the finished audits are kept
+            json.dump([r.as_dict() for r in results], sys.stdout, indent=2, default=str)
+            print()
+        kept = "printed above" if not args.json else "printed as JSON"
+        raise Interrupted(
+            f"interrupted after {len(results)} of {len(todo)} audit(s); the finished rows are "
+            f"{kept}" + ("" if results else " (none)")
+        ) from None
     if args.json:
         json.dump([r.as_dict() for r in results], sys.stdout, indent=2, default=str)
         print()
     else:
-        print(format_table(results))
         if any(r.lattice is not None and not r.lattice.consistent for r in results):
             print(
                 "[lattice leak]: lattice events alone exceed the claim (outputs reveal "

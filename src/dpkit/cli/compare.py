@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import memory_size, once_each
+from dpkit.cli._args import memory_size, note_figure, once_each
 from dpkit.errors import ParameterError
 
 __all__ = ["register", "run"]
@@ -102,6 +102,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="reproducible (NOT private) noise; default secure"
     )
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (off anyway if not a TTY)"
+    )
     p.set_defaults(func=run)
 
 
@@ -181,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         column=column,
         clip=args.clip,
         rng=args.seed,
+        progress=False if args.no_progress else None,
     )
     if args.json:
         rows = comp.summary()
@@ -205,5 +209,5 @@ def _run(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
 
         plt.close(ax.figure)
-        print(f"figure written to {args.plot}", file=sys.stderr if args.json else sys.stdout)
+        note_figure(args.plot, args.json)
     return 0

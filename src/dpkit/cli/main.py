@@ -9,13 +9,21 @@ Options several subcommands share are checked here, before the subcommand runs (
 any work and any spend): a ``--plot`` figure file name (:func:`dpkit.cli._args.check_figure_path`).
 
 Exit codes: 0 success; 2 a usage or parameter error (one line on stderr, no traceback);
-141 (128 + SIGPIPE, what a Unix tool killed by SIGPIPE reports) when the reader of the output
-went away, as in ``dpkit compare | head``: the command stops quietly.
+130 (128 + SIGINT) after Ctrl-C, with one line saying what was kept and, for a release,
+whether its budget was charged (:mod:`dpkit.cli._interrupt`); 141 (128 + SIGPIPE, what a
+Unix tool killed by SIGPIPE reports) when the reader of the output went away, as in
+``dpkit compare | head``: the command stops quietly.
+
+A subcommand may set ``error_text`` (a function of a message) on its parsed arguments to
+reword the library's errors in its own options (``dpkit query``:
+:func:`dpkit.cli._errors.query_message`), and ``interrupted``, the line printed after a
+Ctrl-C that it does not report itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -23,9 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dpkit.cli._args import check_figure_path
+from dpkit.cli._interrupt import EXIT_INTERRUPTED, Interrupted, settled
 from dpkit.errors import DPError
 
-__all__ = ["EXIT_BROKEN_PIPE", "SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "SUBCOMMANDS", "build_parser", "main"]
 
 SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.demo",
@@ -53,11 +62,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpkit",
         description="Differential privacy built around sensitivity.",
     )
+    parser.add_argument("--version", action="version", version=f"dpkit {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
         importlib.import_module(name).register(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (its metadata), or the source tree's when the package
+    is run from a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dpkit")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,15 +93,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit code: 0 on success, 2 on a parameter or usage error (reported on stderr as
-        one line), :data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader.
+        one line), :data:`EXIT_INTERRUPTED` after Ctrl-C (one line),
+        :data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader.
 
     Raises
     ------
     SystemExit
         From argparse, for ``--help`` and malformed command lines (exit code 2).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # while importing the subcommands
+        print("dpkit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         if getattr(args, "plot", None) is not None:  # every --plot names a figure file
             check_figure_path("--plot", Path(args.plot))
@@ -90,9 +116,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except Interrupted as exc:
+        message = exc.args[0] if exc.args else "interrupted"
+    except KeyboardInterrupt:
+        message = getattr(args, "interrupted", "interrupted")
     except (DPError, ValueError, TypeError, OSError) as exc:
-        print(f"dpkit {args.command}: error: {exc}", file=sys.stderr)
+        text = getattr(args, "error_text", str)(str(exc))
+        print(f"dpkit {args.command}: error: {text}", file=sys.stderr)
         return 2
+    # The same Ctrl-C can be raised again at any call (Polars raises it, then the
+    # interpreter): absorbed, and the report tried again.
+    for _ in range(10):
+        with contextlib.suppress(KeyboardInterrupt):
+            return _interrupted(args.command, message)
+    return EXIT_INTERRUPTED
+
+
+def _interrupted(command: str, message: str) -> int:
+    """One line on stderr after Ctrl-C (a second Ctrl-C while writing it is ignored)."""
+
+    def report() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what was printed before the interrupt comes first
+        print(f"dpkit {command}: {message}", file=sys.stderr, flush=True)
+
+    settled(report)  # with SIGINT ignored: the report is not cut short
+    return EXIT_INTERRUPTED
 
 
 def _silence_stdout() -> None:

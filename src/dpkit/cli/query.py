@@ -9,16 +9,24 @@ Examples::
     dpkit query data.parquet --engine spark --epsilon 1 --group-by Sex --keys sex.csv --count
 
 ``DATA`` is a .csv or .parquet path, or ``adult`` for the bundled UCI Adult table. Aggregates
-are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``, ``--histogram
-COLUMN:E0,E1,...``); a column name may itself contain colons, since the fields are split
-from the right. ``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with
-half of that aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
+are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``; ``--histogram
+COLUMN:E0,E1,...`` with two or more bin edges, or ``COLUMN:LOWER:UPPER:BINS`` for ``BINS``
+equal-width bins); a column name may itself contain colons, since the fields are split
+from the right. ``--group-by`` names each key column once.
+``--sum/--mean/--var/--std COLUMN:auto`` chooses the bounds privately with half of that
+aggregate's budget (``bounds="auto"``; the chosen bounds and the DP clipped
 fraction are printed; ``COLUMN:tail`` chooses them at a private 0.1th and 99.9th percentile
 instead, ``bounds_method="tail"``, for heavy-tailed columns), and ``--max-rows auto``
 chooses the rows kept per unit privately with a tenth of the release's budget::
 
     dpkit query adult --epsilon 1 --mean Age:auto --std "Hours per week":auto
     dpkit query data.csv --epsilon 1 --unit pid --max-rows auto --count
+
+The released table is printed wide (one row per group) when it fits the terminal, else long
+(one row per group and statistic: value, low, high); ``--layout wide|long`` chooses. Errors
+name the options (``--keys FILE``, ``--delta``), not the library's Python parameters
+(:mod:`dpkit.cli._errors`). Ctrl-C prints one line (exit 130): after the spend, that the
+budget was charged and nothing released.
 
 An option that takes one value may be given once: ``--histogram A --histogram B`` is a usage
 error (a histogram is released in a query of its own), as is a second ``--epsilon``,
@@ -40,13 +48,17 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import Once, check_delta_limit, once_each
+from dpkit.cli._args import Once, check_delta_limit, once_each, terminal_width
+from dpkit.cli._errors import query_message
+from dpkit.cli._interrupt import Interrupted, InterruptWatch, settled
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
 
 _BOUNDED = ("sum", "mean", "var", "std", "median")
 ENGINES = ("polars", "spark")
+LAYOUTS = ("auto", "wide", "long")
+_RETRIES = 10  # Ctrl-Cs absorbed while an interrupt is reported
 
 
 def register(sub: Any) -> None:
@@ -84,7 +96,7 @@ def register(sub: Any) -> None:
         help="rows kept per unit (an int), or 'auto' to choose it privately",
     )
     p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
-    p.add_argument("--group-by", default=None, help="comma-separated key columns")
+    p.add_argument("--group-by", default=None, help="comma-separated key columns, each named once")
     p.add_argument("--keys", default=None, help="CSV file of public keys (the key columns)")
     p.add_argument("--count", action="store_true", help="count rows")
     for name in _BOUNDED:
@@ -113,8 +125,10 @@ def register(sub: Any) -> None:
         action=Once,
         hint="a histogram is released in a query of its own: run one query per histogram",
         default=None,
-        metavar="COL:E0,E1,...",
-        help="counts per bin of a column (numeric edges), alone in its query (once)",
+        metavar="COL:E0,E1,...|COL:LOWER:UPPER:BINS",
+        help="counts per bin of a column, alone in its query (once): bins between the "
+        "comma-separated edges E0 < E1 < ... (at least two; Age:0,18,65,100), or BINS "
+        "equal-width bins from LOWER to UPPER (Age:0:100:10)",
     )
     p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
     p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
@@ -122,7 +136,18 @@ def register(sub: Any) -> None:
         "--json", action="store_true", help="print JSON (a value past the float range is null)"
     )
     p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="auto",
+        help="the printed table: wide (one row per group), long (one row per group and "
+        "statistic) or auto (long when wide is wider than the terminal); not with --json",
+    )
+    p.set_defaults(
+        func=run,
+        error_text=query_message,
+        interrupted="interrupted before the spend: nothing was charged or released",
+    )
 
 
 def _number(text: str, what: str) -> float:
@@ -142,6 +167,65 @@ def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float] | str]:
         raise ParameterError(f"query: --{flag} takes COLUMN:LOWER:UPPER; got {spec!r}")
     col, lo, hi = parts
     return col, (_number(lo, f"--{flag} lower"), _number(hi, f"--{flag} upper"))
+
+
+def _histogram(spec: str) -> tuple[str, list[float]]:
+    """``COL:E0,E1,...`` (two or more edges) or ``COL:LOWER:UPPER:BINS`` -> (column, edges).
+
+    Split from the right, so a column name may hold colons; anything else (``Age:0:100``:
+    one edge) is a usage error showing both forms."""
+    usage = (
+        f"query: --histogram takes COL:E0,E1,... (two or more comma-separated edges, such as "
+        f"Age:0,18,65,100) or COL:LOWER:UPPER:BINS (BINS equal-width bins, such as "
+        f"Age:0:100:10); got {spec!r}"
+    )
+    parts = spec.rsplit(":", 3)
+    if len(parts) == 4 and parts[0] and "," not in parts[3]:
+        col, lo, hi, count = parts
+        try:
+            low, high, bins = float(lo), float(hi), int(count)
+        except ValueError:
+            pass
+        else:
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise ParameterError(f"{usage}: LOWER < UPPER, both finite")
+            if not 1 <= bins <= 10_000:
+                raise ParameterError(f"{usage}: BINS between 1 and 10,000")
+            step = (high - low) / bins
+            return col, [low + i * step for i in range(bins)] + [high]
+    col, _, edges = spec.rpartition(":")
+    if not col or "," not in edges:
+        hint = ""
+        head, _, last = col.rpartition(":")
+        if head and _is_number(last) and _is_number(edges):
+            hint = (
+                f" (for bins from {last} to {edges}: {head}:{last},{edges} or "
+                f"{head}:{last}:{edges}:10)"
+            )
+        raise ParameterError(usage + hint)
+    return col, [_number(e, "a --histogram bin edge") for e in edges.split(",")]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _group_by(text: str) -> list[str]:
+    """``--group-by a,b`` -> ``["a", "b"]``; a column named twice is a usage error."""
+    by = [c.strip() for c in text.split(",") if c.strip()]
+    if not by:
+        raise ParameterError(f"query: --group-by names no column; got {text!r}")
+    twice = sorted({c for c in by if by.count(c) > 1})
+    if twice:
+        raise ParameterError(
+            f"query: --group-by names {', '.join(repr(c) for c in twice)} more than once; "
+            "give each key column once"
+        )
+    return by
 
 
 def _aggregates(args: argparse.Namespace) -> list[Any]:
@@ -173,12 +257,8 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
         bounds = (_number(lo, "--quantile lower"), _number(hi, "--quantile upper"))
         aggs.append(dp.quantile(col, levels, bounds=bounds))
     if args.histogram:
-        col, _, edges = args.histogram.rpartition(":")
-        if not col:
-            raise ParameterError(
-                f"query: --histogram takes COLUMN:E0,E1,...; got {args.histogram!r}"
-            )
-        aggs.append(dp.histogram(col, bins=[_number(e, "a bin edge") for e in edges.split(",")]))
+        col, edges = _histogram(args.histogram)
+        aggs.append(dp.histogram(col, bins=edges))
     if not aggs:
         raise ParameterError(
             "query: ask for at least one aggregate: --count, --sum/--mean/--var/--std/"
@@ -270,7 +350,12 @@ def _keys(args: argparse.Namespace, by: list[str]) -> Any:
         ) from None
     missing = [c for c in by if c not in frame.columns]
     if missing:
-        raise ParameterError(f"query: the --keys file lacks column(s) {missing}")
+        lacks = ", ".join(repr(c) for c in missing)
+        has = ", ".join(repr(c) for c in frame.columns)
+        raise ParameterError(
+            f"query: the --keys file {args.keys!r} lacks the --group-by column(s) {lacks}; "
+            f"it has {has}"
+        )
     return frame.select(by)
 
 
@@ -288,9 +373,98 @@ def _max_rows(text: str | None) -> int | str | None:
         raise ParameterError(f"query: --max-rows takes an int or 'auto'; got {text!r}") from None
 
 
-def run(args: argparse.Namespace) -> int:
+def _measure(q: Any, release: dict[str, Any], acct: Any, ledger: str | None) -> Any:
+    """``q.measure(**release)``; an interrupt says whether the budget was charged.
+
+    SIGINT is watched while the release runs (:class:`InterruptWatch`): an engine may turn
+    it into its own error (Spark cancels its jobs and the collect fails), which is then
+    reported as the interrupt it was, not as a failing filter."""
+    before = len(acct.history)
+    watch = InterruptWatch()
+    try:
+        with watch:
+            return q.measure(**release)
+    except (KeyboardInterrupt, Exception) as exc:
+        failure: BaseException = exc
+    # The same Ctrl-C can be raised twice (by Polars, then by the interpreter at its next
+    # check, which may be any call here): each time it is absorbed and the check repeated.
+    for _ in range(_RETRIES):
+        try:
+            interrupted, charged = settled(
+                lambda f=failure: (  # type: ignore[misc]
+                    isinstance(f, KeyboardInterrupt) or watch.seen,
+                    acct.history[before:],
+                )
+            )
+            break
+        except KeyboardInterrupt:
+            failure = KeyboardInterrupt()
+    else:
+        interrupted, charged = True, acct.history[before:]
+    if not interrupted:
+        raise failure
+    where = f" in the ledger {ledger!r}" if ledger else ""
+    if charged:
+        cost = " + ".join(repr(e.cost) for e in charged)
+        raise Interrupted(
+            f"interrupted after the spend: the budget was charged {cost}{where} and nothing "
+            "was released"
+        ) from None
+    raise Interrupted("interrupted before the spend: nothing was charged or released") from None
+
+
+def _table(frame: Any, layout: str, width: int) -> str:
+    """The released table as text: wide (Polars' own), or long when asked or when the wide
+    table is wider than ``width``."""
     import polars as pl
 
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=65_535, tbl_hide_dataframe_shape=True):
+        wide = str(frame)
+    too_wide = max((len(line) for line in wide.splitlines()), default=0) > width
+    if layout == "wide" or (layout == "auto" and not too_wide):
+        return wide
+    return _long(frame)
+
+
+def _long(frame: Any) -> str:
+    """One row per (group, statistic): the key columns, then statistic, value, low, high.
+
+    A statistic is a column ``S`` released with ``S_low`` and ``S_high``; every other column
+    is part of the group's key (the key columns, a histogram's bin edges)."""
+    cols = list(frame.columns)
+    stats = [c for c in cols if f"{c}_low" in cols and f"{c}_high" in cols]
+    shown = set(stats) | {f"{c}_{e}" for c in stats for e in ("low", "high")}
+    keys = [c for c in cols if c not in shown]
+    head = [*keys, "statistic", "value", "low", "high"]
+    body = []
+    for row in frame.iter_rows(named=True):
+        key = [_cell(row[k]) for k in keys]
+        for stat in stats:
+            body.append(
+                [*key, stat, *(_cell(row[c]) for c in (stat, f"{stat}_low", f"{stat}_high"))]
+            )
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(head)]
+    left = len(keys) + 1  # keys and the statistic's name left-aligned, the figures right
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(head), rule, *(line(r) for r in body)])
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return f"{value:.8g}" if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    return str(value)
+
+
+def run(args: argparse.Namespace) -> int:
     import dpkit as dp
 
     check_delta_limit("query", args.delta)
@@ -308,7 +482,7 @@ def run(args: argparse.Namespace) -> int:
     )
     q = session.query()
     if args.group_by:
-        by = [c.strip() for c in args.group_by.split(",") if c.strip()]
+        by = _group_by(args.group_by)
         q = q.group_by(*by, keys=_keys(args, by))
     q = q.agg(*aggs)
     release = {"epsilon": args.epsilon, "delta": args.delta, "rho": args.rho, "alpha": args.alpha}
@@ -316,7 +490,11 @@ def run(args: argparse.Namespace) -> int:
         plan = q.explain(**release)
         print(json.dumps({"plan": str(plan)}) if args.json else plan)
         return 0
-    rel = q.measure(**release)
+    rel = _measure(q, release, acct, args.ledger)
+    args.interrupted = (
+        f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
+        "the output above may be incomplete"
+    )
     frame = _polars(rel.frame)
     if args.json:
         out = {
@@ -337,8 +515,7 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, default=str, allow_nan=False))
         return 0
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True):
-        print(frame)
+    print(_table(frame, args.layout, terminal_width()))
     print(
         f"privacy cost {rel.privacy!r} (add/remove one "
         f"{'row' if rel.privacy_unit is None else repr(rel.privacy_unit)}); "

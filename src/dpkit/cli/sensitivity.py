@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import once_each
+from dpkit.cli._args import note_figure, once_each, terminal_width
 from dpkit.errors import ParameterError
 
 __all__ = ["parse_distances", "register", "run"]
@@ -149,7 +148,7 @@ def _universe_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels:
         print(head)
         _table([(r.query, r.relation, r.distance, r.sensitivity) for r in rows], ks)
     if args.plot is not None:
-        _plot(rows, args.plot)
+        _plot(rows, args.plot, args.json)
     return 0
 
 
@@ -205,7 +204,7 @@ def _data_mode(args: argparse.Namespace, qs: list[Any], ks: list[int], rels: lis
             "and smooth sensitivity"
         )
     if args.plot is not None:
-        _plot(rows, args.plot)
+        _plot(rows, args.plot, args.json)
     return 0
 
 
@@ -214,16 +213,24 @@ def _show(values: list[float]) -> str:
 
 
 def _table(rows: list[tuple[str, str, int, float]], ks: list[int]) -> None:
+    """One row per query and relation, one column per distance; one row per (query,
+    relation, k) instead when that would be wider than the terminal."""
     cells: dict[tuple[str, str], dict[int, float]] = {}
     for name, rel, k, v in rows:
         cells.setdefault((name, rel), {})[k] = v
+    if 21 + 10 * len(ks) > terminal_width():
+        print(f"{'query':<10} {'relation':<10} {'k':>6} {'sensitivity':>14}")
+        for (name, rel), by_k in cells.items():
+            for k in ks:
+                print(f"{name:<10} {rel:<10} {k:>6} {_fmt(by_k.get(k)):>14}")
+        return
     header = f"{'query':<10} {'relation':<10}" + "".join(f"{'k=' + str(k):>10}" for k in ks)
     print(header)
     for (name, rel), by_k in cells.items():
         print(f"{name:<10} {rel:<10}" + "".join(f"{_fmt(by_k.get(k)):>10}" for k in ks))
 
 
-def _plot(rows: Any, path: Path) -> None:
+def _plot(rows: Any, path: Path, json_output: bool) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -236,4 +243,4 @@ def _plot(rows: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    print(f"figure written to {path}", file=sys.stderr)
+    note_figure(path, json_output)

@@ -58,6 +58,7 @@ import numpy as np
 
 from dpkit._lattice import check_unit, unit_for
 from dpkit._lattice import units as lattice_units
+from dpkit._validate import is_real
 from dpkit.errors import InternalError, ParameterError
 from dpkit.frameworks._common import GRID_BITS
 from dpkit.samplers._discrete import uniform_one
@@ -297,7 +298,7 @@ _DYADIC_BYTES = tuple(
 
 def resolution_level(lattice: Lattice, resolution: Any) -> int:
     """``k`` with ``resolution = 2**k * g``: a power of two between ``g`` and the width."""
-    if isinstance(resolution, bool) or not isinstance(resolution, int | float | np.number):
+    if not is_real(resolution):  # bool, complex and time deltas are not resolutions
         raise TypeError(
             f"`support` must be 'auto', 'continuous' or a number (a resolution); "
             f"got {type(resolution).__name__}"

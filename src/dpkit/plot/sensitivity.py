@@ -13,6 +13,10 @@ __all__ = ["median_neighbours", "sensitivity_by_distance"]
 
 _STYLES = {"bounded": "-", "unbounded": "--"}
 _MARKERS = {"bounded": "o", "unbounded": "s"}
+#: Most distances labelled one by one on the x axis; past it, at most this many integer ticks.
+_MAX_TICKS = 12
+#: Most points of a line drawn with markers; past it, markers would merge into a thick line.
+_MAX_MARKERS = 40
 
 
 def _axes(ax: Any) -> Any:
@@ -54,7 +58,8 @@ def sensitivity_by_distance(
     data : array_like, optional
         A dataset drawn from the universe: plot local sensitivity at it instead.
     distances : iterable of int
-        Hamming radii (x axis).
+        Hamming radii (x axis): each one a tick up to 12 distances, a few integer ticks
+        beyond (and lines without markers past 40 points).
     relations : sequence of str
         Which relations to draw.
     rows : sequence of SweepRow, optional
@@ -101,14 +106,20 @@ def sensitivity_by_distance(
                 [r.distance for r in sel],
                 [r.sensitivity for r in sel],
                 linestyle=_STYLES.get(rel, "-"),
-                marker=_MARKERS.get(rel, "o"),
+                marker=_MARKERS.get(rel, "o") if len(sel) <= _MAX_MARKERS else None,
                 color=colour,
                 label=f"{name} ({rel})",
             )
     scope = rows[0].scope if rows else "global"
     ax.set_xlabel("Hamming distance k")
     ax.set_ylabel(f"{scope} sensitivity at distance k")
-    ax.set_xticks(sorted({r.distance for r in rows}))
+    ks = sorted({r.distance for r in rows})
+    if len(ks) <= _MAX_TICKS:
+        ax.set_xticks(ks)
+    else:  # one label per k would overprint: a few integer ticks
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=_MAX_TICKS, integer=True))
     ax.set_title(
         f"{scope.capitalize()} sensitivity by distance (solid: bounded, dashed: unbounded)"
     )
@@ -203,6 +214,6 @@ def median_neighbours(
     shown_data = "[" + ", ".join(f"{v:g}" for v in np.repeat(vals, counts)) + "]"
     ax.set_title(f"{q.name} of the {nb.shape[0]} {rel} neighbours of {shown_data}: LS_1 = {ls:g}")
     ax.set_ylabel(q.name)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     return ax

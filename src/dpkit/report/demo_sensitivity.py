@@ -87,7 +87,7 @@ def _toy_figures(ctx: Any, rows: Any) -> None:
     plt.close(fig)
     ctx.echo(f"  figure of this table (the toy universe): {path}")
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 4.8))  # each legend right of its axes
     median_neighbours([1, 2, 10], UNIVERSE, relation="bounded", ax=axes[0])
     median_neighbours([1, 2, 10], UNIVERSE, relation="unbounded", ax=axes[1])
     fig.suptitle(f"The median of {{1, 2, 10}} on each neighbour, records from the {TOY}")

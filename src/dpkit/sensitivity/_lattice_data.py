@@ -27,6 +27,7 @@ callers add that slack (:attr:`LatticeData.slack`).
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -37,8 +38,12 @@ __all__ = ["LatticeData", "ceil_float"]
 
 
 def ceil_float(x: Fraction) -> float:
-    """The smallest float ``>= x`` (a monotone map: it keeps every inequality between values)."""
-    f = float(x)
+    """The smallest float ``>= x`` (a monotone map: it keeps every inequality between values):
+    infinity above the largest float, the most negative float below it."""
+    try:
+        f = float(x)
+    except OverflowError:  # beyond the float range (a variance over bounds near 1e308)
+        return math.inf if x > 0 else -sys.float_info.max
     if Fraction(f) < x:
         f = math.nextafter(f, math.inf)
     return f

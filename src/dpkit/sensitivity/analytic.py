@@ -22,6 +22,12 @@ from dpkit.sensitivity._common import (
 
 __all__ = ["global_sensitivity"]
 
+#: A position in the sorted data: a float, or an exact fraction past :data:`_EXACT_FLOAT_INT`.
+Real = float | Fraction
+#: Largest dataset size whose positions ``q (n - 1)`` are computed in float64 (its integers
+#: are exact up to ``2**53``); larger sizes use exact fractions.
+_EXACT_FLOAT_INT = 2**53
+
 
 def global_sensitivity(
     query: Any,
@@ -116,8 +122,9 @@ def global_sensitivity(
     equality where the smaller variance is 0, which the worst pairs have (checked each call
     for the unbounded case). Both are rounded up to the next float, never down.
 
-    Time ``O(k^2 + n)`` for percentiles, ``O(k)`` for the unbounded mean (``O(k^2)`` with
-    ``n=None``), ``O(k^2)`` for the unbounded var and std with ``n``, ``O(1)`` otherwise.
+    Time ``O(k^2)`` for percentiles (``O(1)`` memory for any ``n``; exact fractions past
+    ``n = 2**53``), ``O(k)`` for the unbounded mean (``O(k^2)`` with ``n=None``), ``O(k^2)``
+    for the unbounded var and std with ``n``, ``O(1)`` otherwise.
 
     Examples
     --------
@@ -395,15 +402,26 @@ def _mean_unbounded(n: int, k: int) -> float:
     return float(max(0.0, float(change.max())))
 
 
-def _overlap(start: float, end: float, cells: range | None) -> float:
-    """Largest overlap of ``[start, end]`` with a unit cell ``[c, c + 1]``, ``c`` in ``cells``."""
+def _overlap(start: Real, end: Real, cells: range | None) -> float:
+    """Largest overlap of ``[start, end]`` with a unit cell ``[c, c + 1]``, ``c`` in ``cells``.
+
+    In O(1): the overlap ``min(end, c + 1) - max(start, c)`` is concave in ``c`` (a minimum
+    of increasing functions less a maximum of increasing functions) and flat between
+    ``start`` and ``end - 1`` (or between ``end - 1`` and ``start``), so over the integers of
+    ``cells`` it peaks at a floor or ceiling of those two ends, clamped to ``cells``.
+    ``start`` and ``end`` may be exact fractions (their arithmetic then stays exact).
+    """
     if end <= start:
         return 0.0
     if cells is None:
-        return min(end - start, 1.0)
-    c = np.arange(cells.start, cells.stop)
-    ov = np.minimum(end, c + 1) - np.maximum(start, c)
-    return float(max(0.0, float(np.max(ov)))) if c.size else 0.0
+        return float(min(end - start, 1))
+    if cells.stop <= cells.start:  # (len() of a range past 2**63 overflows)
+        return 0.0
+    first, last = cells.start, cells.stop - 1
+    ends = (start, end - 1)
+    candidates = {min(max(f(e), first), last) for e in ends for f in (math.floor, math.ceil)}
+    best = max(min(end, c + 1) - max(start, c) for c in candidates)
+    return float(max(best, 0))
 
 
 def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float:
@@ -420,7 +438,9 @@ def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float
                 best = max(best, min(r * (1 - q) + a * q, 1.0), min(r * q + a * (1 - q), 1.0))
         return best
     cells = range(-1, n)
-    h = q * (n - 1)
+    # positions past 2**53 are not exact in float64: there, exact fractions (O(1) either way)
+    qq: Real = q if n <= _EXACT_FLOAT_INT else Fraction(q)
+    h = qq * (n - 1)
     if relation == "bounded":
         j = min(k, n)
         return max(_overlap(h, h + j, cells), _overlap(h - j, h, cells))
@@ -430,7 +450,7 @@ def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float
             m = n - r + a
             if m < 1 or r + a == 0:
                 continue
-            hm = q * (m - 1)
+            hm = qq * (m - 1)
             best = max(best, _overlap(h, r + hm, cells), _overlap(hm - a, h, cells))
             if best >= 1.0:  # a whole cell: no interval can overlap one by more
                 return best

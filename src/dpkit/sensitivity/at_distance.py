@@ -522,13 +522,20 @@ def upper_envelope(
         unit = ld.unit / data.factor
         if q.kind == "var":
             env = _var_distance.var_envelope(data, relation, ks)
-            scale = unit**2
-            slack = float(ld.slack(2 * (upper - lower) + ld.unit))
+            # past the float range (bounds near 1e308) the envelope is infinite where it is
+            # not 0; the sensitivity it bounds is then refused by check_sensitivity
+            scale = unit * unit  # (float * float is inf past the range; ** would raise)
+            slack = ceil_float(
+                ld.slack(2 * (Fraction(upper) - Fraction(lower)) + Fraction(ld.unit))
+            )
         else:
             env = _std_distance.std_envelope(data, relation, ks)
             scale, slack = unit, float(ld.slack(1))
         err = _var_distance.certified_errors(q.kind, ks, data)
-        return ((env * (1 + 2.0**-30) + 2 * err) * scale + 2 * slack) * (1 + 2.0**-50)
+        raw = env * (1 + 2.0**-30) + 2 * err
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (raw * scale + 2 * slack) * (1 + 2.0**-50)
+        return np.where(raw > 0, out, 2 * slack * (1 + 2.0**-50))
     if q.kind == "sum":
         top = max(abs(lower), abs(upper)) if relation == "unbounded" else upper - lower
         return np.full(ks.size, float(top))

@@ -287,6 +287,17 @@ def _moment_by_distance(
     """
     if not ks:
         return []
+    big = max(abs(lower), abs(upper))
+    if big > _RESCALE_ABOVE:
+        # squares of such values overflow float64: compute on the data and bounds times
+        # 2**-e (exact, as every power of two is; values below 2**-1074 of the bounds vanish)
+        # and scale the answer back, to infinity where it is not a float (refused upstream)
+        e = math.frexp(big)[1]
+        scaled = _moment_by_distance(
+            q, np.ldexp(x, -e), ks, relation, math.ldexp(lower, -e), math.ldexp(upper, -e)
+        )
+        power = 2 * e if q.kind == "var" else e
+        return [_ldexp_or_inf(v, power) for v in scaled]
     n = x.size
     reach = [_reach(k, n, relation) for k in ks]
     r, a = _pairs(n, max(reach), relation, q.min_size)
@@ -309,6 +320,19 @@ def _moment_by_distance(
         else:
             out.append(float(max(math.sqrt(big) - s0, s0 - math.sqrt(small), 0.0)))
     return out
+
+
+#: Largest bound magnitude at which var and std are computed as they are: the squares of
+#: larger values, and their sums over many records, overflow float64 (near 1e154).
+_RESCALE_ABOVE = 2.0**400
+
+
+def _ldexp_or_inf(value: float, exp: int) -> float:
+    """``value * 2**exp``, or infinity where that is beyond the float range."""
+    try:
+        return math.ldexp(value, exp)
+    except OverflowError:
+        return math.inf
 
 
 def _var_extremes(

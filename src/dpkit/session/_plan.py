@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpkit._validate import check_delta, check_positive
+from dpkit._validate import check_choice, check_delta, check_positive
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
@@ -66,8 +66,8 @@ def make_budget(
     ``noise="laplace"``, in which case ``delta`` pays only for key selection. ``rho``
     (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
     """
-    if noise is not None and noise not in _NOISES:
-        raise ParameterError(f"{owner}: `noise` must be 'laplace' or 'gaussian'; got {noise!r}")
+    if noise is not None:  # a str from the set (an array here is a TypeError, not ambiguous)
+        check_choice(owner, "noise", noise, _NOISES)
     if rho is not None:
         if epsilon is not None:
             raise ParameterError(f"{owner}: give `epsilon` (and `delta`) or `rho`, not both")
@@ -226,6 +226,9 @@ class Plan:
     rows: RowsPlan | None = None
 
     def __str__(self) -> str:
+        return explain_text(self)
+
+    def __repr__(self) -> str:  # at a prompt, the plan's text rather than its fields
         return explain_text(self)
 
 
@@ -525,6 +528,12 @@ def explain_text(plan: Plan) -> str:
                     else _fmt(frac)
                 )
             )
+    if plan.rows is not None and plan.rows.chosen is None:
+        lines.append(
+            f"                 worst case: the figures above assume max_rows_per_unit = "
+            f"{plan.max_rows} (the cap of 'auto'); a release uses the bound it chooses, at "
+            "most that, and its plan (release.plan) shows the figures it used"
+        )
     s = plan.selection
     if s is not None:
         src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"

@@ -141,7 +141,11 @@ class QuerySampler:
         TypeError, ParameterError
             Bad ``size`` or salts.
         """
-        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+        if (
+            isinstance(size, bool | np.timedelta64)
+            or not isinstance(size, int | np.integer)
+            or size < 1
+        ):
             raise TypeError(f"QuerySampler.sample: `size` must be an int >= 1; got {size!r}")
         size = int(size)
         source = self._query._source(rng)

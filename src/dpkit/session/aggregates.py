@@ -39,7 +39,7 @@ from typing import Any
 import narwhals as nw
 import numpy as np
 
-from dpkit._validate import check_bounds, check_number, check_positive
+from dpkit._validate import check_bounds, check_number, check_positive, describe
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
@@ -273,7 +273,9 @@ class Sum(_Bounded):
 
     The sum and its interval are exact integers of lattice units rounded once to float64:
     a value or an interval end beyond the float range (bounds near ``1e308``, or a tiny
-    epsilon's wide interval) is released as ``-inf`` or ``inf``.
+    epsilon's wide interval) is released as ``-inf`` or ``inf``; bounds and a budget whose
+    noise interval alone is beyond it (``+-inf`` for every table) are refused before the
+    spend (:func:`dpkit.statistics.moments.check_sum_interval`).
     """
 
     def parts(self, noise: str, prefix: str) -> list[Part]:
@@ -983,6 +985,14 @@ def median(
     return _with_grids("dp.median", out)
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def histogram(
     column: str,
     *,
@@ -1040,6 +1050,12 @@ def histogram(
             raise ParameterError(f"{owner}: `bins` must be finite")
         return Histogram(column, out_name, w, edges=edges)
     cats = tuple(bins)
+    for i, c in enumerate(cats):  # a category is one value: not a list, array or mapping
+        if isinstance(c, list | tuple | set | frozenset | dict | np.ndarray) or not _hashable(c):
+            raise TypeError(
+                f"{owner}({column!r}): `bins` must be numeric edges or category values "
+                f"(strings, numbers, dates); got {type(c).__name__} {describe(c)} at position {i}"
+            )
     if len(set(cats)) != len(cats):
         raise ParameterError(f"{owner}({column!r}): categories in `bins` must be distinct")
     return Histogram(column, out_name, w, categories=cats)

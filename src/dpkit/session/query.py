@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -181,6 +182,14 @@ def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
     return salt
 
 
+def _none_or_one(value: Any) -> bool:
+    """``None`` or the number 1 (what a bound means without a privacy unit); an array or
+    any other value is not (compared without NumPy's elementwise ``in``)."""
+    return value is None or (
+        isinstance(value, numbers.Real) and not isinstance(value, bool) and value == 1
+    )
+
+
 class Query:
     """A differentially private query on a :class:`~dpkit.session.Session`: immutable.
 
@@ -273,7 +282,7 @@ class Query:
         k = session.max_rows_per_unit if max_rows_per_unit is None else max_rows_per_unit
         m = session.max_groups_per_unit if max_groups_per_unit is None else max_groups_per_unit
         if session.privacy_unit is None:
-            if max_rows_per_unit not in (None, 1) or max_groups_per_unit not in (None, 1):
+            if not (_none_or_one(max_rows_per_unit) and _none_or_one(max_groups_per_unit)):
                 raise ParameterError(
                     "query: `max_rows_per_unit` and `max_groups_per_unit` apply only with a "
                     "privacy_unit column; with privacy_unit=None each row is its own unit"
@@ -690,6 +699,8 @@ class Query:
         """
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
         assert plan.budget is not None
+        if label is not None and not isinstance(label, str):
+            raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
         source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
         self._s._spend(plan.budget.cost, label)
@@ -759,6 +770,13 @@ class Query:
             )
             self._plan(epsilon, delta, rho, noise, alpha, True, aggregates=worst)
         check_stages(plan)  # the automatic stages' noise within the sampler's range
+        for part in plan.parts:  # a sum's interval within the float range for some table
+            if part.part.label == "sum":
+                from dpkit.statistics.moments import check_sum_interval
+
+                what = "narrow the bounds (rescale the data) or raise epsilon (or rho)"
+                owner = f"Session ({part.aggregate})"
+                check_sum_interval(owner, part.half_width, part.part.unit, what)
         if plan.quantiles:
             statistics_layer()  # fails before spending if the statistics layer is missing
             quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]

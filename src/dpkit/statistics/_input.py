@@ -168,7 +168,13 @@ def check_count_array(
     Counts are private data: the messages never quote them."""
     if isinstance(value, str | bytes | np.ma.MaskedArray):
         raise TypeError(f"{owner}: `{name}` must be an array of integers")
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, RecursionError, TypeError):  # ragged or nested: not one array
+        raise TypeError(
+            f"{owner}: `{name}` must be a flat sequence of integers or a 1-D array; got a "
+            f"ragged or nested {type(value).__name__}"
+        ) from None
     kinds = "iuf" if whole_floats else "iu"
     if arr.dtype.kind not in kinds:
         raise TypeError(f"{owner}: `{name}` must hold integers; got dtype {arr.dtype}")

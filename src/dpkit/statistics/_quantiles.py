@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds, check_choice, check_number, check_positive
+from dpkit._validate import check_bounds, check_choice, check_number, check_positive, is_real
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
@@ -427,7 +427,7 @@ def _check_support(owner: str, support: Any) -> None:
                 f"{owner}: `support` must be one of {SUPPORTS} or a power-of-two resolution "
                 f"such as 1.0; got {support!r}"
             )
-    elif isinstance(support, bool) or not isinstance(support, int | float | np.number):
+    elif not is_real(support):  # bool, complex and time deltas are not resolutions
         raise TypeError(
             f"{owner}: `support` must be 'auto', 'continuous' or a resolution such as 1.0; "
             f"got {type(support).__name__}"
@@ -974,11 +974,17 @@ def quantile_samples(
         raise TypeError(f"{owner}: `q` must be one level; got {q!r}")
     eps = check_positive(owner, "epsilon", epsilon)
     lower, upper = check_bounds(owner, bounds)
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 1:
+    if (
+        isinstance(size, bool | np.timedelta64)
+        or not isinstance(size, int | np.integer)
+        or size < 1
+    ):
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
     _check_support(owner, support)
     if window is not None and (
-        isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 0
+        isinstance(window, bool | np.timedelta64)
+        or not isinstance(window, int | np.integer)
+        or window < 0
     ):
         raise TypeError(f"{owner}: `window` must be None or an int >= 0; got {window!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
@@ -1044,7 +1050,11 @@ def quantiles_samples(
     lv, eps, (lower, upper), meth, _a, _share = _check_common(
         owner, levels, epsilon, bounds, method, support, 0.05, False, 0.5
     )
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or int(size) < 1:
+    if (
+        isinstance(size, bool | np.timedelta64)
+        or not isinstance(size, int | np.integer)
+        or size < 1
+    ):
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
     lattice = Lattice.for_bounds(owner, lower, upper)
     arr = record_array(owner, data)

@@ -21,6 +21,7 @@ clipping bias is not included (the clipped fraction says how much data it concer
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -123,6 +124,27 @@ def _choose_bounds(
     }
 
 
+def check_sum_interval(owner: str, half: int, unit: float, what: str) -> None:
+    """Refuse, before the spend, a sum whose ``(1 - alpha)`` interval leaves the float range
+    for every table: its half-width ``half`` lattice units of ``unit`` beyond the largest
+    float puts an end of every release's interval at +-inf, whatever the data, so the
+    budget would be spent for nothing. ``what`` names the parameters to change. (A sum
+    that leaves the range only because of many large records is released as +-inf.)"""
+    if Fraction(half) * Fraction(unit) > Fraction(sys.float_info.max):
+        raise ParameterError(
+            f"{owner}: the sum's interval would be beyond the float range (+-inf) for every "
+            f"table: its noise half-width is about {_scientific(half, unit)}, above the "
+            f"largest float ({sys.float_info.max:.3g}); {what}"
+        )
+
+
+def _scientific(half: int, unit: float) -> str:
+    """``half * unit`` in scientific notation, without forming the product (it may overflow)."""
+    power = math.log10(max(half, 1)) + math.log10(unit)
+    whole = math.floor(power)
+    return f"{10 ** (power - whole):.2g}e{whole}"
+
+
 def _bits(kind: str) -> int:
     """Bits of the statistic's lattice: :data:`_VAR_BITS` for the squares of var and std."""
     return _VAR_BITS if kind in ("var", "std") else 30
@@ -190,6 +212,11 @@ def _moments(
     else:
         _check_given_bounds(owner, bounds, kind)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
+    if kind == "sum" and not isinstance(bounds, str):  # as the Session's dp.sum
+        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
+        scale = Fraction(max(abs(lat.lo), abs(lat.hi), 1)) / (Fraction(eps) * (1 - Fraction(share)))
+        what = "narrow the `bounds` (rescale the data) or raise `epsilon`"
+        check_sum_interval(owner, _laplace_halfwidth(scale, a), lat.spacing, what)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     total = Fraction(eps)
@@ -381,6 +408,11 @@ def sum(  # dpkit.statistics.sum: shadows the builtin inside this module on purp
     """The sum of the clipped records with discrete Laplace noise.
 
     Parameters and returns as for :func:`mean`.
+
+    The sum and its interval are exact integers of lattice units rounded once to float64,
+    as the Session's ``dp.sum``: given ``bounds`` whose noise interval alone is beyond the
+    float range (``+-inf`` for every table) are refused before the spend; a sum beyond it
+    because of many large records is released as ``-inf`` or ``inf``.
 
     Privacy
     -------
