@@ -452,7 +452,8 @@ def explain_text(plan: Plan) -> str:
         "Intervals cover the noise only: clipping to the bounds, per-unit bounding and "
         "key selection can bias a value beyond its interval. Counts and sums: from the exact "
         "noise law (Laplace) or a rigorous tail bound (Gaussian); means, variances, "
-        "deviations: conservative (union bound over their parts); quantiles: simultaneous "
-        "value intervals from the statistics layer (conservative)."
+        "deviations: conservative (union bound over their parts); quantiles: value intervals "
+        "for the rank quantiles, jointly over the levels, from the statistics layer "
+        "(conservative)."
     )
     return "\n".join(lines)

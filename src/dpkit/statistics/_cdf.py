@@ -13,10 +13,13 @@ post-processing:
   increase, so the crossings alone can come out of order on small or empty groups);
 * with ``C_t`` the records at or below grid point ``t``, ``T = (1 - q) C~_t - q (n~ - C~_t)``
   estimates ``C_t - q n`` with noise a weighted sum of the ``K`` Laplace variables
-  (Chernoff half-width ``h``, union bound over every ``(level, t)``); ``T + h < 0`` certifies
-  ``C_t < q n`` (every ``q``-quantile lies above ``t``) and ``T - h > 0`` certifies
-  ``C_t > q n`` (every ``q``-quantile lies at or below ``t``). The interval runs from the
-  point after the largest certified-below ``t`` to the smallest certified-above ``t``.
+  (Chernoff half-width ``h``); ``T + h < 0`` certifies ``C_t < q n`` (every rank quantile,
+  as defined in :mod:`dpkit.statistics._intervals`, lies above ``t``) and ``T - h > 0``
+  certifies ``C_t > q n`` (every rank quantile lies at or below ``t``). The interval runs
+  from the point after the largest certified-below ``t`` to the smallest certified-above
+  ``t``. One union bound covers these statements (one per level and grid point) and the
+  rank intervals' prefix sums and total, so value and rank intervals hold jointly with
+  probability at least ``1 - alpha``.
 
 Ties cost nothing here (a tied value is one grid point), so this beats the exponential
 mechanism's recursions on integer data, whose splits drift by up to a tie block; on large
@@ -34,7 +37,7 @@ import numpy as np
 from dpkit.frameworks._quantile_em import Counts, Measure
 from dpkit.samplers import discrete_laplace
 from dpkit.statistics._input import as_rational_level
-from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths
+from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statements
 
 __all__ = ["MAX_GRID", "CdfRelease", "cdf_grid", "cdf_quantiles"]
 
@@ -94,7 +97,9 @@ def cdf_quantiles(
     values = lat.values(pts_units)
     points: list[int] = []
     m = len(user_levels)
-    beta = alpha / (2 * size * m + 1)
+    # one union bound over every statement: a two-sided one per (level, grid point), then
+    # the rank intervals' m prefix sums and the total (value and rank intervals jointly)
+    beta = alpha / statements(m, size)
     sf = float(scale)
     low = np.empty(m)
     high = np.empty(m)
@@ -125,11 +130,10 @@ def cdf_quantiles(
     # point is released)
     points.sort()
     # rank intervals: records strictly below each released point, over the total
-    beta_r = alpha / (m + 1)
-    h_n = laplace_sum_halfwidth(size, sf, beta_r)
+    h_n = laplace_sum_halfwidth(size, sf, beta)
     pos = [(p - first) // step for p in points]
     below = np.array([int(cum[i - 1]) if i > 0 else 0 for i in pos])
-    h_b = np.array([laplace_sum_halfwidth(i, sf, beta_r) if i > 0 else 0 for i in pos])
+    h_b = np.array([laplace_sum_halfwidth(i, sf, beta) if i > 0 else 0 for i in pos])
     n_lo, n_hi = n_hat - h_n, n_hat + h_n
     rank_low = np.clip((below - h_b) / n_hi, 0.0, 1.0) if n_hi > 0 else np.zeros(m)
     rank_high = np.clip((below + h_b) / n_lo, 0.0, 1.0) if n_lo > 0 else np.ones(m)

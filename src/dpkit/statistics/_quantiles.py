@@ -104,12 +104,19 @@ class QuantileRelease:
         The released quantiles, one per level, sorted (read-only float64).
     value_intervals : numpy.ndarray or None
         Shape ``(m, 2)``: ``[low, high]`` per level. With probability at least ``1 - alpha``,
-        *simultaneously for every level*, each interval contains every ``q``-quantile of the
-        records clipped to the bounds (NumPy's among them). Conservative (valid for every data
-        set and method); clipping bias is not included. ``None`` when ``intervals=False``.
+        *simultaneously for every level* (and jointly with ``rank_intervals``), each interval
+        contains every rank quantile of level ``q`` of the records ``x`` clipped to the bounds:
+        every ``t`` with ``#{x < t} <= q n <= #{x <= t}``, that is ``x_(ceil(q n))`` (the
+        order statistic; NumPy's ``method="inverted_cdf"``), or the segment
+        ``[x_(k), x_(k + 1)]`` when ``q n = k`` is an integer. NumPy's default
+        ``"linear"`` value can lie outside (in an empty gap between two records: see
+        :mod:`dpkit.statistics._intervals`). Conservative (valid for every data set and
+        method); clipping bias is not included. ``None`` when ``intervals=False``.
     rank_intervals : numpy.ndarray or None
         Shape ``(m, 2)``: bounds on the fraction of records strictly below each released value,
-        holding with the intervals above (same event, probability ``>= 1 - alpha``).
+        ``#{x < value} / n``. One union bound covers the statements behind both kinds of
+        interval, so value and rank intervals all hold together with probability at least
+        ``1 - alpha``.
     method : str
         ``"exponential"`` (one level), ``"aq"``, ``"joint"``, ``"independent"`` or ``"cdf"``.
     privacy : PureDP
