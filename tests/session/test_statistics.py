@@ -376,6 +376,31 @@ def test_auto_bounds_release_reports_bounds_and_spends_once(
     np.testing.assert_allclose(frame["x_mean"].to_numpy(), truth, atol=1.5)
 
 
+def test_auto_bounds_on_small_data_fall_back_to_public_bounds_and_say_so(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """30 persons with the value 1.0 each, at most 3 rows per person, epsilon 1: the
+    histogram runs at 0.5 / 3 per row (scale 6), its threshold is 130, which 30 records
+    pass with probability about 3e-8 (and the empty buckets together with at most 1e-6).
+    So every release falls back to the public bounds (-1, 1), says so in
+    QueryRelease.bounds and the plan's text, and releases a mean within them (a threshold
+    lowered until something passes let noise-only buckets choose bounds such as
+    (9e74, 1.8e75))."""
+    df = pl.DataFrame({"pid": list(range(30)), "v": [1.0] * 30})
+    s = dp.Session(
+        engine(df), privacy_unit="pid", max_rows_per_unit=3, budget=dp.PureDP(100.0), rng=5
+    )
+    q = s.query().agg(dp.mean("v", bounds="auto"))
+    for _ in range(5):
+        rel = q.measure(epsilon=1.0)
+        b = rel.bounds["v_mean"]
+        assert b.fallback and b.bounds == (-1.0, 1.0) and b.details["passing_buckets"] == 0
+        assert b.details["threshold"] == 130
+        value = to_polars(rel.frame)["v_mean"][0]
+        assert -1.0 <= value <= 1.0
+        assert "public fallback bounds, not read from the data" in str(rel.plan)
+
+
 def test_auto_bounds_are_refused_where_they_do_not_apply() -> None:
     with pytest.raises(TypeError, match="pair"):
         dp.median("x", bounds="auto")

@@ -435,6 +435,12 @@ def explain_text(plan: Plan) -> str:
                     else _fmt(frac)
                 )
             )
+            if getattr(got, "fallback", False):
+                lines.append(
+                    "                 no bucket of the noisy histogram passed its threshold "
+                    "(too few values for the noise): these are the public fallback bounds, "
+                    "not read from the data"
+                )
     s = plan.selection
     if s is not None:
         src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"

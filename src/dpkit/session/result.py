@@ -39,9 +39,11 @@ class QueryRelease:
         The key-selection threshold, or ``None`` with public keys.
     bounds
         Per aggregate with ``bounds="auto"``, the :class:`~dpkit.statistics.BoundsRelease`
-        of its privately chosen bounds (``.bounds``, and ``.clipped_fraction``: a DP estimate
-        of the fraction of its values outside them). They are global (one choice for all
-        groups) and also printed by ``print(rel.plan)``; the frame itself holds no extra
+        of its privately chosen bounds (``.bounds``; ``.clipped_fraction``: a DP estimate
+        of the fraction of its values outside them with the histogram method, ``None`` with
+        ``bounds_method="tail"``; ``.fallback``: ``True`` when no bucket passed its
+        threshold and the bounds are the public fallback). They are global (one choice for
+        all groups) and also printed by ``print(rel.plan)``; the frame itself holds no extra
         columns.
     contribution
         With ``max_rows_per_unit="auto"``, the :class:`~dpkit.statistics.ContributionBound`
