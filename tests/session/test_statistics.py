@@ -102,6 +102,20 @@ def test_integer_ages_are_released_on_the_tie_block() -> None:
     assert hits >= 45
 
 
+@pytest.mark.parametrize("method", ["joint", "aq", "independent"])
+def test_integer_columns_come_back_on_integers_in_the_session(method: str) -> None:
+    """An integer-typed column releases integers under every method, JointExp (whose score
+    is not tie-aware) included: the statistics layer moves each value onto the integers."""
+    rng = np.random.default_rng(5)
+    ages = np.concatenate([rng.integers(18, 40, 990), np.full(810, 40), rng.integers(41, 91, 200)])
+    s = dp.Session(pl.DataFrame({"age": ages}), budget=dp.PureDP(1e6), rng=3)
+    q = s.query().agg(dp.quantile("age", [0.25, 0.75], bounds=(0, 100), method=method))
+    for _ in range(10):
+        row = q.release(epsilon=0.5).row(0, named=True)
+        for name in ("age_0.25", "age_0.75"):
+            assert row[name] == round(row[name]), (name, row[name])
+
+
 # neighbour histogram: a person with K rows at the top decides the upper quantile
 
 K = 4

@@ -34,7 +34,13 @@ class QueryRelease:
     releases
         Per noisy statistic, a :class:`~dpkit.mechanisms.Release` holding its per-group noisy
         values (in statistic units), mechanism, share of the cost and noise scale, keyed
-        ``"<aggregate>: <statistic>"``.
+        ``"<aggregate>: <statistic>"``: the parts of counts, sums, means, variances and
+        deviations (``"x_mean: centred sum"``), ``"<name>: count per bin"`` for a histogram
+        (its noisy counts, groups by bins), and ``"<name>: quantiles"`` for a quantile
+        aggregate (mechanism ``"quantiles"``: per released group one row of values, one
+        column per level, its value intervals in ``details["value_intervals"]``, and
+        ``privacy`` the mechanism's pure epsilon per group for one unit). The automatic
+        stages have their own records: ``bounds`` and ``contribution`` below.
     threshold
         The key-selection threshold, or ``None`` with public keys.
     bounds

@@ -29,7 +29,7 @@ from dpkit.statistics._approximate import (
 from dpkit.statistics._cdf import cdf_grid, cdf_quantiles
 from dpkit.statistics._input import as_rational_level, counts_from_summary
 from dpkit.statistics._joint import joint_exp_samples
-from dpkit.statistics._quantiles import _check_common, _measure
+from dpkit.statistics._quantiles import _check_common, _measure, on_support
 
 __all__ = ["quantiles_from_counts_samples"]
 
@@ -108,10 +108,10 @@ def quantiles_from_counts_samples(
     if meth == "exponential":  # one level: one exponential-mechanism draw per release
         lo, hi, level = lattice.lo, lattice.hi, rational[0]
         pts = draw_target(summary, measure, lo, hi, level, Fraction(0), eps_points, source, n)
-        return lattice.values(np.asarray(pts, dtype=np.int64)).reshape(n, 1)
+        return lattice.values(on_support(measure, pts)).reshape(n, 1)
     if meth == "joint":
         rows = joint_exp_samples(summary, measure, rational, eps_points, source, n)
-        return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
+        return lattice.values(on_support(measure, rows)).reshape(n, m)
     several = independent_quantiles if meth == "independent" else approximate_quantiles
     rows = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
-    return lattice.values(np.array(rows, dtype=np.int64))
+    return lattice.values(on_support(measure, rows))
