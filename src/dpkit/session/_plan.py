@@ -16,6 +16,7 @@ from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
+from dpkit.statistics.bounds import default_fallback
 
 __all__ = [
     "BoundsPlan",
@@ -416,7 +417,9 @@ def explain_text(plan: Plan) -> str:
             "candidates, Durfee 2023"
             + (")" if bp.lower is not None else "; and the 0.1th, with half each)")
             if bp.method == "tail"
-            else "a noisy signed log2 histogram of the values (ApproximateBounds-style)"
+            else "a noisy signed log2 histogram of the values (ApproximateBounds-style; "
+            f"the public fallback {default_fallback(bp.lower)} if no bucket passes its "
+            "threshold)"
         )
         low = "" if bp.lower is None else f", the lower bound fixed at {bp.lower!r}"
         lines.append(
