@@ -37,7 +37,7 @@ import numpy as np
 from dpkit.frameworks._quantile_em import Counts, Measure
 from dpkit.samplers import discrete_laplace
 from dpkit.statistics._input import as_rational_level
-from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statements
+from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statement_betas
 
 __all__ = ["MAX_GRID", "CdfRelease", "cdf_grid", "cdf_quantiles"]
 
@@ -99,7 +99,7 @@ def cdf_quantiles(
     m = len(user_levels)
     # one union bound over every statement: a two-sided one per (level, grid point), then
     # the rank intervals' m prefix sums and the total (value and rank intervals jointly)
-    beta = alpha / statements(m, size)
+    beta, beta_r = statement_betas(alpha, m, size)
     sf = float(scale)
     low = np.empty(m)
     high = np.empty(m)
@@ -130,10 +130,10 @@ def cdf_quantiles(
     # point is released)
     points.sort()
     # rank intervals: records strictly below each released point, over the total
-    h_n = laplace_sum_halfwidth(size, sf, beta)
+    h_n = laplace_sum_halfwidth(size, sf, beta_r)
     pos = [(p - first) // step for p in points]
     below = np.array([int(cum[i - 1]) if i > 0 else 0 for i in pos])
-    h_b = np.array([laplace_sum_halfwidth(i, sf, beta) if i > 0 else 0 for i in pos])
+    h_b = np.array([laplace_sum_halfwidth(i, sf, beta_r) if i > 0 else 0 for i in pos])
     n_lo, n_hi = n_hat - h_n, n_hat + h_n
     rank_low = np.clip((below - h_b) / n_hi, 0.0, 1.0) if n_hi > 0 else np.zeros(m)
     rank_high = np.clip((below + h_b) / n_lo, 0.0, 1.0) if n_lo > 0 else np.ones(m)

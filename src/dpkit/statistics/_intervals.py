@@ -43,8 +43,9 @@ noise is a weighted sum of the cells' discrete Laplace variables, with a public 
 ``h_i`` (Chernoff bound). The rank intervals use the prefix sums before each quantile and the
 noisy total with their own half-widths. One union bound covers every statement made (per
 level, one two-sided statement for each of the at most ``2 * _WINDOW - 1`` points examined
-around its quantile; then the ``m`` prefix sums and the total), each at ``alpha`` divided by
-their number. So with probability at least ``1 - alpha``, *jointly* for every level ``q``:
+around its quantile; then the ``m`` prefix sums and the total): the value statements share
+three quarters of ``alpha`` and the rank statements a quarter (:func:`statement_betas`). So
+with probability at least ``1 - alpha``, *jointly* for every level ``q``:
 
 * ``low`` (the largest examined ``p_i`` with ``T_i + h_i < 0``, else the lower bound) has
   ``L(low) < q n``, hence ``R(t) <= L(low) < q n`` for every ``t < low``: ``low`` is at or
@@ -83,7 +84,7 @@ __all__ = [
     "helper_offset",
     "interval_stage",
     "laplace_sum_halfwidth",
-    "statements",
+    "statement_betas",
 ]
 
 
@@ -166,13 +167,23 @@ def laplace_sum_halfwidth(k: int, scale: float, beta: float) -> int:
     return max(0, math.ceil(weighted_halfwidth([(k, 1.0)], scale, beta)))
 
 
-def statements(levels: int, per_level: int) -> int:
-    """How many statements one union bound covers: ``per_level`` two-sided value statements
-    for each of the ``levels`` (the points examined around its quantile), then the rank
-    intervals' prefix sums before the ``levels`` quantiles and the noisy total. Each holds
-    at ``alpha`` divided by this number, so value and rank intervals hold *jointly* with
-    probability at least ``1 - alpha``."""
-    return per_level * levels + levels + 1
+#: Share of ``alpha`` spent on the rank intervals' statements; the value intervals' get the rest.
+RANK_ALPHA_SHARE = Fraction(1, 4)
+
+
+def statement_betas(alpha: float, levels: int, per_level: int) -> tuple[float, float]:
+    """Error probabilities ``(beta_value, beta_rank)`` of each statement of one union bound:
+    ``(1 - RANK_ALPHA_SHARE) alpha`` over the ``per_level * levels`` two-sided value
+    statements (the points examined around each level's quantile), ``RANK_ALPHA_SHARE
+    alpha`` over the rank intervals' ``levels + 1`` (the prefix sums before the quantiles
+    and the noisy total). They sum to ``alpha``, so value and rank intervals hold *jointly*
+    with probability at least ``1 - alpha``. A fixed split rather than one per statement:
+    a noisy histogram makes hundreds of value statements, which would squeeze the few rank
+    ones."""
+    a = Fraction(alpha)
+    beta_value = (1 - RANK_ALPHA_SHARE) * a / (per_level * levels)
+    beta_rank = RANK_ALPHA_SHARE * a / (levels + 1)
+    return float(beta_value), float(beta_rank)
 
 
 def helper_offset(
@@ -282,7 +293,7 @@ def interval_stage(
     # each side of the level's quantile (2 _WINDOW - 1 distinct ones). One union bound over
     # those statements and the rank intervals' m + 1 (module docstring): both kinds of
     # interval hold jointly with probability >= 1 - alpha
-    beta = alpha / statements(m, 2 * _WINDOW - 1)
+    beta, beta_r = statement_betas(alpha, m, 2 * _WINDOW - 1)
     low = np.empty(m)
     high = np.empty(m)
     half = lat.spacing / 2  # the statements are about records rounded to the lattice
@@ -310,9 +321,9 @@ def interval_stage(
                 hi_pick = min(hi_pick, min(float(vals[i]) + half, lat.upper))
         low[j], high[j] = lo_pick, hi_pick
     # rank intervals: prefix sums before each quantile and the total, in the same union bound
-    h_n = laplace_sum_halfwidth(r + 1, scale, beta)
+    h_n = laplace_sum_halfwidth(r + 1, scale, beta_r)
     a_j = prefix[pos].astype(np.int64)
-    h_a = np.array([laplace_sum_halfwidth(int(i) + 1, scale, beta) for i in pos])
+    h_a = np.array([laplace_sum_halfwidth(int(i) + 1, scale, beta_r) for i in pos])
     n_lo, n_hi = n_hat - h_n, n_hat + h_n
     rank_low = np.clip((a_j - h_a) / n_hi, 0.0, 1.0) if n_hi > 0 else np.zeros(m)
     rank_high = np.clip((a_j + h_a) / n_lo, 0.0, 1.0) if n_lo > 0 else np.ones(m)
