@@ -69,6 +69,47 @@ def test_disjoint_groups_are_charged_once() -> None:
     assert all(r.relation == "unbounded" for r in rel.releases.values())
 
 
+def test_every_noisy_statistic_has_a_release_record() -> None:
+    """QueryRelease.releases holds a record per noisy statistic, quantiles and histograms
+    included: the records' pure epsilons add up to the release's cost (sequential
+    composition; a quantile aggregate's record is its whole mechanism per group, for one
+    unit of 2 rows here), and each record's values are the frame's."""
+    df = _df().with_columns(pid=pl.int_range(60) // 2)
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=2, budget=dp.PureDP(5.0), rng=3)
+    rel = (
+        s.query()
+        .group_by("g", keys=["a", "b", "c"])
+        .agg(
+            dp.count(),
+            dp.quantile("x", [0.25, 0.75], bounds=(0, 64)),
+            dp.median("x", bounds=(0, 64), name="m"),
+        )
+        .measure(epsilon=1.5)
+    )
+    assert set(rel.releases) == {"count: count", "x: quantiles", "m: quantiles"}
+    total = sum(r.privacy.epsilon for r in rel.releases.values())
+    assert total == pytest.approx(1.5, rel=1e-12)
+    q = rel.releases["x: quantiles"]
+    assert q.mechanism == "quantiles" and q.relation == "unbounded" and q.alpha == 0.05
+    assert q.privacy == dp.PureDP(0.5) and q.details["levels"] == (0.25, 0.75)
+    np.testing.assert_array_equal(q.value, rel.frame.select("x_0.25", "x_0.75").to_numpy())
+    iv = q.details["value_intervals"]
+    assert iv.shape == (3, 2, 2)
+    np.testing.assert_array_equal(iv[:, 0, 0], rel.frame["x_0.25_low"].to_numpy())
+    np.testing.assert_array_equal(iv[:, 1, 1], rel.frame["x_0.75_high"].to_numpy())
+    np.testing.assert_array_equal(rel.releases["m: quantiles"].value[:, 0], rel.frame["m"])
+    hist = (
+        s.query()
+        .group_by("g", keys=["a", "b", "c"])
+        .agg(dp.histogram("x", bins=[0, 20, 40, 60]))
+        .measure(epsilon=0.5)
+    )
+    (key,) = hist.releases
+    assert key == "x_count: count per bin"
+    assert hist.releases[key].privacy == dp.PureDP(0.5)
+    np.testing.assert_array_equal(hist.releases[key].value, hist.frame["x_count"].to_numpy())
+
+
 def test_replace_one_budget_is_charged_by_group_privacy() -> None:
     """Against a replace-one (bounded) budget an add/remove release costs 2 epsilon."""
     acct = dp.Accountant(dp.PureDP(1.0), relation="bounded")

@@ -135,6 +135,20 @@ def test_integer_ages_are_released_on_the_tie_block() -> None:
     assert hits >= 45
 
 
+@pytest.mark.parametrize("method", ["joint", "aq", "independent"])
+def test_integer_columns_come_back_on_integers_in_the_session(method: str) -> None:
+    """An integer-typed column releases integers under every method, JointExp (whose score
+    is not tie-aware) included: the statistics layer moves each value onto the integers."""
+    rng = np.random.default_rng(5)
+    ages = np.concatenate([rng.integers(18, 40, 990), np.full(810, 40), rng.integers(41, 91, 200)])
+    s = dp.Session(pl.DataFrame({"age": ages}), budget=dp.PureDP(1e6), rng=3)
+    q = s.query().agg(dp.quantile("age", [0.25, 0.75], bounds=(0, 100), method=method))
+    for _ in range(10):
+        row = q.release(epsilon=0.5).row(0, named=True)
+        for name in ("age_0.25", "age_0.75"):
+            assert row[name] == round(row[name]), (name, row[name])
+
+
 # neighbour histogram: a person with K rows at the top decides the upper quantile
 
 K = 4
@@ -407,6 +421,31 @@ def test_auto_bounds_release_reports_bounds_and_spends_once(
     assert "chosen bounds" in str(rel.plan)
     truth = df.group_by("g").agg(pl.col("x").mean()).sort("g")["x"].to_numpy()
     np.testing.assert_allclose(frame["x_mean"].to_numpy(), truth, atol=1.5)
+
+
+def test_auto_bounds_on_small_data_fall_back_to_public_bounds_and_say_so(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """30 persons with the value 1.0 each, at most 3 rows per person, epsilon 1: the
+    histogram runs at 0.5 / 3 per row (scale 6), its threshold is 130, which 30 records
+    pass with probability about 3e-8 (and the empty buckets together with at most 1e-6).
+    So every release falls back to the public bounds (-1, 1), says so in
+    QueryRelease.bounds and the plan's text, and releases a mean within them (a threshold
+    lowered until something passes let noise-only buckets choose bounds such as
+    (9e74, 1.8e75))."""
+    df = pl.DataFrame({"pid": list(range(30)), "v": [1.0] * 30})
+    s = dp.Session(
+        engine(df), privacy_unit="pid", max_rows_per_unit=3, budget=dp.PureDP(100.0), rng=5
+    )
+    q = s.query().agg(dp.mean("v", bounds="auto"))
+    for _ in range(5):
+        rel = q.measure(epsilon=1.0)
+        b = rel.bounds["v_mean"]
+        assert b.fallback and b.bounds == (-1.0, 1.0) and b.details["passing_buckets"] == 0
+        assert b.details["threshold"] == 130
+        value = to_polars(rel.frame)["v_mean"][0]
+        assert -1.0 <= value <= 1.0
+        assert "public fallback bounds, not read from the data" in str(rel.plan)
 
 
 def test_auto_bounds_are_refused_where_they_do_not_apply() -> None:

@@ -60,10 +60,10 @@ def test_upper_bound_follows_the_histogram_law(chi2_pvalue) -> None:
     ]
     from_top = 40 - np.log2(np.array(draws)).astype(int)  # 0 = the top data bucket passes
     p = _dlap_tail(2, 1 / eps)
-    k = np.arange(40)
+    k = np.arange(41)
     pmf = p * (1 - p) ** k
-    pmf[-1] += (1 - p) ** 40  # nothing passes: a relaxed threshold picks one of them
-    assert chi2_pvalue(from_top, k, pmf / pmf.sum()) > 1e-3
+    pmf[-1] = (1 - p) ** 40  # nothing passes: the public fallback (0, 1), log2 = 0, k = 40
+    assert chi2_pvalue(from_top, k, pmf) > 1e-3
 
 
 def test_histogram_bounds_privacy_ratio_on_neighbours() -> None:
@@ -101,6 +101,67 @@ def test_bounds_cover_the_data_and_report_the_clipped_fraction() -> None:
     assert frac < 0.01 and abs(rel.clipped_fraction - frac) < 0.005
     assert rel.privacy == dpkit.PureDP(1.0) and rel.relation == "unbounded"
     assert lo <= np.quantile(x, 0.01) and hi >= np.quantile(x, 0.99)
+
+
+def test_small_data_falls_back_to_public_bounds_and_says_so() -> None:
+    """Ten records at 1.0, the histogram at epsilon 0.3 (scale 10/3): the threshold is 73
+    (4199 buckets, beta 1e-6), which the data's bucket passes with probability about 4e-9
+    and the empty buckets together with at most 1e-6, so in these 200 releases nothing
+    passes: the bounds are the public fallback, flagged, and the mean released on them is
+    within them. Lowering the threshold until something passes would let a noise-only
+    bucket pick the bounds (anywhere from 1e-300 to 1e300) in nearly every release."""
+    for seed in range(200):
+        rel = private_bounds(np.ones(10), epsilon=0.3, rng=seed)
+        assert rel.bounds == (-1.0, 1.0) and rel.fallback, seed
+        assert rel.details["passing_buckets"] == 0
+    ids, cnt = np.unique(log2_buckets(np.ones(10)), return_counts=True)
+    rel = bounds_from_counts(ids, cnt, epsilon=0.3, lower=0.0, rng=1)
+    assert rel.bounds == (0.0, 1.0) and rel.fallback
+    assert private_bounds(np.ones(10), epsilon=0.3, lower=-5.0, rng=1).bounds == (-5.0, 0.0)
+    rel = private_bounds(np.ones(10), epsilon=0.3, lower=0.0, fallback=(0.0, 8.0), rng=1)
+    assert rel.bounds == (0.0, 8.0) and rel.fallback
+    for fn, low in ((mean, -1.0), (var, 0.0), (std, 0.0), (sum, -math.inf)):
+        for seed in range(20):
+            out = fn(np.ones(10), epsilon=0.3, rng=seed)
+            assert out.details["bounds"] == (-1.0, 1.0) and out.details["bounds_fallback"]
+            assert "fallback" in out.details["bounds_source"]
+            if fn is not sum:  # within the bounds (a variance within ((1 - -1) / 2)**2)
+                assert low <= out.value <= 1.0
+    # the sum's noise follows from the fallback bounds: sensitivity 1 at epsilon 0.15
+    assert sum(np.ones(10), epsilon=0.3, rng=1).scale == pytest.approx(1 / 0.15)
+    # enough records for the noise: the data's own bucket [1, 2] passes, no fallback
+    rel = private_bounds(np.ones(1000), epsilon=0.3, rng=1)
+    assert rel.bounds == (1.0, 2.0) and not rel.fallback
+    assert not mean(np.ones(1000), epsilon=0.6, rng=1).details["bounds_fallback"]
+    assert not private_bounds(np.ones(10), epsilon=0.3, method="tail", rng=1).fallback
+
+
+@pytest.mark.parametrize(
+    ("fallback", "exc", "match"),
+    [
+        ((1.0, 0.0), dpkit.ParameterError, "lower < upper"),
+        ((0.0, float("inf")), dpkit.ParameterError, "finite"),
+        ("wide", TypeError, "pair"),
+        ((1.0, 2.0), dpkit.ParameterError, "must start at the public `lower` 0.0"),
+    ],
+)
+def test_bad_fallback_bounds_are_refused_before_the_spend(
+    refused_before_the_spend, fallback, exc, match
+) -> None:  # type: ignore[no-untyped-def]
+    refused_before_the_spend(
+        lambda acct: private_bounds(
+            np.ones(10), epsilon=0.3, lower=0.0, fallback=fallback, accountant=acct
+        ),
+        exc,
+        match,
+    )
+    refused_before_the_spend(
+        lambda acct: bounds_from_counts(
+            [1076], [10], epsilon=0.3, lower=0.0, fallback=fallback, accountant=acct
+        ),
+        exc,
+        match,
+    )
 
 
 def test_tail_bounds_find_a_high_quantile() -> None:

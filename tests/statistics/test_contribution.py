@@ -20,14 +20,42 @@ def test_bound_is_near_the_quantile_of_rows_per_person() -> None:
     assert all(abs(g - truth) <= 1 for g in got)
 
 
-def test_counts_form_equals_array_form_and_spends_once() -> None:
+@pytest.mark.parametrize("method", ["threshold", "quantile"])
+def test_counts_form_equals_array_form_and_spends_once(method: str) -> None:
     rows = np.repeat([1, 2, 5, 40], [100, 60, 30, 10])
     acct = dpkit.Accountant(dpkit.PureDP(1.0))
-    a = contribution_bound(rows, epsilon=1.0, rng=7, accountant=acct)
-    b = contribution_bound_from_counts([1, 2, 5, 40], [100, 60, 30, 10], epsilon=1.0, rng=7)
+    a = contribution_bound(rows, epsilon=1.0, rng=7, accountant=acct, method=method)
+    b = contribution_bound_from_counts(
+        [1, 2, 5, 40], [100, 60, 30, 10], epsilon=1.0, rng=7, method=method
+    )
     assert a == b and a.relation == "unbounded" and a.privacy == dpkit.PureDP(1.0)
+    assert a.details["method"] == method
     assert acct.spent == dpkit.PureDP(1.0)
     assert 1 <= a.bound <= 1000
+
+
+def test_one_row_per_person_gives_one_by_default_on_both_forms() -> None:
+    """200 persons with one row each, epsilon 1, level 0.95 = 19 / 20, cap 1000.
+
+    AboveThreshold (the default, as the Session) stops at candidate 1 when its noisy count
+    Q #{<= 1} - P n = 20 * 200 - 19 * 200 = 200 plus query noise (discrete Laplace, scale
+    4 * 19 / 1 = 76) reaches the threshold noise (scale 38): probability 0.953 (exact
+    convolution); past 1 every candidate has the same count, so it stops within a few more.
+    Of 50 releases at least 42 give 1 (the Binomial(50, 0.953) 1e-3 quantile), all within 30.
+    The exponential mechanism over 0 .. 1000 (``method="quantile"``, kept under its name)
+    scores every candidate above the point mass alike, so beyond its (modest) mass on the
+    point mass itself it lands almost uniformly on [1, 1000]: above 10 in 43 of these 50
+    releases (measured; the check asks 35, to show the failure mode, not to pin it)."""
+    ones = np.ones(200, dtype=int)
+    for got in (
+        [contribution_bound(ones, epsilon=1.0, rng=s).bound for s in range(50)],
+        [contribution_bound_from_counts([1], [200], epsilon=1.0, rng=s).bound for s in range(50)],
+    ):
+        assert got.count(1) >= 42 and max(got) <= 30, got
+    spread = [
+        contribution_bound(ones, epsilon=1.0, rng=s, method="quantile").bound for s in range(50)
+    ]
+    assert sum(b > 10 for b in spread) >= 35, spread
 
 
 def test_the_cap_bounds_the_answer() -> None:

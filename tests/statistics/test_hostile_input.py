@@ -501,22 +501,31 @@ def test_tiny_alpha_and_beta_still_release() -> None:
 
 
 @pytest.mark.parametrize("cap", [2**31, 10**18, 10**400], ids=["2**31", "10**18", "10**400"])
-def test_a_contribution_cap_without_a_lattice_is_refused_by_its_own_name(cap: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "limit"),
+    [("quantile", "2\\*\\*31 - 1"), ("threshold", "2\\*\\*20")],
+)
+def test_a_contribution_cap_without_a_lattice_is_refused_by_its_own_name(
+    cap: int, method: str, limit: str
+) -> None:
     for call, owner in (
         (
             lambda a: contribution_bound(
-                np.arange(1, 100), epsilon=1.0, max_bound=cap, accountant=a
+                np.arange(1, 100), epsilon=1.0, max_bound=cap, accountant=a, method=method
             ),
             "contribution_bound:",
         ),
         (
             lambda a: contribution_bound_from_counts(
-                [1, 2], [3, 4], epsilon=1.0, max_bound=cap, accountant=a
+                [1, 2], [3, 4], epsilon=1.0, max_bound=cap, accountant=a, method=method
             ),
             "contribution_bound_from_counts:",
         ),
     ):
-        msg = _refused(call, dpkit.ParameterError, "`max_bound` must be at most 2\\*\\*31 - 1")
+        msg = _refused(call, dpkit.ParameterError, f"`max_bound` must be at most {limit}")
         assert msg.startswith(owner), msg
-    rel = contribution_bound(np.arange(1, 100), epsilon=1.0, max_bound=2**31 - 1, rng=1)
+        assert len(msg) < 400, msg  # a huge cap is described, not printed in full
+    rel = contribution_bound(
+        np.arange(1, 100), epsilon=1.0, max_bound=2**31 - 1, rng=1, method="quantile"
+    )
     assert rel.bound >= 1

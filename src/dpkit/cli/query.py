@@ -508,7 +508,11 @@ def run(args: argparse.Namespace) -> int:
             "threshold": rel.threshold,
             "alpha": args.alpha,
             "bounds": {
-                name: {"bounds": list(b.bounds), "clipped_fraction": b.clipped_fraction}
+                name: {
+                    "bounds": list(b.bounds),
+                    "clipped_fraction": b.clipped_fraction,
+                    "fallback": b.fallback,
+                }
                 for name, b in rel.bounds.items()
             },
             "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
@@ -529,6 +533,12 @@ def run(args: argparse.Namespace) -> int:
             if b.clipped_fraction is None
             else f"DP estimate of the fraction of values outside them {b.clipped_fraction:.3g}"
         )
+        if b.fallback:
+            print(
+                f"{name}: public fallback bounds {b.bounds} (global): no bucket of the noisy "
+                f"histogram passed its threshold (too few values for the noise); {frac}"
+            )
+            continue
         print(f"{name}: bounds chosen privately {b.bounds} (global); {frac}")
     if rel.contribution is not None:
         print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")

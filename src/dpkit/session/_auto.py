@@ -15,7 +15,11 @@ Both run inside a release, after it has spent its whole budget and before any ot
   log2 bucket (:func:`dpkit.statistics.log2_buckets`; the formula below) and counts rows per
   bucket over all groups; :func:`dpkit.statistics.bounds_from_counts` releases the bounds
   (discrete Laplace noise, threshold; after Google's ApproximateBounds) with a DP estimate of
-  the fraction of values outside them. A unit keeps at most ``k`` rows, so it moves the
+  the fraction of values outside them. When no bucket passes the threshold (too few values
+  for the noise), the bounds are the public fallback of
+  :func:`dpkit.statistics.bounds.default_fallback` (``(-1, 1)``, or from ``lower``), never a
+  bucket picked by noise alone; the release says so (``BoundsRelease.fallback``, the plan's
+  text). A unit keeps at most ``k`` rows, so it moves the
   histogram by at most ``k`` in L1: the stage runs at ``epsilon_b / k`` per record, which is
   ``epsilon_b``-DP per unit (group privacy). With ``bounds_method="tail"`` the engine counts
   each value's candidate index instead (:func:`tail_step`, the map of

@@ -17,6 +17,7 @@ from dpkit.errors import ParameterError
 from dpkit.session._noise import Noise, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
 from dpkit.statistics._quantiles import QuantileSpend, quantile_method, quantile_stages
+from dpkit.statistics.bounds import default_fallback
 
 __all__ = [
     "QUANTILE_INTERVAL_SHARE",
@@ -509,7 +510,9 @@ def explain_text(plan: Plan) -> str:
             "candidates, Durfee 2023"
             + (")" if bp.lower is not None else "; and the 0.1th, with half each)")
             if bp.method == "tail"
-            else "a noisy signed log2 histogram of the values (ApproximateBounds-style)"
+            else "a noisy signed log2 histogram of the values (ApproximateBounds-style; "
+            f"the public fallback {default_fallback(bp.lower)} if no bucket passes its "
+            "threshold)"
         )
         low = "" if bp.lower is None else f", the lower bound fixed at {bp.lower!r}"
         lines.append(
@@ -528,6 +531,12 @@ def explain_text(plan: Plan) -> str:
                     else _fmt(frac)
                 )
             )
+            if getattr(got, "fallback", False):
+                lines.append(
+                    "                 no bucket of the noisy histogram passed its threshold "
+                    "(too few values for the noise): these are the public fallback bounds, "
+                    "not read from the data"
+                )
     if plan.rows is not None and plan.rows.chosen is None:
         lines.append(
             f"                 worst case: the figures above assume max_rows_per_unit = "
@@ -551,7 +560,8 @@ def explain_text(plan: Plan) -> str:
         "Intervals cover the noise only: clipping to the bounds, per-unit bounding and "
         "key selection can bias a value beyond its interval. Counts and sums: from the exact "
         "noise law (Laplace) or a rigorous tail bound (Gaussian); means, variances, "
-        "deviations: conservative (union bound over their parts); quantiles: simultaneous "
-        "value intervals from the statistics layer (conservative)."
+        "deviations: conservative (union bound over their parts); quantiles: value intervals "
+        "for the rank quantiles, jointly over the levels, from the statistics layer "
+        "(conservative)."
     )
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from dpkit.errors import ParameterError
 from dpkit.mechanisms import Release
 from dpkit.samplers import as_source
 from dpkit.session import _execute as ex
-from dpkit.session._plan import Plan
+from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
 from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Histogram, Quantile
 from dpkit.session.result import QueryRelease
@@ -162,9 +162,17 @@ def draw(
     quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
     for qp, q, counts in zip(plan.quantiles, quantiles, agg.grids, strict=True):
         frame = _quantiles(ctx, agg.table, q, qp, counts, frame, group, source, plan.alpha, size)
+        if size is None:
+            releases[f"{q.name}: quantiles"] = _quantile_release(q, qp, frame, plan)
     hists = [a for a in ctx.aggregates if isinstance(a, Histogram)]
     for h, counts in zip(hists, agg.hists, strict=True):
         frame = _histogram(ctx, agg.table, h, plan, counts, group, out.get("draw"), source)
+        if size is None:
+            part = plan.parts[-1]  # the histogram's (see _histogram)
+            noisy_counts = frame[h.name].to_numpy()
+            releases[f"{h.name}: {part.part.label}"] = _part_release(
+                part, noisy_counts, budget.noise
+            )
     if not hists:  # the user's order
         names = [n + x for a in ctx.aggregates for n in a.outputs() for x in ("", "_low", "_high")]
         frame = frame.select(*([] if size is None else ["draw"]), *ctx.by, *names)
@@ -197,6 +205,35 @@ def _part_release(p: Any, vals: np.ndarray, noise: str) -> Release:
             "step": p.noise.step,
             "half_width": p.half_width,
             "unit": p.part.unit,
+        },
+    )
+
+
+def _quantile_release(agg: Quantile, qp: Any, frame: pl.DataFrame, plan: Plan) -> Release:
+    """The record of one quantile aggregate: per released group (the frame's rows, in
+    order) its values, one column per level, with their value intervals in ``details``.
+    ``privacy`` is the mechanism's pure epsilon per group under add/remove of one unit:
+    its epsilon per record times the rows a unit keeps (group privacy)."""
+    outs = agg.outputs()
+    values = frame.select(outs).to_numpy()
+    low = frame.select([o + "_low" for o in outs]).to_numpy()
+    high = frame.select([o + "_high" for o in outs]).to_numpy()
+    return Release(
+        value=values,
+        mechanism="quantiles",
+        privacy=PureDP(qp.epsilon * plan.max_rows),
+        alpha=plan.alpha,
+        relation="unbounded",
+        details={
+            "share": float(qp.share),
+            "levels": agg.levels,
+            "method": qp.method,
+            "epsilon_per_record": qp.epsilon,
+            "interval_share": QUANTILE_INTERVAL_SHARE,
+            "stages": {
+                st.name: float(e) for st, e in zip(qp.spend.stages, qp.spend.epsilons, strict=True)
+            },
+            "value_intervals": np.stack((low, high), axis=-1),
         },
     )
 

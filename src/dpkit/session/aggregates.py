@@ -909,7 +909,12 @@ def quantile(
     """Private quantiles of ``column`` at level(s) ``q``, all in one mechanism.
 
     Columns are ``<name>_<q>`` with ``q`` written ``f"{q:g}"`` (``name`` defaults to
-    ``column``), each with ``_low`` / ``_high``; the released values are sorted.
+    ``column``), each with ``_low`` / ``_high``; the released values are sorted. With
+    probability at least ``1 - alpha``, jointly for all levels of a group, each ``_low`` /
+    ``_high`` pair contains every rank quantile of the group's clipped values (the ``t``
+    with ``#{x < t} <= q n <= #{x <= t}``: the order statistic ``x_(ceil(q n))``), which
+    NumPy's default linear interpolation need not be (see
+    :class:`dpkit.statistics.QuantileRelease`).
 
     Parameters
     ----------

@@ -215,8 +215,10 @@ class Query:
     Intervals: counts and sums use the exact noise law (Laplace: coverage at least
     ``1 - alpha``, exactly up to discreteness) or a rigorous tail bound (Gaussian);
     means, variances and deviations combine their parts' intervals by a union bound
-    (conservative); quantiles get the statistics layer's simultaneous value intervals
-    (conservative). None includes clipping or bounding bias; ``explain()`` says so.
+    (conservative); quantiles get the statistics layer's value intervals, which contain
+    every rank quantile (``#{x < t} <= q n <= #{x <= t}``) of each level jointly with
+    probability ``>= 1 - alpha`` (conservative). None includes clipping or bounding bias;
+    ``explain()`` says so.
     Nulls and NaN in an aggregated column are left out of that aggregate (after bounding,
     so they still use up a unit's rows) unless the aggregate has ``fill=``; a count of
     rows counts every row.

@@ -34,14 +34,22 @@ class QueryRelease:
     releases
         Per noisy statistic, a :class:`~dpkit.mechanisms.Release` holding its per-group noisy
         values (in statistic units), mechanism, share of the cost and noise scale, keyed
-        ``"<aggregate>: <statistic>"``.
+        ``"<aggregate>: <statistic>"``: the parts of counts, sums, means, variances and
+        deviations (``"x_mean: centred sum"``), ``"<name>: count per bin"`` for a histogram
+        (its noisy counts, groups by bins), and ``"<name>: quantiles"`` for a quantile
+        aggregate (mechanism ``"quantiles"``: per released group one row of values, one
+        column per level, its value intervals in ``details["value_intervals"]``, and
+        ``privacy`` the mechanism's pure epsilon per group for one unit). The automatic
+        stages have their own records: ``bounds`` and ``contribution`` below.
     threshold
         The key-selection threshold, or ``None`` with public keys.
     bounds
         Per aggregate with ``bounds="auto"``, the :class:`~dpkit.statistics.BoundsRelease`
-        of its privately chosen bounds (``.bounds``, and ``.clipped_fraction``: a DP estimate
-        of the fraction of its values outside them). They are global (one choice for all
-        groups) and also printed by ``print(rel.plan)``; the frame itself holds no extra
+        of its privately chosen bounds (``.bounds``; ``.clipped_fraction``: a DP estimate
+        of the fraction of its values outside them with the histogram method, ``None`` with
+        ``bounds_method="tail"``; ``.fallback``: ``True`` when no bucket passed its
+        threshold and the bounds are the public fallback). They are global (one choice for
+        all groups) and also printed by ``print(rel.plan)``; the frame itself holds no extra
         columns.
     contribution
         With ``max_rows_per_unit="auto"``, the :class:`~dpkit.statistics.ContributionBound`

@@ -13,10 +13,13 @@ post-processing:
   increase, so the crossings alone can come out of order on small or empty groups);
 * with ``C_t`` the records at or below grid point ``t``, ``T = (1 - q) C~_t - q (n~ - C~_t)``
   estimates ``C_t - q n`` with noise a weighted sum of the ``K`` Laplace variables
-  (Chernoff half-width ``h``, union bound over every ``(level, t)``); ``T + h < 0`` certifies
-  ``C_t < q n`` (every ``q``-quantile lies above ``t``) and ``T - h > 0`` certifies
-  ``C_t > q n`` (every ``q``-quantile lies at or below ``t``). The interval runs from the
-  point after the largest certified-below ``t`` to the smallest certified-above ``t``.
+  (Chernoff half-width ``h``); ``T + h < 0`` certifies ``C_t < q n`` (every rank quantile,
+  as defined in :mod:`dpkit.statistics._intervals`, lies above ``t``) and ``T - h > 0``
+  certifies ``C_t > q n`` (every rank quantile lies at or below ``t``). The interval runs
+  from the point after the largest certified-below ``t`` to the smallest certified-above
+  ``t``. One union bound covers these statements (one per level and grid point) and the
+  rank intervals' prefix sums and total, so value and rank intervals hold jointly with
+  probability at least ``1 - alpha``.
 
 Ties cost nothing here (a tied value is one grid point), so this beats the exponential
 mechanism's recursions on integer data, whose splits drift by up to a tie block; on large
@@ -34,7 +37,7 @@ import numpy as np
 from dpkit.frameworks._quantile_em import Counts, Measure
 from dpkit.samplers import discrete_laplace
 from dpkit.statistics._input import as_rational_level
-from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths
+from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statement_betas
 
 __all__ = ["MAX_GRID", "CdfRelease", "cdf_grid", "cdf_points", "cdf_quantiles", "cdf_samples"]
 
@@ -139,7 +142,9 @@ def cdf_quantiles(
     values = lat.values(pts_units)
     points = cdf_points(noisy[None, :], user_levels, grid)[0].tolist()
     m = len(user_levels)
-    beta = alpha / (2 * size * m + 1)
+    # one union bound over every statement: a two-sided one per (level, grid point), then
+    # the rank intervals' m prefix sums and the total (value and rank intervals jointly)
+    beta, beta_r = statement_betas(alpha, m, size)
     sf = float(scale)
     low = np.empty(m)
     high = np.empty(m)
@@ -161,7 +166,6 @@ def cdf_quantiles(
         low[j] = max(float(values[lo_i]) - half, lat.lower)
         high[j] = min(float(values[hi_i]) + half, lat.upper)
     # rank intervals: records strictly below each released point, over the total
-    beta_r = alpha / (m + 1)
     h_n = laplace_sum_halfwidth(size, sf, beta_r)
     pos = [(p - first) // step for p in points]
     below = np.array([int(cum[i - 1]) if i > 0 else 0 for i in pos])

@@ -23,16 +23,42 @@ same mechanism:
    sits in one cell, so the histogram is ``epsilon_c``-DP (L1 sensitivity 1).
 
 The whole release (quantiles, helpers, counts) is one ``epsilon``-DP mechanism (sequential
-composition of the three stages). The intervals are then **post-processing**: the prefix sums
-``S_i`` estimate ``L(p_i) = #{x < p_i}`` and their sum estimates ``n``, with public half-widths
-``h`` (Chernoff bound for a sum of discrete Laplace variables, union bound over all prefix
-sums at ``alpha``). With probability at least ``1 - alpha``, simultaneously for every level
-``q``:
+composition of the three stages). The intervals are then **post-processing**.
 
-* ``low = max{p_i : S_i + h_i < q (n_hat - h_n)}`` (else the lower bound) has
-  ``L(low) < q n``, hence ``low <= Q`` for every ``q``-quantile ``Q`` (NumPy's included);
-* ``high = min{p_i : S_i - h_i > q (n_hat + h_n)}`` (else the upper bound) has
-  ``L(high) > q n``, hence ``high >= Q``.
+What they contain
+-----------------
+Write ``x_(1) <= ... <= x_(n)`` for the records clipped to the bounds, ``L(t) = #{x < t}``
+and ``R(t) = #{x <= t}``. The **rank quantiles** of level ``q`` are the points ``t`` with
+``L(t) <= q n <= R(t)``: the single order statistic ``x_(ceil(q n))`` when ``q n`` is not an
+integer, the whole segment ``[x_(k), x_(k + 1)]`` when ``q n = k`` is one. They are the
+tie-aware quantiles the mechanism targets. NumPy's ``method="inverted_cdf"``
+(``x_(ceil(q n))``) and ``"averaged_inverted_cdf"`` are always among them; its default
+``"linear"`` interpolation is not (``x = [0, 1, ..., 8, 100]``, ``q = 0.95``: the only rank
+quantile is 100, and NumPy's 58.6 lies in the empty gap below it, which no interval needs
+to reach).
+
+For a level ``q`` and a released point ``p_i``, ``T_i = (1 - q) A_i - q B_i`` (``A_i`` the
+noisy count of the cells below ``p_i``, ``B_i`` the rest) estimates ``L(p_i) - q n``; its
+noise is a weighted sum of the cells' discrete Laplace variables, with a public half-width
+``h_i`` (Chernoff bound). The rank intervals use the prefix sums before each quantile and the
+noisy total with their own half-widths. One union bound covers every statement made (per
+level, one two-sided statement for each of the at most ``2 * _WINDOW - 1`` points examined
+around its quantile; then the ``m`` prefix sums and the total): the value statements share
+three quarters of ``alpha`` and the rank statements a quarter (:func:`statement_betas`). So
+with probability at least ``1 - alpha``, *jointly* for every level ``q``:
+
+* ``low`` (the largest examined ``p_i`` with ``T_i + h_i < 0``, else the lower bound) has
+  ``L(low) < q n``, hence ``R(t) <= L(low) < q n`` for every ``t < low``: ``low`` is at or
+  below every rank quantile;
+* ``high`` (the smallest examined ``p_i`` with ``T_i - h_i > 0``, else the upper bound) has
+  ``L(high) > q n``, hence ``L(t) > q n`` for every ``t >= high``: ``high`` is above every
+  rank quantile;
+* the rank interval ``[rank_low, rank_high]`` contains ``L(p) / n`` for the released value
+  ``p`` of that level.
+
+The statements are about the records rounded to the lattice (the mechanism's input); rounding
+is monotone and moves a record by at most half a step, so widening ``low`` and ``high`` by
+half a step makes them hold for the clipped records themselves.
 
 These intervals are *conservative* (they hold for every data set, whatever the quantile
 method and however many ties). Their width depends on ``K`` (public, from the budget and
@@ -53,7 +79,13 @@ from dpkit.frameworks._quantile_em import Counts, Measure
 from dpkit.frameworks._quantile_view import View, draw_view
 from dpkit.samplers import discrete_laplace
 
-__all__ = ["IntervalStage", "helper_offset", "interval_stage", "laplace_sum_halfwidth"]
+__all__ = [
+    "IntervalStage",
+    "helper_offset",
+    "interval_stage",
+    "laplace_sum_halfwidth",
+    "statement_betas",
+]
 
 
 def _log_mgf(s: np.ndarray, a: float, c: float) -> np.ndarray:
@@ -133,6 +165,25 @@ def split_halfwidths(
 def laplace_sum_halfwidth(k: int, scale: float, beta: float) -> int:
     """Smallest integer ``h`` with ``P[|Z_1 + ... + Z_k| > h] <= beta`` by the bound above."""
     return max(0, math.ceil(weighted_halfwidth([(k, 1.0)], scale, beta)))
+
+
+#: Share of ``alpha`` spent on the rank intervals' statements; the value intervals' get the rest.
+RANK_ALPHA_SHARE = Fraction(1, 4)
+
+
+def statement_betas(alpha: float, levels: int, per_level: int) -> tuple[float, float]:
+    """Error probabilities ``(beta_value, beta_rank)`` of each statement of one union bound:
+    ``(1 - RANK_ALPHA_SHARE) alpha`` over the ``per_level * levels`` two-sided value
+    statements (the points examined around each level's quantile), ``RANK_ALPHA_SHARE
+    alpha`` over the rank intervals' ``levels + 1`` (the prefix sums before the quantiles
+    and the noisy total). They sum to ``alpha``, so value and rank intervals hold *jointly*
+    with probability at least ``1 - alpha``. A fixed split rather than one per statement:
+    a noisy histogram makes hundreds of value statements, which would squeeze the few rank
+    ones."""
+    a = Fraction(alpha)
+    beta_value = (1 - RANK_ALPHA_SHARE) * a / (per_level * levels)
+    beta_rank = RANK_ALPHA_SHARE * a / (levels + 1)
+    return float(beta_value), float(beta_rank)
 
 
 def helper_offset(
@@ -239,8 +290,10 @@ def interval_stage(
     m = len(user_levels)
     # value intervals: for level q and released p_i, T = (1 - q) A_i - q B_i estimates
     # L(p_i) - q n (A_i = prefix before p_i, B_i = the rest); examine _WINDOW points on
-    # each side of the level's quantile, union bound over those statements
-    beta = alpha / (2 * _WINDOW * m + 1)
+    # each side of the level's quantile (2 _WINDOW - 1 distinct ones). One union bound over
+    # those statements and the rank intervals' m + 1 (module docstring): both kinds of
+    # interval hold jointly with probability >= 1 - alpha
+    beta, beta_r = statement_betas(alpha, m, 2 * _WINDOW - 1)
     low = np.empty(m)
     high = np.empty(m)
     half = lat.spacing / 2  # the statements are about records rounded to the lattice
@@ -267,8 +320,7 @@ def interval_stage(
             if i in hi_range and s_hd - hn * qd > 0:
                 hi_pick = min(hi_pick, min(float(vals[i]) + half, lat.upper))
         low[j], high[j] = lo_pick, hi_pick
-    # rank intervals: prefix sums before each quantile and the total, union bound
-    beta_r = alpha / (m + 1)
+    # rank intervals: prefix sums before each quantile and the total, in the same union bound
     h_n = laplace_sum_halfwidth(r + 1, scale, beta_r)
     a_j = prefix[pos].astype(np.int64)
     h_a = np.array([laplace_sum_halfwidth(int(i) + 1, scale, beta_r) for i in pos])

@@ -9,7 +9,10 @@ The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
 
 1. **Quantiles** (``(1 - interval_share) epsilon``): the exponential mechanism over a
    power-of-two lattice with a support-aware base measure (:mod:`dpkit.frameworks._quantile_em`:
-   ``support="auto"`` releases tied values, such as integer ages, exactly). One level: one
+   ``support="auto"`` releases tied values, such as integer ages, exactly; with a resolution
+   support such as ``1.0``, every method's points are then moved onto that grid by
+   :func:`on_support`, post-processing, so an integer column comes back on the integers). One
+   level: one
    draw with the tie-aware rank distance ``d`` and sensitivity ``max(q, 1 - q)``. Several
    levels: ApproximateQuantiles (``method="aq"``, Kaplan, Schnapp and Stemmer 2022; some of
    its nodes release two levels by one tie-aware draw with a JointExp-style score whose
@@ -107,6 +110,30 @@ def _is_integer_typed(data: Any, arr: np.ndarray) -> bool:
     return getattr(data, "dtype", None) is not None and arr.dtype.kind in "iu"
 
 
+def on_support(measure: Measure, points: Any) -> np.ndarray:
+    """Released lattice points moved to the nearest point of a resolution support's grid
+    inside the bounds (halves up; int64, same shape), unchanged for ``"auto"`` and
+    ``"continuous"``.
+
+    Post-processing of the mechanism's output, so free. It never worsens the tie-aware rank
+    error on data that lies on the grid: between two neighbouring grid points ``a < b`` no
+    record lies strictly inside, so a point ``t`` in ``(a, b)`` has ``#{x < t} = #{x <= a}
+    = #{x < b}``, which lies in the tie-aware rank ranges ``[#{x < a}, #{x <= a}]`` of ``a``
+    and ``[#{x < b}, #{x <= b}]`` of ``b``. It makes every method (JointExp's
+    tie-unaware score included, whose gap points carry half the mass) release an integer
+    column on the integers."""
+    arr = np.asarray(points, dtype=np.int64)
+    if isinstance(measure.support, str) or not measure.levels:
+        return arr
+    step = 1 << measure.levels[0][0]
+    lat = measure.lattice
+    first = -((-lat.lo) // step) * step  # the grid points inside the bounds
+    last = (lat.hi // step) * step
+    if first > last:
+        return arr
+    return np.clip(np.floor_divide(arr + step // 2, step) * step, first, last)
+
+
 def _frozen(arr: np.ndarray) -> np.ndarray:
     out = np.array(arr, dtype=np.float64)
     out.setflags(write=False)
@@ -125,12 +152,19 @@ class QuantileRelease:
         The released quantiles, one per level, sorted (read-only float64).
     value_intervals : numpy.ndarray or None
         Shape ``(m, 2)``: ``[low, high]`` per level. With probability at least ``1 - alpha``,
-        *simultaneously for every level*, each interval contains every ``q``-quantile of the
-        records clipped to the bounds (NumPy's among them). Conservative (valid for every data
-        set and method); clipping bias is not included. ``None`` when ``intervals=False``.
+        *simultaneously for every level* (and jointly with ``rank_intervals``), each interval
+        contains every rank quantile of level ``q`` of the records ``x`` clipped to the bounds:
+        every ``t`` with ``#{x < t} <= q n <= #{x <= t}``, that is ``x_(ceil(q n))`` (the
+        order statistic; NumPy's ``method="inverted_cdf"``), or the segment
+        ``[x_(k), x_(k + 1)]`` when ``q n = k`` is an integer. NumPy's default
+        ``"linear"`` value can lie outside (in an empty gap between two records: see
+        :mod:`dpkit.statistics._intervals`). Conservative (valid for every data set and
+        method); clipping bias is not included. ``None`` when ``intervals=False``.
     rank_intervals : numpy.ndarray or None
         Shape ``(m, 2)``: bounds on the fraction of records strictly below each released value,
-        holding with the intervals above (same event, probability ``>= 1 - alpha``).
+        ``#{x < value} / n``. One union bound covers the statements behind both kinds of
+        interval, so value and rank intervals all hold together with probability at least
+        ``1 - alpha``.
     method : str
         ``"exponential"`` (one level), ``"aq"``, ``"joint"``, ``"independent"`` or ``"cdf"``.
     privacy : PureDP
@@ -505,11 +539,14 @@ def _release(
     spend: QuantileSpend,
     alpha: float,
     source: Any,
+    snap: bool = True,
 ) -> QuantileRelease:
     """Stages 1-3 (module docstring) on validated inputs and a bit source (callers normalise
     ``rng`` with :func:`dpkit.samplers.as_source` before the spend); the budget is spent.
     ``spend`` says which method runs (resolved, :func:`resolve_method`) and each stage's
-    epsilon; without a ``"counts"`` stage no interval is released."""
+    epsilon; without a ``"counts"`` stage no interval is released. ``snap=False`` keeps the
+    mechanism's own points (no :func:`on_support`): the raw draws the batched samplers
+    return for law tests."""
     rational = [as_rational_level(q) for q in levels]
     m = len(levels)
     method = spend.method
@@ -526,6 +563,8 @@ def _release(
     else:
         points = approximate_quantiles(counts, measure, rational, eps_points, source)
         depth = tree_height(m)
+    if snap:
+        points = on_support(measure, points).tolist()
     lat = counts.lattice
     details: dict[str, Any] = {
         "epsilon_quantiles": float(eps_points),
@@ -664,7 +703,10 @@ def quantiles_from_counts(
         The base measure of the exponential mechanism (never read from the data):
         ``"auto"`` puts atoms on every dyadic grid so tied values (integers, halves, ...) can
         be released exactly; a power-of-two resolution such as ``1.0`` (the column is known
-        to hold integers, for example from its type) puts strong atoms on that grid only;
+        to hold integers, for example from its type) puts strong atoms on that grid only,
+        and the released values of every method are moved to the nearest grid point inside
+        the bounds (post-processing; on data on the grid this never worsens the tie-aware
+        rank error);
         ``"continuous"`` is the lattice version of Smith's interval mechanism. The array
         functions read an integer *dtype* as resolution 1 under ``"auto"`` (a schema fact).
     intervals : bool
@@ -940,6 +982,8 @@ def quantile_samples(
 
     The batched core of :func:`quantile` with ``intervals=False``, for audits and studies:
     each draw is ``epsilon``-DP, so ``size`` draws cost ``size * epsilon``; nothing is charged.
+    These are the mechanism's own lattice points: a release then moves them onto a
+    resolution support's grid (:func:`on_support`, post-processing).
 
     Parameters
     ----------
@@ -1028,7 +1072,9 @@ def quantiles_samples(
 
     The batched core of :func:`quantiles` with ``intervals=False``, for audits and studies
     (JointExp shares its dynamic programme across the draws): each row is ``epsilon``-DP, so
-    ``size`` rows cost ``size * epsilon``; nothing is charged.
+    ``size`` rows cost ``size * epsilon``; nothing is charged. These are the mechanism's own
+    lattice points, before a release moves them onto a resolution support's grid
+    (:func:`on_support`, post-processing).
 
     Returns
     -------
@@ -1067,7 +1113,7 @@ def quantiles_samples(
     else:
         plan = pure_spend(resolve_method(meth, len(lv), measure), eps, 0.0)
         rows = [
-            _release(owner, summary, measure, lv, plan, 0.05, source).values.tolist()
+            _release(owner, summary, measure, lv, plan, 0.05, source, snap=False).values.tolist()
             for _ in range(int(size))
         ]
         return np.array(rows, dtype=np.float64)

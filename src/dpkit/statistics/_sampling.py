@@ -35,6 +35,7 @@ from dpkit.statistics._quantiles import (
     QuantileSpend,
     _check_common,
     _measure,
+    on_support,
     pure_spend,
     resolve_method,
     spend_inputs,
@@ -141,10 +142,10 @@ def _samples(
     if meth == "exponential":  # one level: one exponential-mechanism draw per release
         lo, hi, level = lattice.lo, lattice.hi, rational[0]
         pts = draw_target(summary, measure, lo, hi, level, Fraction(0), eps_points, source, n)
-        return lattice.values(np.asarray(pts, dtype=np.int64)).reshape(n, 1)
+        return lattice.values(on_support(measure, pts)).reshape(n, 1)
     if meth == "joint":
         rows = joint_exp_samples(summary, measure, rational, eps_points, source, n)
-        return lattice.values(np.array(rows, dtype=np.int64)).reshape(n, m)
+        return lattice.values(on_support(measure, rows)).reshape(n, m)
     several = independent_quantiles if meth == "independent" else approximate_quantiles
-    drawn = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
-    return lattice.values(np.array(drawn, dtype=np.int64))
+    rows = [several(summary, measure, rational, eps_points, source) for _ in range(n)]
+    return lattice.values(on_support(measure, rows))

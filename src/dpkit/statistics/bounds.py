@@ -4,14 +4,26 @@
 ``cc/algorithms/approx-bounds.h``): every record falls in one bucket of a signed log2
 histogram, bucket counts get noise, and the bounds are the outer edges of the outermost
 buckets whose noisy counts pass a threshold set so that an empty bucket passes with
-probability at most ``beta`` (relaxed tenfold, up to 30 times, when no bucket passes). The
-same noisy counts give a DP estimate of the fraction of records outside the bounds, for free.
+probability at most ``beta``. The same noisy counts give a DP estimate of the fraction of
+records outside the bounds, for free.
+
+When no bucket passes (few records for the noise: 30 records at epsilon 0.3 cannot beat a
+threshold of about 70), the bounds are never read from the noise: lowering the threshold
+until something passes would let noise-only buckets pick them (anywhere in the float range).
+The release falls back to public bounds instead, fixed before any data is seen: the
+caller's ``fallback``, else :func:`default_fallback` (``(-1, 1)``, or
+``(lower, lower + max(|lower|, 1))`` with a public ``lower``), and says so
+(``BoundsRelease.fallback``). Whether a bucket passed is a function of the noisy counts
+alone, so the fallback is post-processing: no refusal, no extra cost.
 
 ``method="tail"`` clips at a private ``tail``-quantile (say 0.999) of the upper side (and
 ``1 - tail`` of the lower side unless ``lower`` is given) by Durfee's unbounded quantile
 estimation (NeurIPS 2023): AboveThreshold over the geometric candidates
 ``c_i = l + beta**i - 1``, no bounds needed. For heavy tails, where a fixed-mass rule clips
-too much and the histogram's threshold too little.
+too much and the histogram's threshold too little. It reports no clipped fraction (it clips
+about ``1 - tail`` by design), and on small data its answer is mostly noise: its query noise
+has scale ``4 D / epsilon`` (``D = 999`` at ``tail = 0.999``), against counts that move by
+``D`` per record.
 
 Buckets (:func:`log2_buckets`): 0 holds 0; ``+(e + 1075)`` holds positive ``x`` with
 ``2**(e - 1) <= x < 2**e`` (``e`` the exponent of :func:`math.frexp`, ``-1073 <= e <= 1024``)
@@ -32,7 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_choice, check_finite_array, check_number, check_positive
+from dpkit._validate import (
+    check_bounds,
+    check_choice,
+    check_finite_array,
+    check_number,
+    check_positive,
+)
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import spend
@@ -51,6 +69,7 @@ __all__ = [
     "bounds_noise_scale",
     "bucket_edges",
     "check_bounds_noise",
+    "default_fallback",
     "log2_buckets",
     "private_bounds",
     "tail_bounds_from_counts",
@@ -122,7 +141,11 @@ class BoundsRelease:
     relation : str
         ``"unbounded"`` (add/remove one record).
     details : Mapping
-        Public figures (threshold, relaxations, noisy counts of the passing buckets).
+        Public figures (the threshold, how many buckets passed it, the noisy total).
+    fallback : bool
+        ``True`` when no bucket's noisy count passed the threshold, so ``bounds`` are the
+        stated public fallback (module docstring), not read from the data; always ``False``
+        for ``method="tail"``.
     """
 
     bounds: tuple[float, float]
@@ -131,6 +154,7 @@ class BoundsRelease:
     privacy: PureDP
     relation: str = "unbounded"
     details: Mapping[str, Any] = field(default_factory=dict)
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -221,6 +245,27 @@ def check_moments_lower(owner: str, lower: Any, variance: bool = False) -> None:
         )
 
 
+def default_fallback(lower: float | None = None) -> tuple[float, float]:
+    """The public bounds used when no bucket passes: ``(-1.0, 1.0)``, or with a public
+    ``lower``, ``(lower, lower + max(|lower|, 1))`` (kept below the largest double)."""
+    if lower is None:
+        return (-1.0, 1.0)
+    return (lower, min(lower + max(abs(lower), 1.0), sys.float_info.max))
+
+
+def _check_fallback(owner: str, fallback: Any, lower: float | None) -> tuple[float, float]:
+    """The caller's fallback bounds (finite, ``lower < upper``, starting at ``lower`` when a
+    public ``lower`` is given), or :func:`default_fallback`."""
+    if fallback is None:
+        return default_fallback(lower)
+    lo, hi = check_bounds(owner, fallback, name="fallback")
+    if lower is not None and lo != lower:
+        raise ParameterError(
+            f"{owner}: `fallback` must start at the public `lower` {lower!r}; got {fallback!r}"
+        )
+    return lo, hi
+
+
 def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
     """Smallest integer ``T`` with ``buckets * P[Z >= T] <= beta`` for ``Z`` discrete Laplace.
 
@@ -278,29 +323,30 @@ def _from_histogram(
     lower: float | None,
     beta: float,
     source: Any,
+    fallback: tuple[float, float] | None = None,
 ) -> BoundsRelease:
-    """Noise every bucket from ``-_TOP`` to ``_TOP`` (public), threshold, read the bounds."""
+    """Noise every bucket from ``-_TOP`` to ``_TOP`` (public), threshold, read the bounds,
+    or take the public ``fallback`` (default :func:`default_fallback`) when none passes."""
     full = np.zeros(2 * _TOP + 1, dtype=np.int64)
     np.add.at(full, buckets + _TOP, counts)
     scale = 1 / Fraction(eps)
     noisy = full + discrete_laplace(scale, full.size, source)
-    nb = full.size
-    relaxations = 0
-    t = _threshold(scale, nb, beta)
+    t = _threshold(scale, full.size, beta)
     passing = np.flatnonzero(noisy >= t)
-    while passing.size == 0 and relaxations < 30:
-        relaxations += 1
-        t = _threshold(scale, nb, min(0.5, beta * 10.0**relaxations))
-        passing = np.flatnonzero(noisy >= t)
-    if passing.size == 0:  # nothing passes even then: the single largest noisy bucket
-        passing = np.array([int(np.argmax(noisy))])
-    lo_b, hi_b = int(passing.min()) - _TOP, int(passing.max()) - _TOP
-    low_edge, _ = bucket_edges([lo_b])
-    _, high_edge = bucket_edges([hi_b])
-    lo_v, hi_v = float(low_edge[0]), float(high_edge[0])
-    if lower is not None:
-        lo_v = lower
-        hi_v = max(hi_v, lower)
+    fell_back = passing.size == 0
+    if fell_back:  # nothing passed: public bounds, never a noise-only bucket
+        lo_v, hi_v = fallback if fallback is not None else default_fallback(lower)
+        # the clipped fraction's window is centred on the fallback's magnitudes
+        anchors = log2_buckets([v for v in (lo_v, hi_v) if v != 0.0] or [1.0])
+    else:
+        lo_b, hi_b = int(passing.min()) - _TOP, int(passing.max()) - _TOP
+        low_edge, _ = bucket_edges([lo_b])
+        _, high_edge = bucket_edges([hi_b])
+        lo_v, hi_v = float(low_edge[0]), float(high_edge[0])
+        if lower is not None:
+            lo_v = lower
+            hi_v = max(hi_v, lower)
+        anchors = passing - _TOP
     if lo_v == hi_v:  # a single point (all zeros, say): widen to a usable interval, finite
         # (a public `lower` is below the largest double, so the upper bound stays above it)
         hi_v = min(lo_v + (abs(lo_v) or 1.0), sys.float_info.max)
@@ -311,7 +357,7 @@ def _from_histogram(
     ids = np.arange(-_TOP, _TOP + 1)
     lows, highs = bucket_edges(ids)
     mags = np.abs(ids) - _OFFSET
-    pass_mags = np.abs(passing - _TOP) - _OFFSET
+    pass_mags = np.abs(anchors) - _OFFSET
     near = (mags >= pass_mags.min() - _NEAR) & (mags <= pass_mags.max() + _NEAR) | (ids == 0)
     # a bucket is outside when all its values are beyond a bound (but for a value equal to
     # the bound itself: the buckets' edges are closed, so [64, 128] beyond an upper bound of
@@ -324,7 +370,12 @@ def _from_histogram(
         clipped_fraction=clipped,
         method="histogram",
         privacy=PureDP(eps),
-        details={"threshold": t, "relaxations": relaxations, "noisy_total": int(noisy.sum())},
+        details={
+            "threshold": t,
+            "passing_buckets": int(passing.size),
+            "noisy_total": int(noisy.sum()),
+        },
+        fallback=fell_back,
     )
 
 
@@ -337,6 +388,7 @@ def bounds_from_counts(
     beta: float = 1e-6,
     rng: Any = None,
     accountant: Any = None,
+    fallback: tuple[float, float] | None = None,
 ) -> BoundsRelease:
     """Private bounds from engine-side counts of :func:`log2_buckets` (histogram method).
 
@@ -355,6 +407,10 @@ def bounds_from_counts(
         Probability that noise alone lifts an empty bucket over the threshold, in (0, 1).
     rng, accountant
         As everywhere (the accountant is charged before any noise).
+    fallback : (float, float), optional
+        Public bounds to use when no bucket passes the threshold (starting at ``lower``
+        when that is given); default :func:`default_fallback`. The release then says so
+        (``fallback=True``).
 
     Returns
     -------
@@ -363,8 +419,8 @@ def bounds_from_counts(
     Raises
     ------
     TypeError, ParameterError
-        Bad buckets, counts, epsilon (too small: :func:`check_bounds_noise`), lower, beta
-        or rng; all before the accountant is charged.
+        Bad buckets, counts, epsilon (too small: :func:`check_bounds_noise`), lower, beta,
+        fallback or rng; all before the accountant is charged.
 
     Privacy
     -------
@@ -384,10 +440,11 @@ def bounds_from_counts(
     b, c = _keyed_counts(owner, "bucket", buckets, counts, -_TOP, _TOP)
     beta_v = _check_beta(owner, beta)
     low = _check_lower(owner, lower)
+    fall = _check_fallback(owner, fallback, low)
     check_bounds_noise(owner, eps)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
-    return _from_histogram(owner, b, c, eps, low, beta_v, source)
+    return _from_histogram(owner, b, c, eps, low, beta_v, source, fall)
 
 
 def _keyed_counts(
@@ -424,6 +481,7 @@ def private_bounds(
     beta: float = 1e-6,
     rng: Any = None,
     accountant: Any = None,
+    fallback: tuple[float, float] | None = None,
 ) -> BoundsRelease:
     """Choose clipping bounds privately (see the module docstring).
 
@@ -445,16 +503,20 @@ def private_bounds(
         For ``"histogram"``: probability that noise lifts an empty bucket over the threshold.
     rng, accountant
         As everywhere (the accountant is charged before any noise).
+    fallback : (float, float), optional
+        For ``"histogram"``: public bounds used when no bucket passes the threshold (as in
+        :func:`bounds_from_counts`); default :func:`default_fallback`.
 
     Returns
     -------
     BoundsRelease
+        ``fallback=True`` when no bucket passed and the bounds are the public fallback.
 
     Raises
     ------
     TypeError, ParameterError
-        Bad data (empty, NaN, infinite, bool, masked), bad method, tail, beta, rng or
-        epsilon; an epsilon so small that the noise would exceed the exact sampler's range
+        Bad data (empty, NaN, infinite, bool, masked), bad method, tail, beta, fallback,
+        rng or epsilon; an epsilon so small that the noise would exceed the exact sampler's range
         (:func:`check_bounds_noise`). All before the accountant is charged.
 
     Privacy
@@ -478,12 +540,13 @@ def private_bounds(
     low = _check_lower(owner, lower)
     beta_v = _check_beta(owner, beta)
     tail_v = _check_tail(owner, tail)
+    fall = _check_fallback(owner, fallback, low)
     check_bounds_noise(owner, eps, method, low, tail_v)
     source = as_source(rng)
     spend(accountant, PureDP(eps), owner)
     if method == "histogram":
         ids, cnt = np.unique(log2_buckets(arr), return_counts=True)
-        return _from_histogram(owner, ids, cnt.astype(np.int64), eps, low, beta_v, source)
+        return _from_histogram(owner, ids, cnt.astype(np.int64), eps, low, beta_v, source, fall)
     return _tail_bounds(arr, eps, low, tail_v, source)
 
 

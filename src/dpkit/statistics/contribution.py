@@ -5,8 +5,13 @@ sensitivities follow from ``k``. A large ``k`` keeps every row but multiplies th
 ``k``; a small one drops rows of the heavy contributors (bias). Amin, Kulesza, Munoz Medina and
 Vassilvitskii ("Bounding User Contributions: A Bias-Variance Trade-off in Differential
 Privacy", ICML 2019) choose ``k`` as a differentially private quantile of the number of rows
-per person; that is what :func:`contribution_bound` does, with dpkit's exact quantile
-mechanism (integer support, so the released bound is a row count some person actually has).
+per person; that is what :func:`contribution_bound` does. By default
+(``method="threshold"``) it searches upward from one row by AboveThreshold (Durfee's
+unbounded quantile estimation, NeurIPS 2023, on the integers), which puts no mass in the
+empty range between the largest row count and the public cap: with 200 persons of one row
+each it returns 1, where the exponential mechanism over ``0 .. cap`` (``method="quantile"``,
+integer support) has a flat score above the point mass and lands almost uniformly on
+``[1, 1000]``. The Session's ``max_rows_per_unit="auto"`` uses the same default.
 
 Privacy: the input is one number per person (their row count), so adding or removing a person
 adds or removes one record of the quantile mechanism: pure ``epsilon``-DP under add/remove of
@@ -88,7 +93,7 @@ MAX_QUANTILE_BOUND = 2**31 - 1
 
 
 def _check(
-    owner: str, epsilon: Any, level: Any, max_bound: Any, method: Any = "quantile"
+    owner: str, epsilon: Any, level: Any, max_bound: Any, method: Any = "threshold"
 ) -> tuple[float, float, int, str]:
     eps = check_positive(owner, "epsilon", epsilon)
     lv = check_level(owner, "level", level)
@@ -100,6 +105,8 @@ def _check(
             f"method='quantile' (its integer support needs a lattice spacing of at most 1 "
             f"over [0, max_bound]); got {describe(max_bound)}"
         )
+    if meth == "threshold":
+        _check_threshold(owner, eps, lv, cap)
     return eps, lv, cap, meth
 
 
@@ -110,7 +117,7 @@ def _check_threshold(owner: str, eps: float, level: float, cap: int) -> None:
     if cap > MAX_THRESHOLD_BOUND:
         raise ParameterError(
             f"{owner}: `max_bound` must be at most 2**20 = {MAX_THRESHOLD_BOUND:,} with "
-            f"method='threshold' (one noisy count per candidate); got {cap!r}"
+            f"method='threshold' (one noisy count per candidate); got {describe(cap)}"
         )
     if threshold_noise_scale(level, Fraction(eps)) > MAX_NOISE_SCALE:
         raise ParameterError(
@@ -151,7 +158,7 @@ def contribution_bound_from_counts(
     max_bound: int = 1000,
     rng: Any = None,
     accountant: Any = None,
-    method: str = "quantile",
+    method: str = "threshold",
 ) -> ContributionBound:
     """Choose ``max_rows_per_unit`` from a histogram of rows per person.
 
@@ -173,13 +180,15 @@ def contribution_bound_from_counts(
         (whose integer support needs a lattice spacing of at most 1).
     rng, accountant
         As everywhere (the accountant is charged before anything is drawn).
-    method : {"quantile", "threshold"}
-        ``"quantile"``: the exponential mechanism over ``0 .. max_bound`` with integer
-        support. ``"threshold"``: AboveThreshold over ``1, 2, ..., max_bound`` upward (Durfee
-        2023's unbounded quantile estimation on the integers), which never puts mass in the
-        empty range above the largest row count: better with few persons or a loose cap
-        (at 600 persons, epsilon 0.2 and cap 1000 the exponential mechanism lands above every
-        count in most releases). The Session uses ``"threshold"``.
+    method : {"threshold", "quantile"}
+        ``"threshold"`` (default): AboveThreshold over ``1, 2, ..., max_bound`` upward
+        (Durfee 2023's unbounded quantile estimation on the integers), which never puts mass
+        in the empty range above the largest row count. ``"quantile"``: the exponential
+        mechanism over ``0 .. max_bound`` with integer support, whose score is flat above
+        the largest row count: with few persons or a loose cap it lands there (200 persons
+        of one row each, epsilon 1, cap 1000: nearly uniform on ``[1, 1000]``; at 600
+        persons, epsilon 0.2, above every count in most releases). The Session uses
+        ``"threshold"``.
 
     Returns
     -------
@@ -197,6 +206,8 @@ def contribution_bound_from_counts(
     >>> contribution_bound_from_counts([1, 2, 3, 10], [500, 300, 150, 50], epsilon=1.0,
     ...                                level=0.9, rng=3).bound
     3
+    >>> contribution_bound_from_counts([1], [200], epsilon=1.0, rng=3).bound
+    1
     """
     owner = "contribution_bound_from_counts"
     eps, lv, cap, method = _check(owner, epsilon, level, max_bound, method)
@@ -208,8 +219,7 @@ def contribution_bound_from_counts(
     check_total(owner, p, "persons")
     if r.size > 1 and not np.all(r[1:] > r[:-1]):
         raise ParameterError(f"{owner}: `rows` must be sorted and distinct (strictly increasing)")
-    if method == "threshold":
-        _check_threshold(owner, eps, lv, cap)
+    if method == "threshold":  # its limits were checked with the parameters (_check)
         source = as_source(rng)
         spend(accountant, PureDP(eps), owner)
         bound = _threshold_bound(r, p, eps, lv, cap, source)
@@ -234,7 +244,7 @@ def contribution_bound_from_counts(
         bound=max(1, math.ceil(rel.value)),
         level=lv,
         privacy=PureDP(eps),
-        details={"max_bound": cap, "released_quantile": rel.value},
+        details={"max_bound": cap, "method": "quantile", "released_quantile": rel.value},
     )
 
 
@@ -246,6 +256,7 @@ def contribution_bound(
     max_bound: int = 1000,
     rng: Any = None,
     accountant: Any = None,
+    method: str = "threshold",
 ) -> ContributionBound:
     """Choose ``max_rows_per_unit`` from each person's row count (one entry per person).
 
@@ -255,6 +266,9 @@ def contribution_bound(
         The number of rows of each person (``>= 1``).
     epsilon, level, max_bound, rng, accountant
         As for :func:`contribution_bound_from_counts`.
+    method : {"threshold", "quantile"}
+        As for :func:`contribution_bound_from_counts`: AboveThreshold upward from one row
+        (default, as the Session), or the exponential mechanism over ``0 .. max_bound``.
 
     Returns
     -------
@@ -269,9 +283,11 @@ def contribution_bound(
     >>> rows = np.repeat([1, 2, 3, 10], [500, 300, 150, 50])
     >>> contribution_bound(rows, epsilon=1.0, level=0.9, rng=3).bound
     3
+    >>> contribution_bound(np.ones(200, dtype=int), epsilon=1.0, rng=3).bound
+    1
     """
     owner = "contribution_bound"
-    eps, lv, cap, _method = _check(owner, epsilon, level, max_bound)
+    eps, lv, cap, meth = _check(owner, epsilon, level, max_bound, method)
     arr = _row_counts(owner, "rows_per_unit", rows_per_unit)
     if arr.size == 0:
         raise ParameterError(f"{owner}: `rows_per_unit` is empty; one entry per person")
@@ -284,4 +300,5 @@ def contribution_bound(
         max_bound=cap,
         rng=rng,
         accountant=accountant,
+        method=meth,
     )

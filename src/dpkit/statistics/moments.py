@@ -2,8 +2,12 @@
 
 ``bounds="auto"`` spends ``bounds_share`` of ``epsilon`` on :func:`~dpkit.statistics.
 private_bounds` (Google's ApproximateBounds style by default) and the rest on the statistic;
-the release reports the chosen bounds and the DP clipped fraction. Explicit bounds spend
-everything on the statistic.
+the release reports the chosen bounds and the DP clipped fraction (``None`` with
+``bounds_method="tail"``). When no bucket of the noisy histogram passes its threshold (too
+few records for the noise), the statistic uses the public fallback bounds of
+:func:`~dpkit.statistics.bounds.default_fallback` (``(-1, 1)``, or from ``lower``) and
+``details["bounds_fallback"]`` is ``True``. Explicit bounds spend everything on the
+statistic.
 
 Exactness: records are clipped to the bounds and mapped to the integer lattice
 ``u = clip(floor(x / g + 1/2), ceil(lower / g), floor(upper / g))`` (``g`` a power of two
@@ -116,9 +120,13 @@ def _choose_bounds(
         rel = _from_histogram("bounds", ids, cnt.astype(np.int64), eps_bounds, lower, 1e-6, source)
     else:
         rel = _tail_bounds(arr, eps_bounds, lower, 0.999, source)
+    source_text = f"private ({rel.method})"
+    if rel.fallback:
+        source_text = "fallback: no bucket of the noisy histogram passed its threshold"
     return rel.bounds, {
         "bounds": rel.bounds,
-        "bounds_source": f"private ({rel.method})",
+        "bounds_source": source_text,
+        "bounds_fallback": rel.fallback,
         "epsilon_bounds": eps_bounds,
         "clipped_fraction": rel.clipped_fraction,
     }
@@ -343,10 +351,12 @@ def mean(
         Total cost, finite and > 0.
     bounds : (float, float) or "auto"
         Public clipping bounds, or ``"auto"`` to choose them privately with
-        ``bounds_share * epsilon`` (reported in ``details``: the bounds and the DP clipped
-        fraction). Given bounds must leave room for the lattice (not too close together)
-        and, for :func:`var` and :func:`std`, lie within ``2**500`` in magnitude; like every
-        parameter (and ``rng``) they are checked before the accountant is charged.
+        ``bounds_share * epsilon`` (reported in ``details``: the bounds, the DP clipped
+        fraction of the histogram method, and ``bounds_fallback``: ``True`` when no bucket
+        passed its threshold and the public fallback bounds were used). Given bounds must
+        leave room for the lattice (not too close together) and, for :func:`var` and
+        :func:`std`, lie within ``2**500`` in magnitude; like every parameter (and ``rng``)
+        they are checked before the accountant is charged.
     bounds_share : float
         Share of ``epsilon`` spent on the bounds with ``"auto"``, in (0, 1).
     bounds_method : {"histogram", "tail"}
