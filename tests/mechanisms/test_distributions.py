@@ -68,13 +68,14 @@ def _gauss_cdf(sigma2: float, g: float) -> Callable[[np.ndarray], np.ndarray]:
 
 def test_gaussian_noise_distribution() -> None:
     gau = dp.Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-    g, t, c, sigma = gau._plan(1)
+    g = gau.grid()
+    v = (gau.sigma / g) ** 2  # the lattice variance a scalar release draws with
     noise = gau.noise(N, rng=2)
     assert np.all(noise / g == np.rint(noise / g))
-    assert _binned(noise, _gauss_cdf(t * c, g)) > PASS
-    assert _binned(noise, _gauss_cdf(1.21 * t * c, g)) < FAIL  # sigma 10% too large
-    assert _binned(noise, _gauss_cdf(t * c / 1.21, g)) < FAIL  # sigma 10% too small
-    assert sigma == pytest.approx(gau.sigma, rel=2e-3)
+    assert _binned(noise, _gauss_cdf(v, g)) > PASS
+    assert _binned(noise, _gauss_cdf(1.21 * v, g)) < FAIL  # sigma 10% too large
+    assert _binned(noise, _gauss_cdf(v / 1.21, g)) < FAIL  # sigma 10% too small
+    assert gau.sigma == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, 1.0), rel=2e-3)
 
 
 def _dlap_pmf(t: float, support: np.ndarray) -> np.ndarray:
@@ -103,11 +104,7 @@ def test_geometric_mechanism_distribution(chi2_pvalue: Callable) -> None:
 def test_discrete_gaussian_mechanism_distribution(eps: float, delta: float, sens: int) -> None:
     mech = dp.DiscreteGaussian(epsilon=eps, delta=delta, sensitivity=sens)
     out = mech.release(np.zeros(N, dtype=np.int64), rng=12)
-    s2 = mech._s2(N)  # d = N coordinates: the variance the release used
-    if s2 > 2**24:  # the large-sigma path rounds the variance up to t * c (its docstring)
-        t = math.isqrt(s2.numerator // s2.denominator) + 1
-        s2 = t * math.ceil(s2 / t)
-    s2f = float(s2)
+    s2f = float(mech._s2(N))  # d = N coordinates: the variance the release draws with
     # wide cells for a large sigma: chi-square over 40 equiprobable cells of the exact cdf
     half = int(40 * math.sqrt(s2f)) + 2
     support = np.arange(-half, half + 1)
@@ -172,7 +169,7 @@ def test_outputs_for_neighbours_share_one_lattice(mech: object) -> None:
     # The lattice depends only on the mechanism, never on the value: releases of 0 and of 1
     # both land on multiples of the same power-of-two grid, so no output is impossible under
     # the other input (the Mironov attack needs such impossible outputs).
-    g = mech.grid() if isinstance(mech, dp.Laplace) else mech._plan(1)[0]
+    g = mech.grid()
     out0 = np.array([mech.release(0.0, rng=s) for s in range(200)])
     out1 = np.array([mech.release(1.0, rng=s) for s in range(200)])
     out_odd = np.array([mech.release(0.1 + 2**-30, rng=s) for s in range(200)])

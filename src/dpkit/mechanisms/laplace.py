@@ -185,9 +185,12 @@ class Laplace:
 
         Raises
         ------
+        TypeError
+            ``d`` is not an int.
         ParameterError
-            The spacing would underflow (a sensitivity too small to represent).
+            ``d < 1``, or the spacing would underflow (a sensitivity too small to represent).
         """
+        d = check_int("Laplace", "d", d, minimum=1)  # the number of coordinates
         bits = 16 if d == 1 else 12
         where = "" if d == 1 else f" for {d} coordinates"
         return lattice_grid(
@@ -220,8 +223,11 @@ class Laplace:
 
         Raises
         ------
+        TypeError
+            ``d`` is not an int.
         ParameterError
-            ``epsilon`` too small for ``d`` coordinates (the lattice scale exceeds ``2**50``).
+            ``d < 1``; ``epsilon`` too small for ``d`` coordinates (the lattice scale exceeds
+            ``2**50``).
         """
         g, t = self._lattice_scale(d)
         return float(t) * g
@@ -245,9 +251,10 @@ class Laplace:
         Raises
         ------
         TypeError
-            ``alpha`` is not a real number.
+            ``alpha`` is not a real number, ``d`` not an int.
         ParameterError
-            ``alpha`` outside ``(0, 1)``; ``epsilon`` too small for ``d`` coordinates.
+            ``alpha`` outside ``(0, 1)``, ``d < 1``; ``epsilon`` too small for ``d``
+            coordinates.
         """
         alpha = _check_alpha("Laplace.accuracy", alpha)
         g, t = self._lattice_scale(d)
