@@ -383,3 +383,56 @@ def test_selection_accuracy_bound_holds(mech: object) -> None:
     )
     with pytest.raises(ParameterError):
         mech.accuracy(1.5, n=50)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("scale", [1e-3, 0.3, 0.9, 1.0, 2.5, 40.0])
+def test_zero_noise_probability_matches_the_pmf(kind: str, scale: float) -> None:
+    from dpkit.mechanisms._common import zero_noise_probability
+
+    z = np.arange(-4000, 4001)
+    pmf = _dlap_pmf(scale, z) if kind == "laplace" else _dgauss_pmf(scale, z)
+    assert zero_noise_probability(kind, scale) == pytest.approx(pmf[4000], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda eps: dp.Laplace(epsilon=eps, sensitivity=1.0),
+        lambda eps: dp.Geometric(epsilon=eps),
+        lambda eps: dp.DiscreteGaussian(epsilon=eps, delta=1e-5),
+    ],
+)
+def test_release_record_says_when_the_noise_is_below_the_lattice_step(make: Any) -> None:
+    # epsilon 1e300: the noise is zero with probability 1 (to float precision), the
+    # interval has width 0, and the record says why; at epsilon 1 it says nothing
+    huge = make(1e300).measure(3, rng=1)
+    assert huge.value == 3 and huge.interval == (3, 3)
+    assert huge.details["note"].startswith("noise below the lattice step")
+    assert "note" not in make(1.0).measure(3, rng=1).details
+
+
+@pytest.mark.parametrize("s2", [0.2, 1.0, 1.45**2, 4.0, 30.0, 5000.0])
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-6])
+def test_discrete_gaussian_accuracy_is_the_exact_discrete_quantile(s2: float, alpha: float) -> None:
+    # the smallest k with P[|Z| > k] <= alpha, from the pmf; the normal approximation
+    # sigma z(1 - alpha/2) undercovers at small sigma (sigma 1.45, alpha 0.05: 2.84, where
+    # P[|Z| >= 3] = 0.078)
+    from dpkit.mechanisms.gaussian import discrete_gaussian_accuracy
+
+    k = discrete_gaussian_accuracy(s2, alpha)
+    z = np.arange(-4000, 4001)
+    pmf = _dgauss_pmf(s2, z)
+    outside = lambda j: pmf[np.abs(z) > j].sum()  # noqa: E731
+    assert outside(k) <= alpha and (k == 0 or outside(k - 1) > alpha)
+
+
+def test_discrete_gaussian_measure_reports_what_it_draws() -> None:
+    mech = dp.DiscreteGaussian(epsilon=2.0, delta=1e-3)
+    rel = mech.measure(10, rng=3)
+    assert rel.value == mech.release(10, rng=3)
+    k = mech.accuracy(0.05)
+    assert rel.interval == (rel.value - k, rel.value + k) and rel.scale == mech.sigma
+    assert rel.details["variance"] == float(mech._s2(1)) and rel.details["analysis"] == "exact"
+    vec = mech.measure(np.zeros(50, dtype=np.int64), rng=3)
+    assert vec.interval is None and vec.details["half_width"] == mech.accuracy(0.05, 50)

@@ -208,8 +208,13 @@ def test_gaussian_sigma_accuracy_and_release_record_agree(d: int) -> None:
     assert abs(gau.noise_scale(d) / gau.sigma - 1) < 2e-3
     rel = gau.measure(np.zeros(d) if d > 1 else 0.0, alpha=0.1, rng=1)
     assert rel.scale == gau.noise_scale(d)
-    half = dp.mechanisms.gaussian_sigma_to_accuracy(gau.noise_scale(d), 0.1)
+    # the half-width: the exact discrete quantile of the noise drawn, on the lattice; at
+    # thousands of steps the normal one rounded up to a step
+    g, v = gau.grid(d), round((gau.noise_scale(d) / gau.grid(d)) ** 2)
+    half = dp.mechanisms.gaussian.discrete_gaussian_accuracy(v, 0.1) * g
     assert rel.details["half_width"] == gau.accuracy(0.1, d) == half
+    normal = dp.mechanisms.gaussian_sigma_to_accuracy(gau.noise_scale(d), 0.1)
+    assert normal <= half <= normal + g
     assert rel.details["grid"] == gau.grid(d)
     assert rel.details["analysis"] in ("exact", "smoothing", "zcdp")
 
@@ -250,6 +255,6 @@ def test_discrete_gaussian_reports_the_variance_it_draws() -> None:
     # relative standard error of the sd: 1 / sqrt(2 d) = 1.6e-3; 1% is 6 of them
     assert float(out.std()) == pytest.approx(math.sqrt(mech._s2(d)), rel=1e-2)
     assert mech.sigma == math.sqrt(mech._s2(1))
-    assert mech.accuracy(0.05, d) == dp.mechanisms.gaussian_sigma_to_accuracy(
-        math.sqrt(mech._s2(d)), 0.05
+    assert mech.accuracy(0.05, d) == dp.mechanisms.gaussian.discrete_gaussian_accuracy(
+        mech._s2(d), 0.05
     )

@@ -15,6 +15,7 @@ from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
+    below_step_note,
     check_size,
     grid_round,
     lattice_grid,
@@ -387,14 +388,26 @@ class Laplace:
         Release
             ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the noise
             scale actually used), ``interval`` (a ``1 - alpha`` interval for the true value,
-            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``half_width``).
+            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``half_width``,
+            and a ``note`` when the noise is below the lattice step: zero more often than
+            not, at an epsilon so large the release is mostly exact).
 
         Raises
         ------
         TypeError, ParameterError, BudgetExceededError
             As for :meth:`release`; also ``alpha`` outside ``(0, 1)``.
         """
-        return measured(self, value, alpha, rng, accountant, lambda d: {"grid": self.grid(d)})
+        return measured(
+            self,
+            value,
+            alpha,
+            rng,
+            accountant,
+            lambda d: {
+                "grid": self.grid(d),
+                **below_step_note("laplace", self._lattice_scale(d)[1]),
+            },
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -562,7 +575,8 @@ class Geometric:
         -------
         Release
             ``value`` (what :meth:`release` returns), ``privacy``, ``scale``, ``interval``
-            (``value -+ accuracy(alpha)``, scalars only) and ``alpha``.
+            (``value -+ accuracy(alpha)``, scalars only), ``alpha``, and in ``details`` a
+            ``note`` when the noise is below the lattice step (zero more often than not).
 
         Raises
         ------
@@ -573,5 +587,12 @@ class Geometric:
         out = self.release(value, rng=rng, accountant=accountant)
         interval = (out - k, out + k) if np.ndim(out) == 0 else None
         return Release(
-            out, "Geometric", self.privacy, self.scale, interval, alpha, relation=self.relation
+            out,
+            "Geometric",
+            self.privacy,
+            self.scale,
+            interval,
+            alpha,
+            details=below_step_note("laplace", self._t()),
+            relation=self.relation,
         )

@@ -435,6 +435,19 @@ def explain_text(plan: Plan) -> str:
                     else _fmt(frac)
                 )
             )
+    from dpkit.mechanisms._common import zero_noise_probability
+
+    exact = [
+        p.aggregate
+        for p in plan.parts
+        if zero_noise_probability(p.noise.kind, p.noise.scale) >= 0.5
+    ]
+    if exact:
+        lines.append(
+            f"note             noise below the lattice step for {', '.join(dict.fromkeys(exact))}: "
+            "zero more often than not, so those figures are released exact (intervals of "
+            "width 0) most of the time; the budget is so large the noise hides almost nothing"
+        )
     s = plan.selection
     if s is not None:
         src = f"reuses {s.reuse!r}" if s.reuse else f"share {float(s.share):.3f}"
