@@ -120,7 +120,7 @@ def test_noise_follows_its_law_with_the_scale_from_the_math(noise, delta, dist, 
     s = _nrs_median_smooth(x, beta, lower, upper)
     g = 2.0 ** (math.floor(math.log2((upper - lower) / eps)) - 30)
     scale = mult * (s + g)
-    kwargs = dict(epsilon=eps, delta=delta, bounds=(lower, upper), noise=noise)
+    kwargs = dict(epsilon=eps, delta=delta, bounds=(lower, upper), noise=noise, clamp=False)
     vals = smooth_sensitivity_sample(x, "median", relation="bounded", size=n, rng=1, **kwargs)
     k = vals / g - round(51.0 / g)  # the noise in grid units
     # 1. its law: KS at level 1e-3 against the noise law at the scale above (halving the

@@ -68,13 +68,14 @@ def _gauss_cdf(sigma2: float, g: float) -> Callable[[np.ndarray], np.ndarray]:
 
 def test_gaussian_noise_distribution() -> None:
     gau = dp.Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-    g, t, c, sigma = gau._plan(1)
+    g = gau.grid()
+    v = (gau.sigma / g) ** 2  # the lattice variance a scalar release draws with
     noise = gau.noise(N, rng=2)
     assert np.all(noise / g == np.rint(noise / g))
-    assert _binned(noise, _gauss_cdf(t * c, g)) > PASS
-    assert _binned(noise, _gauss_cdf(1.21 * t * c, g)) < FAIL  # sigma 10% too large
-    assert _binned(noise, _gauss_cdf(t * c / 1.21, g)) < FAIL  # sigma 10% too small
-    assert sigma == pytest.approx(gau.sigma, rel=2e-3)
+    assert _binned(noise, _gauss_cdf(v, g)) > PASS
+    assert _binned(noise, _gauss_cdf(1.21 * v, g)) < FAIL  # sigma 10% too large
+    assert _binned(noise, _gauss_cdf(v / 1.21, g)) < FAIL  # sigma 10% too small
+    assert gau.sigma == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, 1.0), rel=2e-3)
 
 
 def _dlap_pmf(t: float, support: np.ndarray) -> np.ndarray:
@@ -103,11 +104,7 @@ def test_geometric_mechanism_distribution(chi2_pvalue: Callable) -> None:
 def test_discrete_gaussian_mechanism_distribution(eps: float, delta: float, sens: int) -> None:
     mech = dp.DiscreteGaussian(epsilon=eps, delta=delta, sensitivity=sens)
     out = mech.release(np.zeros(N, dtype=np.int64), rng=12)
-    s2 = mech._s2(N)  # d = N coordinates: the variance the release used
-    if s2 > 2**24:  # the large-sigma path rounds the variance up to t * c (its docstring)
-        t = math.isqrt(s2.numerator // s2.denominator) + 1
-        s2 = t * math.ceil(s2 / t)
-    s2f = float(s2)
+    s2f = float(mech._s2(N))  # d = N coordinates: the variance the release draws with
     # wide cells for a large sigma: chi-square over 40 equiprobable cells of the exact cdf
     half = int(40 * math.sqrt(s2f)) + 2
     support = np.arange(-half, half + 1)
@@ -172,7 +169,7 @@ def test_outputs_for_neighbours_share_one_lattice(mech: object) -> None:
     # The lattice depends only on the mechanism, never on the value: releases of 0 and of 1
     # both land on multiples of the same power-of-two grid, so no output is impossible under
     # the other input (the Mironov attack needs such impossible outputs).
-    g = mech.grid() if isinstance(mech, dp.Laplace) else mech._plan(1)[0]
+    g = mech.grid()
     out0 = np.array([mech.release(0.0, rng=s) for s in range(200)])
     out1 = np.array([mech.release(1.0, rng=s) for s in range(200)])
     out_odd = np.array([mech.release(0.1 + 2**-30, rng=s) for s in range(200)])
@@ -386,3 +383,56 @@ def test_selection_accuracy_bound_holds(mech: object) -> None:
     )
     with pytest.raises(ParameterError):
         mech.accuracy(1.5, n=50)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("scale", [1e-3, 0.3, 0.9, 1.0, 2.5, 40.0])
+def test_zero_noise_probability_matches_the_pmf(kind: str, scale: float) -> None:
+    from dpkit.mechanisms._common import zero_noise_probability
+
+    z = np.arange(-4000, 4001)
+    pmf = _dlap_pmf(scale, z) if kind == "laplace" else _dgauss_pmf(scale, z)
+    assert zero_noise_probability(kind, scale) == pytest.approx(pmf[4000], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda eps: dp.Laplace(epsilon=eps, sensitivity=1.0),
+        lambda eps: dp.Geometric(epsilon=eps),
+        lambda eps: dp.DiscreteGaussian(epsilon=eps, delta=1e-5),
+    ],
+)
+def test_release_record_says_when_the_noise_is_below_the_lattice_step(make: Any) -> None:
+    # epsilon 1e300: the noise is zero with probability 1 (to float precision), the
+    # interval has width 0, and the record says why; at epsilon 1 it says nothing
+    huge = make(1e300).measure(3, rng=1)
+    assert huge.value == 3 and huge.interval == (3, 3)
+    assert huge.details["note"].startswith("noise below the lattice step")
+    assert "note" not in make(1.0).measure(3, rng=1).details
+
+
+@pytest.mark.parametrize("s2", [0.2, 1.0, 1.45**2, 4.0, 30.0, 5000.0])
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-6])
+def test_discrete_gaussian_accuracy_is_the_exact_discrete_quantile(s2: float, alpha: float) -> None:
+    # the smallest k with P[|Z| > k] <= alpha, from the pmf; the normal approximation
+    # sigma z(1 - alpha/2) undercovers at small sigma (sigma 1.45, alpha 0.05: 2.84, where
+    # P[|Z| >= 3] = 0.078)
+    from dpkit.mechanisms.gaussian import discrete_gaussian_accuracy
+
+    k = discrete_gaussian_accuracy(s2, alpha)
+    z = np.arange(-4000, 4001)
+    pmf = _dgauss_pmf(s2, z)
+    outside = lambda j: pmf[np.abs(z) > j].sum()  # noqa: E731
+    assert outside(k) <= alpha and (k == 0 or outside(k - 1) > alpha)
+
+
+def test_discrete_gaussian_measure_reports_what_it_draws() -> None:
+    mech = dp.DiscreteGaussian(epsilon=2.0, delta=1e-3)
+    rel = mech.measure(10, rng=3)
+    assert rel.value == mech.release(10, rng=3)
+    k = mech.accuracy(0.05)
+    assert rel.interval == (rel.value - k, rel.value + k) and rel.scale == mech.sigma
+    assert rel.details["variance"] == float(mech._s2(1)) and rel.details["analysis"] == "exact"
+    vec = mech.measure(np.zeros(50, dtype=np.int64), rng=3)
+    assert vec.interval is None and vec.details["half_width"] == mech.accuracy(0.05, 50)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -57,3 +58,24 @@ def test_noise_checks_size_like_sample(mech: object) -> None:
             mech.sample(1.0, bad, rng=1)  # type: ignore[attr-defined]
     assert mech.noise(0, rng=1).shape == (0,)  # type: ignore[attr-defined]
     assert mech.noise(np.int64(3), rng=1).shape == (3,)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("call", "owner"),
+    [
+        (lambda d: Laplace(1.0, 1.0).noise_scale(d), "Laplace"),
+        (lambda d: Laplace(1.0, 1.0).accuracy(0.05, d), "Laplace"),
+        (lambda d: Gaussian(1.0, 1e-5, 1.0).grid(d), "Gaussian"),
+        (lambda d: Gaussian(1.0, 1e-5, 1.0).noise_scale(d), "Gaussian"),
+        (lambda d: dpkit.DiscreteGaussian(1.0, 1e-5).accuracy(0.05, d), "DiscreteGaussian"),
+    ],
+)
+def test_the_number_of_coordinates_is_validated(call: Any, owner: str) -> None:
+    # a count of coordinates below 1, or not an int, is refused by name (it divided by zero
+    # or took a square root of a negative number)
+    with pytest.raises(dpkit.ParameterError, match=rf"^{owner}: `d` must be"):
+        call(0)
+    with pytest.raises(dpkit.ParameterError, match=rf"^{owner}: `d` must be"):
+        call(-3)
+    with pytest.raises(TypeError, match=rf"^{owner}: `d`"):
+        call(1.5)

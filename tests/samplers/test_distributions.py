@@ -17,7 +17,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpkit.errors import ParameterError
 from dpkit.samplers import (
+    BitSource,
     bernoulli,
     bernoulli_exp,
     bernoulli_exp_int,
@@ -220,3 +222,70 @@ def test_seeded_reproducibility() -> None:
     b = discrete_laplace(3.0, 1000, rng=42)
     assert np.array_equal(a, b)
     assert not np.array_equal(a, discrete_laplace(3.0, 1000, rng=43))
+
+
+@pytest.mark.parametrize("y", [0.0, 2.0**-30, 0.3, 1.0, 1.5, 3.7, 12.0])
+def test_bernoulli_exp_pairs_law(y: float) -> None:
+    # 200,000 draws of Bernoulli(exp(-y)), y = rate (hi + lo) split unevenly over the pair;
+    # the frequency within 4.5 standard errors (two-sided level about 7e-6), and a rate 10%
+    # off rejected for the y where that moves the frequency by more than 10 standard errors
+    from dpkit.samplers._discrete import bernoulli_exp_pairs
+
+    n = 200_000
+    hi, lo = np.full(n, 0.75 * y), np.full(n, 0.25 * y)
+    out = bernoulli_exp_pairs(Fraction(2, 3), hi * 1.5, lo * 1.5, rng=4)
+    p = math.exp(-y)
+    se = math.sqrt(max(p * (1 - p), 1e-12) / n)
+    assert abs(out.mean() - p) <= 4.5 * se + 1e-12
+    if 0.3 <= y <= 3.7:
+        assert abs(out.mean() - math.exp(-1.1 * y)) > 10 * se
+
+
+class _Words(BitSource):
+    """Hands out the given 64-bit words, then zeros (for exact threshold tests)."""
+
+    def __init__(self, words: list[int]) -> None:
+        self.queue = list(words)
+
+    def words(self, n: int) -> np.ndarray:
+        out = [self.queue.pop(0) if self.queue else 0 for _ in range(n)]
+        return np.array(out, dtype=np.uint64)
+
+
+@pytest.mark.parametrize(
+    ("hi", "lo"),
+    [(2.0**-11, 2.0**-70), (3 * 2.0**-12, -(2.0**-60)), (1e-7, 0.0), (2.0**-10 - 2.0**-40, 0.0)],
+)
+def test_bernoulli_exp_pairs_decides_at_the_exact_threshold(hi: float, lo: float) -> None:
+    # y = hi + lo below 2**-10: one word per draw, compared with floor(2**64 exp(-y)) taken
+    # from 60 exact digits; words one below the threshold are accepted, one above rejected,
+    # so the float bounds never decide a draw the exact digits would not
+    from decimal import Decimal, localcontext
+
+    from dpkit.samplers._discrete import bernoulli_exp_pairs
+
+    y = Fraction(hi) + Fraction(lo)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        thr = int((-Decimal(y.numerator) / y.denominator).exp() * (1 << 64))
+    for word, want in (
+        (thr - 1, True),
+        (thr + 1, False),
+        (thr - 2**20, True),
+        (thr + 2**20, False),
+    ):
+        got = bernoulli_exp_pairs(1, [hi], [lo], rng=_Words([word]))
+        assert bool(got[0]) is want, (word - thr, want)
+
+
+def test_bernoulli_exp_pairs_refuses_bad_input() -> None:
+    from dpkit.samplers._discrete import bernoulli_exp_pairs
+
+    with pytest.raises(ParameterError, match=">= 0"):
+        bernoulli_exp_pairs(1, [1.0], [-2.0])
+    with pytest.raises(ParameterError, match="same length"):
+        bernoulli_exp_pairs(1, [1.0, 2.0], [0.0])
+    with pytest.raises(ParameterError, match="finite"):
+        bernoulli_exp_pairs(1, [math.inf], [0.0])
+    with pytest.raises(ParameterError, match="`rate`"):
+        bernoulli_exp_pairs(-1, [1.0], [0.0])

@@ -18,10 +18,13 @@ from dpkit.errors import ParameterError
 __all__ = [
     "EXACT_QUERIES",
     "OnLattice",
+    "check_bool",
     "check_exact_query",
+    "clamp_to_range",
     "grid_for_bounds",
     "on_data_lattice",
     "on_grid",
+    "public_range",
     "quantile_of",
     "spend",
 ]
@@ -360,3 +363,63 @@ def on_data_lattice(
     u = lattice_units(arr, unit, lower, upper)
     u.sort()
     return OnLattice(u, unit, u.astype(np.float64) * unit)
+
+
+def public_range(
+    kind: str, lower: float, upper: float, n: int, relation: str
+) -> tuple[float, float]:
+    """The interval every value of the statistic ``kind`` lies in, known without the data.
+
+    The records are clipped to the public bounds ``[lower, upper]``, so: a mean or a
+    percentile lies in the bounds; a (population) variance in ``[0, (upper - lower)**2 / 4]``
+    (Popoviciu) and a deviation in ``[0, (upper - lower) / 2]``. A count and a sum depend on
+    ``n``, public only under ``relation="bounded"`` (replace one record): there the count is
+    ``n`` and the sum lies in ``[n lower, n upper]``; under ``"unbounded"`` only the sign is
+    public (a count is ``>= 0``, a sum ``>= 0`` when ``lower >= 0`` and ``<= 0`` when
+    ``upper <= 0``). Any other statistic: the whole line. Clamping a release to this range
+    (:func:`clamp_to_range`) is post-processing: it costs no privacy and never moves the
+    release away from the true value.
+    """
+    inf = math.inf
+    if kind in ("mean", "percentile"):
+        return lower, upper
+    half_width = (Fraction(upper) - Fraction(lower)) / 2  # exact
+    if kind == "var":
+        return 0.0, _float_up(half_width * half_width)
+    if kind == "std":
+        return 0.0, _float_up(half_width)
+    if kind == "count":
+        return (float(n), float(n)) if relation == "bounded" else (0.0, inf)
+    if kind == "sum":
+        if relation == "bounded":
+            with np.errstate(over="ignore"):
+                return float(np.float64(n) * lower), float(np.float64(n) * upper)
+        return (0.0 if lower >= 0 else -inf), (0.0 if upper <= 0 else inf)
+    return -inf, inf
+
+
+def _float_up(q: Fraction) -> float:
+    """The smallest float ``>= q`` (``inf`` past the largest float)."""
+    if q > Fraction(MAX_FLOAT):
+        return math.inf
+    f = float(q)
+    return math.nextafter(f, math.inf) if Fraction(f) < q else f
+
+
+def clamp_to_range(values: Any, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` clamped to ``[lo, hi]`` (NaN, a refusal, kept) and where it acted.
+
+    Post-processing of the released values: a release outside the statistic's public range
+    (:func:`public_range`) is moved to its nearest end, which is never farther from the true
+    value.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    out = np.clip(arr, lo, hi)
+    return out, (out != arr) & ~np.isnan(arr)
+
+
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (NumPy's bool too); a TypeError naming it."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}: `{name}` must be True or False; got {describe(value)}")
+    return bool(value)

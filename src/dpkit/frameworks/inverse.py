@@ -465,9 +465,11 @@ def inverse_sensitivity(
     Returns
     -------
     Release
-        ``value``; ``privacy = PureDP(epsilon)``; ``details``: ``loss`` (the sampled loss
-        ``len(x; value)``), ``percentile``, ``spacing`` or ``grid_size``. The loss is
-        a diagnostic computed from the data: only ``value`` is private.
+        ``value``, always within ``bounds`` (the candidates are); ``privacy =
+        PureDP(epsilon)``; ``details``: ``statistic``, ``percentile``, ``spacing`` or
+        ``grid_size``, ``range`` (the bounds: the public range of the statistic, as the other
+        frameworks report it); the diagnostic ``loss`` (the sampled loss ``len(x; value)``),
+        computed from the data: only ``value`` is private.
 
     Raises
     ------
@@ -549,7 +551,7 @@ def inverse_sensitivity(
         rng=source,
         support=support,
     )
-    details: dict[str, Any] = {"statistic": name}
+    details: dict[str, Any] = {"statistic": name, "range": (lower, upper)}
     if name != "mean":
         details["percentile"] = p * 100
     if support != "continuous":

@@ -28,7 +28,9 @@ at most 1 between neighbours (``D`` does, Vadhan 2017 section 3.2), so publishin
 So the whole mechanism is ``(epsilon_test + epsilon_release, delta)``-DP (Dwork and Lei 2009;
 Vadhan 2017, Proposition 3.3 and the PTR theorem in Dwork and Roth 2014, section 7.3; the
 verified proof of Barthe et al. 2014), and the cost is charged whether or not it refuses.
-``epsilon`` is the total; ``test_fraction`` of it goes to the test.
+``epsilon`` is the total; ``test_fraction`` of it goes to the test. A released value outside
+the statistic's public range (:func:`dpkit.frameworks._common.public_range`) is moved to its
+nearest end: post-processing, no privacy cost (``clamp=False`` keeps the draw).
 
 References
 ----------
@@ -59,12 +61,15 @@ from dpkit._validate import (
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
+    check_bool,
     check_exact_query,
+    clamp_to_range,
     grid_for,
     laplace_on_grid,
     laplace_units,
     noise_spacing,
     on_data_lattice,
+    public_range,
     spend,
 )
 from dpkit.mechanisms.release import Release
@@ -301,6 +306,7 @@ def propose_test_release(
     test_fraction: float = 0.5,
     rng: Any = None,
     accountant: Any = None,
+    clamp: bool = True,
 ) -> Release:
     """Release ``query(data)`` by propose-test-release, or refuse.
 
@@ -327,6 +333,11 @@ def propose_test_release(
     accountant : optional
         Charged ``ApproxDP(epsilon, delta)`` under ``relation`` before the test, whatever its
         outcome.
+    clamp : bool
+        ``True`` (default): a released value outside the statistic's public range (the
+        bounds for a mean or a percentile; for a count or a sum ``n``-dependent under
+        ``"bounded"``, only its sign otherwise) is moved to its nearest end: post-processing,
+        no privacy cost. ``False`` returns the noisy value as drawn.
 
     Returns
     -------
@@ -335,8 +346,10 @@ def propose_test_release(
         ``refused=True`` with ``value=None``. ``privacy = ApproxDP(epsilon, delta)`` either
         way, under ``relation`` (``Release.relation``). ``details``: ``noisy_distance`` and
         ``threshold`` (private / public), ``proposed_bound``, ``epsilon_test``,
-        ``epsilon_release``, ``cap``, and the diagnostic ``distance`` (``min(D, cap)``, read
-        from the data: not private).
+        ``epsilon_release``, ``cap``, ``range`` (the public range,
+        :func:`dpkit.frameworks._common.public_range`) and ``clamped`` (the drawn value lay
+        outside it); and the diagnostic ``distance`` (``min(D, cap)``, read from the data:
+        not private).
 
     Raises
     ------
@@ -370,6 +383,7 @@ def propose_test_release(
     True
     """
     p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    check_bool(_OWNER, "clamp", clamp)
     source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, p.cost, _OWNER, relation)
     noisy, vals = _draw(p, 1, source, lazy=True)
@@ -381,6 +395,8 @@ def propose_test_release(
         "epsilon_test": p.eps_test,
         "epsilon_release": p.eps_rel,
         "cap": p.cap,
+        "range": p.range,
+        "clamped": False,
     }
     diagnostics = {"distance": p.distance}  # the exact (capped) distance: not private
     if vals is None:
@@ -393,8 +409,10 @@ def propose_test_release(
             diagnostics=diagnostics,
             relation=relation,
         )
+    out, moved = clamp_to_range(vals, *p.range) if clamp else (vals, vals != vals)
+    details["clamped"] = bool(moved[0])
     return Release(
-        value=float(vals[0]),
+        value=float(out[0]),
         mechanism="propose_test_release",
         privacy=p.cost,
         scale=p.scale,
@@ -419,6 +437,7 @@ class _Plan:
     units: int  # the exact statistic of the lattice-mapped data, in units of g_rel
     g_rel: float
     scale: float
+    range: tuple[float, float]  # the statistic's public range (public_range)
 
 
 def _plan(
@@ -480,6 +499,7 @@ def _plan(
         statistic_on_grid(q, lat.units, lat.unit, g_rel),
         g_rel,
         scale,
+        public_range(q.kind, lower, upper, int(arr.size), relation),
     )
 
 
@@ -511,12 +531,13 @@ def propose_test_release_sample(
     test_fraction: float = 0.5,
     size: int = 1,
     rng: Any = None,
+    clamp: bool = True,
 ) -> np.ndarray:
     """``size`` independent PTR releases (NaN for a refusal), the same code as a release.
 
-    The vectorised core of :func:`propose_test_release` for audits and studies: the distance
-    is computed once; each draw costs the full ``(epsilon, delta)`` and no accountant is
-    charged.
+    The vectorised core of :func:`propose_test_release` for audits and studies (``clamp``
+    as there): the distance is computed once; each draw costs the full ``(epsilon, delta)``
+    and no accountant is charged.
 
     Examples
     --------
@@ -528,6 +549,7 @@ def propose_test_release_sample(
     """
     size = check_int(_OWNER, "size", size, minimum=1)
     p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    check_bool(_OWNER, "clamp", clamp)
     _noisy, vals = _draw(p, size, as_source(rng))
     assert vals is not None
-    return vals
+    return clamp_to_range(vals, *p.range)[0] if clamp else vals

@@ -35,7 +35,15 @@ from dpkit._validate import (
 )
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import check_grid_bounds, grid_for, laplace_units, mean_on_grid, spend
+from dpkit.frameworks._common import (
+    check_bool,
+    check_grid_bounds,
+    clamp_to_range,
+    grid_for,
+    laplace_units,
+    mean_on_grid,
+    spend,
+)
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source, permutation, permutations
@@ -237,6 +245,7 @@ def sample_and_aggregate(
     aggregator: str = "mean",
     rng: Any = None,
     accountant: Any = None,
+    clamp: bool = True,
 ) -> Release:
     """Release ``func`` of the data by sample-and-aggregate.
 
@@ -261,6 +270,11 @@ def sample_and_aggregate(
         Charged ``PureDP(epsilon)`` under ``relation="bounded"`` (replace one record) before
         anything random happens. An add/remove budget refuses it (replace-one DP does not
         imply add/remove DP): use ``Accountant(..., relation="bounded")``.
+    clamp : bool
+        ``True`` (default): a noisy mean outside ``output_bounds`` (where the mean of the
+        clipped outputs always lies) is moved to its nearest end: post-processing, no
+        privacy cost. The median aggregator's output lies in them already. ``False``
+        returns the noisy mean as drawn.
 
     Returns
     -------
@@ -268,10 +282,12 @@ def sample_and_aggregate(
         ``value``; ``privacy = PureDP(epsilon)``; ``relation = "bounded"``; ``scale`` (Laplace
         scale for the mean);
         ``details``: ``chunks`` (parts used, always equal to ``chunks``), ``chunk_sizes``
-        ``(smallest, largest)``, ``sensitivity`` of the aggregate, ``aggregator``, and the
-        diagnostic ``nonfinite_outputs`` (read from the data: not private): parts whose output
-        was replaced by the midpoint of ``output_bounds`` because ``func`` raised or returned
-        no finite real number there (raising would reveal which part failed, after spending).
+        ``(smallest, largest)``, ``sensitivity`` of the aggregate, ``aggregator``, ``range``
+        (``output_bounds``, the public range of the aggregate), ``clamped`` (the drawn value
+        lay outside it), and the diagnostic ``nonfinite_outputs`` (read from the data: not
+        private): parts whose output was replaced by the midpoint of ``output_bounds``
+        because ``func`` raised or returned no finite real number there (raising would
+        reveal which part failed, after spending).
 
     Raises
     ------
@@ -316,6 +332,7 @@ def sample_and_aggregate(
     lower, upper = check_bounds(_OWNER, output_bounds, name="output_bounds")
     eps = check_positive(_OWNER, "epsilon", epsilon)
     check_choice(_OWNER, "aggregator", aggregator, ("mean", "median"))
+    check_bool(_OWNER, "clamp", clamp)
     _check_func(func, arr)
     sens = (upper - lower) / k
     # the aggregate's grid and the lattice of the output bounds, checked now (never after
@@ -337,7 +354,8 @@ def sample_and_aggregate(
     source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, cost, _OWNER, "bounded")
     vals, bad, scale = _draw(arr, func, k, (lower, upper), eps, aggregator, 1, source)
-    value = float(vals[0])
+    out, moved = clamp_to_range(vals, lower, upper) if clamp else (vals, vals != vals)
+    value = float(out[0])
     sens = (upper - lower) / k
     q = n // k
     return Release(
@@ -350,6 +368,8 @@ def sample_and_aggregate(
             "chunk_sizes": (q, q + (1 if n % k else 0)),
             "sensitivity": sens,
             "aggregator": aggregator,
+            "range": (lower, upper),
+            "clamped": bool(moved[0]),
             "nonfinite_outputs": int(bad[0]),
         },
         relation="bounded",
@@ -424,8 +444,10 @@ def sample_and_aggregate_sample(
     aggregator: str = "mean",
     size: int = 1,
     rng: Any = None,
+    clamp: bool = True,
 ) -> np.ndarray:
-    """``size`` independent releases of :func:`sample_and_aggregate` (each its own partition).
+    """``size`` independent releases of :func:`sample_and_aggregate` (each its own partition,
+    ``clamp`` as there).
 
     The code a release runs, vectorised over the releases for ``func`` ``"mean"`` or
     ``"median"`` on 1-D data (one batch of exact permutations); each draw costs the full
@@ -448,4 +470,6 @@ def sample_and_aggregate_sample(
         )
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise TypeError(f"{_OWNER}: `size` must be an int >= 1; got {size!r}")
-    return _draw(arr, func, k, (lower, upper), eps, aggregator, size, as_source(rng))[0]
+    check_bool(_OWNER, "clamp", clamp)
+    vals = _draw(arr, func, k, (lower, upper), eps, aggregator, size, as_source(rng))[0]
+    return clamp_to_range(vals, lower, upper)[0] if clamp else vals

@@ -28,7 +28,7 @@ is the continuous noise rounded to the grid, sampled exactly by inversion
 (:mod:`dpkit.samplers.heavy_tailed`): the release is ``g * round((f~(x) + X) / g)``, a
 post-processing of the continuous mechanism, so it keeps its guarantee.
 
-Exactness of ``S`` (issue 10, item 3): for the mean and the percentiles ``A(f, x, k)`` is
+Exactness of ``S``: for the mean and the percentiles ``A(f, x, k)`` is
 computed exactly and rounded up to a float, a monotone map, so ``A(x, k) <= A(x', k + 1)``
 holds for the values used; the smooth maximum's own float rounding (a relative few ``2**-53``)
 is absorbed by the ``+ g`` above, since ``(e^beta - 1) g`` exceeds ``2**-40`` times the largest
@@ -37,6 +37,11 @@ certified upper bound exceeding the exact value by at most a public ``R(k)``; th
 e^beta S(x') + G`` with ``G = max_k e^(-beta k) R(k)``
 (:func:`dpkit.sensitivity.at_distance.certified_gap`), and adding ``G / (e^beta - 1)`` makes
 the bound beta-smooth again.
+
+Range: a release outside the statistic's public range (the bounds for a mean or a
+percentile, ``[0, (b - a)**2 / 4]`` for a variance; :func:`dpkit.frameworks._common.public_range`)
+is moved to its nearest end, a post-processing that costs no privacy and never moves it away
+from the true value (``clamp=False`` keeps the draw; ``details["clamped"]`` says which).
 """
 
 from __future__ import annotations
@@ -60,10 +65,13 @@ from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
     MAX_NOISE_SCALE,
+    check_bool,
     check_exact_query,
+    clamp_to_range,
     grid_for,
     grid_release,
     on_data_lattice,
+    public_range,
     spend,
 )
 from dpkit.mechanisms.release import Release
@@ -226,6 +234,7 @@ def _prepare(
         "noise": noise,
         "df": df,
         "relation": relation,
+        "range": public_range(q.kind, lower, upper, int(arr.size), relation),
     }
 
 
@@ -447,11 +456,12 @@ def smooth_sensitivity_sample(
     exact_k: int | None = None,
     size: int = 1,
     rng: Any = None,
+    clamp: bool = True,
 ) -> np.ndarray:
     """``size`` independent releases (each costing the full privacy of one release).
 
     The vectorised core of :func:`smooth_sensitivity_release` for :mod:`dpkit.compare`;
-    ``S`` is computed once. No accountant is charged.
+    ``S`` is computed once, ``clamp`` as there. No accountant is charged.
 
     Examples
     --------
@@ -460,8 +470,10 @@ def smooth_sensitivity_sample(
     [44.15, 51.04, 55.75]
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
+    check_bool(_OWNER, "clamp", clamp)
     k = _noise_units(p, size, as_source(rng))
-    return grid_release(p["units"], k, p["spacing"])
+    out = grid_release(p["units"], k, p["spacing"])
+    return clamp_to_range(out, *p["range"])[0] if clamp else out
 
 
 def smooth_sensitivity_release(
@@ -477,6 +489,7 @@ def smooth_sensitivity_release(
     exact_k: int | None = None,
     rng: Any = None,
     accountant: Any = None,
+    clamp: bool = True,
 ) -> Release:
     """Release ``query(data)`` with noise scaled to its smooth sensitivity.
 
@@ -508,16 +521,24 @@ def smooth_sensitivity_release(
         ``None`` (secure), an ``int`` seed or a bit source.
     accountant : optional
         Charged the release's privacy, under ``relation``, before noise is drawn.
+    clamp : bool
+        ``True`` (default): a value outside the statistic's public range is moved to its
+        nearest end (post-processing, no privacy cost; see ``details["range"]``). ``False``
+        returns the noisy value as drawn (for studying the noise itself).
 
     Returns
     -------
     Release
         ``value``, ``privacy`` (``ApproxDP(epsilon, delta)`` for Laplace, ``PureDP(epsilon)``
-        otherwise), ``scale`` (the noise scale ``multiplier * (S + g)``); ``details``:
-        ``beta``, ``noise``, ``spacing`` and the diagnostics ``smooth_sensitivity`` (``S``),
-        ``k`` (the distance attaining it) and ``exact`` (``False`` when the envelope past
-        ``exact_k`` dominated, see :func:`smooth_upper_bound`), read from the data: **not
-        private**.
+        otherwise); ``details``: ``beta``, ``noise``, ``spacing``, ``range`` (the public
+        range of the statistic, :func:`dpkit.frameworks._common.public_range`: the bounds
+        for a mean or a percentile, ``[0, (b - a)**2 / 4]`` for a variance, ``[0, (b - a) /
+        2]`` for a deviation; for a count or a sum ``n``-dependent under ``"bounded"``, only
+        its sign otherwise) and ``clamped`` (the drawn value lay outside it and was moved to
+        its end); and the diagnostics ``smooth_sensitivity`` (``S``), ``k`` (the distance
+        attaining it), ``exact`` (``False`` when the envelope past ``exact_k`` dominated,
+        see :func:`smooth_upper_bound`) and ``scale`` (the noise scale ``multiplier * (S +
+        g)``), read from the data: **not private**.
 
     Raises
     ------
@@ -555,13 +576,15 @@ def smooth_sensitivity_release(
     (44.51, 0.0111)
     """
     p = _prepare(data, query, epsilon, delta, bounds, noise, relation, df, exact_k)
+    check_bool(_OWNER, "clamp", clamp)
     source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, p["privacy"], _OWNER, relation)
     k = _noise_units(p, 1, source)
     # units + k as an exact int, rounded once to float64, scaled by a power of two
-    value = float(grid_release([p["units"] + int(k[0])], 0, p["spacing"])[0])
+    drawn = grid_release([p["units"] + int(k[0])], 0, p["spacing"])
+    out, moved = clamp_to_range(drawn, *p["range"]) if clamp else (drawn, drawn != drawn)
     return Release(
-        value=value,
+        value=float(out[0]),
         mechanism="smooth_sensitivity",
         privacy=p["privacy"],
         scale=None,  # the scale is 2 S / epsilon and S depends on the data: a diagnostic
@@ -569,6 +592,8 @@ def smooth_sensitivity_release(
             "beta": p["beta"],
             "noise": noise,
             "spacing": p["spacing"],
+            "range": p["range"],
+            "clamped": bool(moved[0]),
         },
         diagnostics={
             "smooth_sensitivity": p["S"],

@@ -17,12 +17,14 @@ from dpkit.errors import ParameterError
 __all__ = [
     "as_integers",
     "as_values",
+    "below_step_note",
     "check_size",
     "grid_round",
     "measured",
     "pow2_at_most",
     "restore_shape",
     "spend",
+    "zero_noise_probability",
 ]
 
 #: Largest |value / grid| a continuous mechanism accepts: the lattice coordinates and the noise
@@ -198,3 +200,42 @@ def measured(
         details={**details(d), "half_width": half},
         relation=mech.relation,
     )
+
+
+def zero_noise_probability(kind: str, scale: float | Fraction) -> float:
+    """``P[Z = 0]`` for the lattice noise: discrete Laplace of scale ``t`` steps
+    (``kind="laplace"``: ``(1 - q) / (1 + q) = tanh(1 / (2 t))``, ``q = exp(-1/t)``) or
+    discrete Gaussian of variance ``V`` steps squared (``"gaussian"``: ``1 / sum_k
+    exp(-k**2 / (2 V))``, by Poisson summation ``1 / (sqrt(2 pi V) (1 + 2 exp(-2 pi**2 V) +
+    ...))`` for ``V >= 1``, where the omitted terms are below ``1e-30``).
+
+    Examples
+    --------
+    >>> round(zero_noise_probability("laplace", 1.0), 4), zero_noise_probability("laplace", 1e-300)
+    (0.4621, 1.0)
+    """
+    s = float(scale)
+    if kind == "laplace":
+        return math.tanh(0.5 / s) if s > 0 else 1.0
+    if s >= 1:
+        return 1 / (math.sqrt(2 * math.pi * s) * (1 + 2 * math.exp(-2 * math.pi**2 * s)))
+    k = np.arange(1, 41, dtype=np.float64)
+    return float(1 / (1 + 2 * np.exp(-(k * k) / (2 * s)).sum()))
+
+
+def below_step_note(kind: str, scale: float | Fraction) -> dict[str, str]:
+    """``{"note": ...}`` when the noise is below the lattice step (zero at least half the
+    time), else ``{}``: such a release is, more often than not, the exact (lattice-rounded)
+    value, and its interval can have width 0; epsilon is so large that the noise hides
+    almost nothing (a valid guarantee, a weak one)."""
+    p = zero_noise_probability(kind, scale)
+    if p < 0.5:
+        return {}
+    return {
+        "note": (
+            f"noise below the lattice step: it is zero with probability {p:.6g}, so the "
+            "release is the exact (lattice-rounded) value that often and its interval can "
+            "have width 0; the privacy parameter is so large that the noise hides almost "
+            "nothing"
+        )
+    }

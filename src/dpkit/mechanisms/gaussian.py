@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -13,25 +12,31 @@ import numpy as np
 from dpkit._validate import (
     check_choice,
     check_delta,
-    check_finite_result,
     check_int,
-    check_nonnegative,
     check_positive,
     check_relation,
-    describe,
 )
-from dpkit.accounting.conversions import approx_to_zcdp
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
+    below_step_note,
     check_size,
     grid_round,
-    lattice_grid,
     measured,
     restore_shape,
     spend,
+)
+from dpkit.mechanisms._gaussian_calibration import (
+    LatticePlan,
+    _phi,
+    analytic_gaussian_sigma,
+    calibrate,
+    classic_gaussian_sigma,
+    discrete_gaussian_delta,
+    integer_plan,
+    lattice_plan,
 )
 from dpkit.mechanisms.release import Release
 from dpkit.samplers import as_source
@@ -43,6 +48,7 @@ __all__ = [
     "accuracy_to_gaussian_sigma",
     "analytic_gaussian_sigma",
     "classic_gaussian_sigma",
+    "discrete_gaussian_accuracy",
     "discrete_gaussian_delta",
     "gaussian_sigma_to_accuracy",
 ]
@@ -51,145 +57,11 @@ _NORMS = ("l1", "l2")
 _CALIBRATIONS = ("classic", "analytic")
 
 
-def _phi(x: float) -> float:
-    """Standard normal CDF via the complementary error function (accurate in the tails)."""
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def classic_gaussian_sigma(
-    epsilon: float, delta: float, sensitivity: float, *, owner: str = "classic_gaussian_sigma"
-) -> float:
-    """``sigma = sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon`` (Dwork and Roth 2014, Thm A.1).
-
-    Valid only for ``0 < epsilon < 1``.
-
-    Examples
-    --------
-    >>> round(classic_gaussian_sigma(0.5, 1e-5, 1.0), 6)
-    9.689611
-    """
-    epsilon = check_positive(owner, "epsilon", epsilon)
-    delta = check_delta(owner, delta, allow_zero=False)
-    sensitivity = check_positive(owner, "sensitivity", sensitivity)
-    if not epsilon < 1:
-        raise ParameterError(
-            f"{owner}: the classic calibration needs epsilon < 1; got {epsilon!r} "
-            "(use calibration='analytic', valid for any epsilon)"
-        )
-    sigma = sensitivity * (math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
-    return _check_sigma(owner, sigma, epsilon, delta, sensitivity)
-
-
-def _check_sigma(owner: str, sigma: float, epsilon: float, delta: float, sens: float) -> float:
-    """A calibrated sigma must be a finite positive float (it scales the noise)."""
-    return check_finite_result(
-        owner,
-        "the noise sigma",
-        sigma,
-        cause=(
-            f"`epsilon`={epsilon!r}, `delta`={delta!r} and `sensitivity`={sens!r} are too "
-            "extreme together; rescale the sensitivity (other units) or choose epsilon "
-            "closer to 1"
-        ),
-    )
-
-
-_SQRT2 = math.sqrt(2.0)
-_SQRT_PI = math.sqrt(math.pi)
-
-
-def _erfcx(x: float) -> float:
-    """The scaled complementary error function ``exp(x**2) erfc(x)`` for ``x >= 0``.
-
-    Directly below 25 (``exp(625)`` and ``erfc(25)`` are both normal floats); above, the
-    asymptotic series ``(1 - z + 3 z**2 - 15 z**3 + 105 z**4) / (x sqrt(pi))`` with
-    ``z = 1 / (2 x**2)``, whose truncation error is below the next term, ``945 z**5``
-    (relative ``3e-13`` at ``x = 25``).
-    """
-    if x < 25.0:
-        return math.exp(x * x) * math.erfc(x)
-    z = 1.0 / (2.0 * x * x)
-    return (1.0 - z * (1.0 - z * (3.0 - z * (15.0 - 105.0 * z)))) / (x * _SQRT_PI)
-
-
-def _analytic_delta_unit(u: float, epsilon: float) -> float:
-    """Balle and Wang (2018), Theorem 8: the delta of ``N(0, sigma**2)`` at ``epsilon``,
-    as a function of ``u = sigma / sensitivity`` (it depends on nothing else).
-
-    ``delta = Phi(A) - exp(eps) Phi(B)``, ``A = 1/(2u) - eps u``, ``B = -1/(2u) - eps u``.
-    Since ``eps - B**2 / 2 = -A**2 / 2``, ``exp(eps) Phi(B) = exp(-A**2/2) erfcx(-B/sqrt 2)
-    / 2``: no ``exp(eps)`` is ever formed (it overflows past eps = 709.8), and for ``A < 0``
-    ``Phi(A) = exp(-A**2/2) erfcx(-A/sqrt 2) / 2`` too, so the difference of two tiny tails
-    is taken on the scaled values (no underflow to 0 - 0).
-    """
-    a = 0.5 / u - epsilon * u
-    b = -0.5 / u - epsilon * u
-    front = math.exp(-0.5 * a * a)  # may underflow to 0: then delta is 0 to float precision
-    if front == 0.0:
-        return 0.0 if a < 0 else 1.0
-    tail_b = front * _erfcx(-b / _SQRT2) / 2
-    if a >= 0:
-        return (1.0 - math.erfc(a / _SQRT2) / 2) - tail_b
-    return front * (_erfcx(-a / _SQRT2) - _erfcx(-b / _SQRT2)) / 2
-
-
-def analytic_gaussian_sigma(
-    epsilon: float, delta: float, sensitivity: float, *, owner: str = "analytic_gaussian_sigma"
-) -> float:
-    """The smallest sigma with Balle and Wang's exact condition (2018, Theorem 8).
-
-    ``Phi(D/(2s) - eps s/D) - exp(eps) Phi(-D/(2s) - eps s/D) <= delta``. The condition
-    depends on ``sigma`` and ``D`` only through ``u = sigma / D``, so ``u`` is found once for
-    ``(epsilon, delta)`` and ``sigma = D u`` (no overflow or underflow for any sensitivity
-    whose sigma is a float). ``u`` is bracketed by doubling or halving from 1 and then
-    bisected on ``log u`` to a relative precision of 1e-12 (at most a few thousand
-    evaluations even at the extremes of the float range); the upper end of the final bracket
-    is returned, so the condition holds at the returned value. Valid for every epsilon > 0.
-
-    Raises
-    ------
-    ParameterError
-        Bad parameters, or a sigma that overflows or underflows a float (the message names
-        the parameters).
-
-    Examples
-    --------
-    >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
-    3.7306
-    """
-    epsilon = check_positive(owner, "epsilon", epsilon)
-    delta = check_delta(owner, delta, allow_zero=False)
-    sensitivity = check_positive(owner, "sensitivity", sensitivity)
-    u = _analytic_unit(epsilon, delta)
-    if u is None:
-        raise ParameterError(
-            f"{owner}: `epsilon`={epsilon!r} is too small for `delta`={delta!r}: sigma would "
-            "exceed 1e300 times the sensitivity"
-        )
-    return _check_sigma(owner, sensitivity * u, epsilon, delta, sensitivity)
-
-
-@lru_cache(maxsize=256)
-def _analytic_unit(epsilon: float, delta: float) -> float | None:
-    """``u = sigma / sensitivity`` of the analytic calibration (``None`` past 1e300)."""
-    lo = hi = 1.0
-    if _analytic_delta_unit(hi, epsilon) > delta:
-        while _analytic_delta_unit(hi, epsilon) > delta:
-            lo, hi = hi, hi * 2
-            if hi > 1e300:
-                return None
-    else:
-        while lo > 1e-300 and _analytic_delta_unit(lo, epsilon) <= delta:
-            hi, lo = lo, lo / 2
-    while hi / lo > 1 + 1e-12:
-        mid = math.sqrt(lo) * math.sqrt(hi)
-        if not lo < mid < hi:  # adjacent floats
-            break
-        if _analytic_delta_unit(mid, epsilon) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+def _check_alpha(owner: str, alpha: Any) -> float:
+    a = check_positive(owner, "alpha", alpha)
+    if not a < 1:
+        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
+    return a
 
 
 def gaussian_sigma_to_accuracy(sigma: float, alpha: float) -> float:
@@ -214,6 +86,36 @@ def accuracy_to_gaussian_sigma(accuracy: float, alpha: float) -> float:
     return accuracy / _inv_tail(alpha / 2)
 
 
+def discrete_gaussian_accuracy(variance: float | Fraction, alpha: float) -> int:
+    """Smallest integer ``k`` with ``P[|Z| > k] <= alpha`` for ``Z ~ N_Z(0, variance)``.
+
+    Summed exactly over ``|z| <= 40 sigma + 2`` (the mass beyond is below ``1e-300``) for
+    ``sigma <= 2**12``; above, ``ceil(sigma z(1 - alpha / 2))``, which the discrete tail
+    meets (it is the normal tail beyond ``k + 1/2`` up to a relative ``exp(-2 pi**2
+    sigma**2)``). The normal approximation alone undercovers at small sigma: at sigma 1.45
+    it gives 2.84, where ``P[|Z| >= 3]`` is 0.078, not 0.05.
+
+    ``alpha`` is checked by the caller (in ``(0, 1)``).
+
+    Examples
+    --------
+    >>> discrete_gaussian_accuracy(1.45**2, 0.05), discrete_gaussian_accuracy(0.01, 0.05)
+    (3, 0)
+    """
+    var = float(variance)
+    sigma = math.sqrt(var)
+    if sigma > 2**12:
+        return math.ceil(sigma * _inv_tail(alpha / 2))
+    k = math.ceil(40 * sigma) + 2
+    y = np.arange(0, k + 1, dtype=np.float64)
+    with np.errstate(under="ignore"):
+        w = np.exp(-(y * y) / (2 * var))
+    total = w[0] + 2 * w[1:].sum()
+    # above[j] = P[|Z| > j] = 2 sum_{y > j} w / total
+    above = np.append(2 * np.cumsum(w[::-1])[::-1][1:] / total, 0.0)
+    return int(np.argmax(above <= alpha))
+
+
 def _inv_tail(p: float) -> float:
     """z with P[N(0,1) > z] = p, by bisection on erfc."""
     lo, hi = -40.0, 40.0
@@ -224,142 +126,6 @@ def _inv_tail(p: float) -> float:
         else:
             hi = mid
     return hi
-
-
-def discrete_gaussian_delta(sigma2: float, sensitivity: int, epsilon: float) -> float:
-    """Exact delta of the 1-D discrete Gaussian N_Z(0, sigma2) with integer sensitivity.
-
-    Canonne, Kamath and Steinke (2020), Theorem 7:
-    ``delta = P[Y > eps sigma2/D - D/2] - exp(eps) P[Y > eps sigma2/D + D/2]``,
-    ``Y ~ N_Z(0, sigma2)``. Evaluated by summing the pmf over ``|y| <= 40 sigma`` in float64
-    (the mass beyond is below 1e-300); a calibration aid, not a sampler.
-
-    ``sigma2`` finite and > 0, ``sensitivity`` an int >= 1, ``epsilon`` finite and >= 0. The
-    sum runs over ``2 (40 sigma + 2 sensitivity) + 1`` points: beyond ``2**25`` of them
-    (``sigma`` above about ``2**19``; the mechanisms use it up to ``sigma = 2**16``) the
-    call is refused rather than allocating gigabytes.
-
-    Raises
-    ------
-    TypeError
-        A parameter that is not a real number, a non-integer ``sensitivity``.
-    ParameterError
-        A parameter outside its range, or a sum too large to evaluate.
-    """
-    owner = "discrete_gaussian_delta"
-    sigma2 = check_positive(owner, "sigma2", sigma2)
-    sensitivity = check_int(owner, "sensitivity", sensitivity, minimum=1)
-    epsilon = check_nonnegative(owner, "epsilon", epsilon)
-    sigma = math.sqrt(sigma2)
-    if 40 * sigma + 2 * sensitivity + 3 > _MAX_DELTA_POINTS:
-        raise ParameterError(
-            f"{owner}: `sigma2`={sigma2!r} and `sensitivity`={describe(sensitivity)} need a sum "
-            "over more than 2**26 points (40 sigma + 2 sensitivity above 2**25), too many for "
-            "this exact calibration aid; it supports sigma up to about 2**19"
-        )
-    k = math.ceil(40 * sigma) + 2 * sensitivity + 2
-    y = np.arange(-k, k + 1, dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore"):  # a tiny sigma2: the weights are 1 and 0
-        w = np.exp(-(y * y) / (2 * sigma2))
-    z = w.sum()
-    # suffix sums: tail[j] = P[Y >= y_j]
-    tail = np.cumsum(w[::-1])[::-1] / z
-
-    def p_greater(a: float) -> float:
-        if not math.isfinite(a):  # epsilon sigma2 / D overflows: beyond the support
-            return 0.0
-        first = math.floor(a) + 1  # smallest integer > a
-        idx = first + k
-        if idx <= 0:
-            return 1.0
-        if idx > 2 * k:
-            return 0.0
-        return float(tail[idx])
-
-    d = sensitivity
-    a = epsilon * sigma2 / d
-    first, tail = p_greater(a - d / 2), p_greater(a + d / 2)
-    # exp(eps) tail, capped where it exceeds 1 >= first (the result is then 0 either way):
-    # exp(eps) alone overflows past eps = 709.8
-    second = 0.0 if tail == 0 else math.exp(min(epsilon + math.log(tail), 709.0))
-    return max(0.0, first - second)
-
-
-def _zcdp_sigma(steps: float, epsilon: float, delta: float) -> float:
-    """``steps / sqrt(2 rho)``: the sigma of the zCDP route (infinite when rho underflows)."""
-    rho = approx_to_zcdp(epsilon, delta).rho
-    return steps / math.sqrt(2 * rho) if rho > 0 else math.inf
-
-
-#: Largest variance ``t * c`` (in lattice units) the exact discrete Gaussian samplers take.
-_MAX_TC = 2**56
-#: Largest lattice sigma whose exact 1-D delta (CKS Theorem 7, an O(sigma) sum) is checked;
-#: above it (epsilon below about 1e-4) the proven zCDP route of the vectors is used instead.
-_MAX_EXACT_SIGMA = 2.0**16
-#: Largest half-width ``40 sigma + 2 sensitivity`` of the sum in :func:`discrete_gaussian_delta`.
-_MAX_DELTA_POINTS = 2**25
-
-
-def _too_noisy(owner: str, params: str, s2: float) -> ParameterError:
-    size = f"of about 2**{math.log2(s2) / 2:.1f}" if math.isfinite(s2) else "beyond any float"
-    return ParameterError(
-        f"{owner}: {params} give a noise sigma {size}, above the 2**28 lattice steps the "
-        "exact discrete Gaussian sampler supports: epsilon or delta is too small for this "
-        "sensitivity (the noise would swamp any value)"
-    )
-
-
-@lru_cache(maxsize=256)
-def _lattice_plan(
-    epsilon: float, delta: float, sens2: float, d: int, calibration: str, sigma_cont: float
-) -> tuple[float, int, int, float]:
-    """Grid, variance factors (t, c) and effective sigma for d coordinates (cached).
-
-    The grid follows the sensitivity (``sens / (sqrt(d) 2**10)``), made coarser when the
-    noise is so large next to it that the lattice sigma would exceed ``2**16`` (one
-    coordinate: keeps the exact delta check cheap) or ``2**26`` (vectors: keeps ``t * c``
-    within the sampler's ``2**56``; the extra rounding charge ``sqrt(d) g`` is then at most
-    ``sqrt(d) 2**-25`` of sigma). Everything is checked here, before any spend.
-    """
-    root_d = math.sqrt(d)
-    where = "" if d == 1 else f" for {d} coordinates"
-    params = f"`sensitivity`={sens2!r}{where}"
-    g = lattice_grid("Gaussian", sens2 / (root_d * 2.0**10), params=params)
-    # keep the 1-D lattice sigma below 2**16 so the exact delta check stays cheap
-    if d == 1 and sigma_cont / g > 2.0**16:
-        g = lattice_grid("Gaussian", sigma_cont / 2.0**15, params=params)
-    if d > 1 and sigma_cont / g > 2.0**26:
-        g = lattice_grid("Gaussian", sigma_cont / 2.0**25, params=params)
-    steps = math.floor(sens2 / g) + 1 if d == 1 else sens2 / g + root_d
-    # rounding: each coordinate moves at most one extra lattice step; in L2 that is sqrt(d)
-    sens_eff = steps * g
-    sigma = _calibrate(epsilon, delta, sens_eff, calibration) / g
-    exact_check = d == 1 and sigma <= _MAX_EXACT_SIGMA
-    if not exact_check:  # vectors, or a scalar too noisy for the O(sigma) exact delta check
-        sigma = max(sigma, _zcdp_sigma(steps, epsilon, delta))
-    if not sigma * sigma < _MAX_TC:
-        raise _too_noisy(
-            "Gaussian", f"`epsilon`={epsilon!r}, `delta`={delta!r} and {params}", sigma * sigma
-        )
-    t = math.floor(sigma) + 1
-    c = math.ceil(sigma * sigma / t)
-    if exact_check:
-        while discrete_gaussian_delta(float(t * c), int(steps), epsilon) > delta:
-            c = math.ceil(c * (1 + 2.0**-10))
-    if t * c > _MAX_TC:
-        raise _too_noisy(
-            "Gaussian", f"`epsilon`={epsilon!r}, `delta`={delta!r} and {params}", float(t * c)
-        )
-    return g, t, c, math.sqrt(t * c) * g
-
-
-def _calibrate(
-    epsilon: float, delta: float, sensitivity: float, calibration: str, owner: str = "Gaussian"
-) -> float:
-    """The continuous sigma; errors name ``owner`` (the mechanism the user built)."""
-    if calibration == "classic":
-        return classic_gaussian_sigma(epsilon, delta, sensitivity, owner=owner)
-    return analytic_gaussian_sigma(epsilon, delta, sensitivity, owner=owner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,23 +152,35 @@ class Gaussian:
 
     Privacy
     -------
-    ``(epsilon, delta)``-DP. The value is rounded to the lattice ``grid * Z^d`` (grid a power
-    of two fixed by the sensitivity and the dimension, never by the data) and exact discrete
-    Gaussian noise is added (:func:`dpkit.samplers.discrete_gaussian`; the guarantee rests on
+    ``(epsilon, delta)``-DP under ``relation`` (neighbours whose answers are at most
+    ``sensitivity`` apart in L2). The value is rounded to the lattice ``grid * Z^d`` (grid a
+    power of two fixed by the sensitivity and the dimension, never by the data) and exact
+    discrete Gaussian noise ``N_Z(0, V)`` is added to each coordinate (the guarantee rests on
     the distribution being exactly the discrete Gaussian of Canonne, Kamath and Steinke 2020,
-    whichever exact sampler draws it). Rounding moves
-    neighbours at most ``floor(s/grid) + 1`` steps apart for a scalar and
-    ``s/grid + sqrt(d)`` steps in L2 for ``d`` coordinates; sigma is calibrated for that
-    effective sensitivity. For a scalar, the discrete Gaussian's exact delta (CKS Theorem 7)
-    is then checked and sigma raised until it is at most ``delta``. For ``d > 1`` (and for a
-    scalar whose lattice sigma exceeds ``2**16``, epsilon below about ``1e-4``, where that
-    O(sigma) check is too costly) sigma is
-    also at least ``steps / sqrt(2 rho)`` with ``rho`` the zCDP parameter that converts to
-    ``(epsilon, delta)`` (Canonne, Kamath and Steinke 2020, Corollary 13), because the
-    multivariate discrete Gaussian is proved ``rho``-zCDP (CKS Theorem 14) rather than
-    matched to the continuous curve; this costs some extra noise for vectors (about 9% at
-    epsilon 1, delta 1e-5), reported by ``noise_scale(d)``, while :attr:`sigma` stays the
-    continuous calibration for the given sensitivity. The guarantee holds under ``relation``.
+    whichever exact sampler draws it). Rounding moves neighbours at most ``floor(s/grid) +
+    1`` lattice steps apart for a scalar and ``s/grid + sqrt(d)`` in L2 for ``d``
+    coordinates; ``V`` is calibrated for that charged sensitivity
+    (:mod:`dpkit.mechanisms._gaussian_calibration` holds the proofs):
+
+    * a scalar: the smallest ``V`` found on a grid of relative step ``2**-10`` whose exact
+      delta at ``epsilon`` (CKS Theorem 7, summed by :func:`discrete_gaussian_delta`) is at
+      most ``delta`` (every ``V`` used has been checked);
+    * ``d`` coordinates (and a scalar whose lattice sigma exceeds ``2**12``): ``V = s'**2 +
+      tau**2`` with ``s'`` the continuous calibration at ``(epsilon - d ln(A B), delta /
+      A**d)``. The discrete Gaussian of variance ``V`` is, within a factor ``A = 1 + 2 eta``
+      (and ``1 / B``) pointwise, the continuous ``N(0, s'**2)`` post-processed by rounding
+      to a discrete Gaussian of width ``tau`` centred at the draw (Poisson summation,
+      ``eta <= 2 exp(-2 pi**2 tau**2)``), so the continuous guarantee carries over with
+      those factors. At this lattice's sigmas (thousands of steps) ``V`` is the continuous
+      calibration to a relative ``1e-6``: a vector of ``10**7`` values draws within 0.1% of
+      the analytic sigma (the rounding charge, ``2**-10``). The zCDP route (CKS Theorem 14
+      and Corollary 13) is used instead where it gives less noise.
+
+    :attr:`sigma` is the standard deviation parameter a scalar release draws with, and
+    :meth:`noise_scale`, :meth:`accuracy` and :meth:`measure` report the one drawn for
+    ``d`` coordinates: both at least the continuous calibration for ``sensitivity``
+    (:func:`analytic_gaussian_sigma` or :func:`classic_gaussian_sigma`), by the rounding
+    charge.
 
     Raises
     ------
@@ -416,8 +194,8 @@ class Gaussian:
     Examples
     --------
     >>> gau = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-    >>> round(gau.sigma, 4)
-    3.7306
+    >>> round(gau.sigma, 4)  # analytic 3.7306 for sensitivity 1, charged 1 + 2**-10
+    3.7343
     >>> gau.release(10.0, rng=3)
     12.24609375
 
@@ -450,13 +228,10 @@ class Gaussian:
                 f"Gaussian: calibration='classic' needs epsilon < 1; got {self.epsilon!r} "
                 "(use calibration='analytic', valid for any epsilon)"
             )
-        # fail fast: sigma and the scalar lattice are representable (cheap checks; the full
-        # plan for d coordinates is made, and checked, by release before anything is spent)
-        sigma = self.sigma
-        params = f"`sensitivity`={self.sensitivity!r}"
-        g = lattice_grid("Gaussian", self.sensitivity / 2.0**10, params=params)
-        if sigma / g > 2.0**16:
-            lattice_grid("Gaussian", sigma / 2.0**15, params=params)
+        # fail fast: the continuous sigma and the scalar lattice plan are representable
+        # (the plan for d coordinates is made, and checked, by release before any spend)
+        calibrate(self.epsilon, self.delta, self.sensitivity, self.calibration)
+        self._plan(1)
 
     @property
     def privacy(self) -> ApproxDP:
@@ -464,17 +239,40 @@ class Gaussian:
 
     @property
     def sigma(self) -> float:
-        """The continuous calibration's sigma for the given sensitivity."""
-        return _calibrate(self.epsilon, self.delta, self.sensitivity, self.calibration)
+        """The standard deviation parameter a scalar release draws with (``noise_scale(1)``)."""
+        return self._plan(1).sigma
 
     @property
     def scale(self) -> float:
         return self.sigma
 
-    def _plan(self, d: int) -> tuple[float, int, int, float]:
-        return _lattice_plan(
-            self.epsilon, self.delta, self.sensitivity, d, self.calibration, self.sigma
-        )
+    def _plan(self, d: int) -> LatticePlan:
+        d = check_int("Gaussian", "d", d, minimum=1)  # the number of coordinates
+        return lattice_plan(self.epsilon, self.delta, self.sensitivity, d, self.calibration)
+
+    def grid(self, d: int = 1) -> float:
+        """The lattice spacing used for ``d`` coordinates (a power of two).
+
+        Parameters
+        ----------
+        d : int
+            Number of coordinates released together (default 1: a scalar).
+
+        Returns
+        -------
+        float
+            ``2**floor(log2(sensitivity / (sqrt(d) 2**10)))``, coarser only when the noise
+            exceeds ``2**26`` steps: fixed by public parameters, never by the data.
+
+        Raises
+        ------
+        TypeError
+            ``d`` is not an int.
+        ParameterError
+            ``d < 1``, or the lattice plan cannot be made for these parameters (the message
+            says which).
+        """
+        return self._plan(d).grid
 
     def noise_scale(self, d: int = 1) -> float:
         """The standard deviation parameter actually used for ``d`` coordinates.
@@ -487,15 +285,19 @@ class Gaussian:
         Returns
         -------
         float
-            The lattice Gaussian's sigma: at least :attr:`sigma`, raised by the charged
-            rounding and, for ``d > 1``, by the zCDP route (see the class notes).
+            ``sqrt(V) * grid``, the lattice Gaussian's sigma: at least the continuous
+            calibration, raised by the charged rounding (about ``2**-10``); for ``d > 1``
+            within about 0.1% of :attr:`sigma` (see the class notes).
 
         Raises
         ------
+        TypeError
+            ``d`` is not an int.
         ParameterError
-            The lattice plan cannot be made for these parameters (the message says which).
+            ``d < 1``, or the lattice plan cannot be made for these parameters (the message
+            says which).
         """
-        return self._plan(d)[3]
+        return self._plan(d).sigma
 
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
         """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise.
@@ -510,17 +312,21 @@ class Gaussian:
         Returns
         -------
         float
-            ``noise_scale(d) * z(1 - alpha / 2)``, the normal approximation of the lattice
-            Gaussian (accurate to far below the lattice step at these sigmas).
+            ``k * grid(d)`` with ``k`` the smallest integer such that the lattice noise
+            ``N_Z(0, V)`` exceeds ``k`` steps in magnitude with probability at most
+            ``alpha`` (:func:`discrete_gaussian_accuracy`; at the usual thousands of steps,
+            the normal ``noise_scale(d) * z(1 - alpha / 2)`` rounded up to the lattice).
 
         Raises
         ------
         TypeError
-            ``alpha`` is not a real number.
+            ``alpha`` is not a real number, ``d`` not an int.
         ParameterError
-            ``alpha`` outside ``(0, 1)``.
+            ``alpha`` outside ``(0, 1)``, ``d < 1``.
         """
-        return gaussian_sigma_to_accuracy(self.noise_scale(d), alpha)
+        alpha = _check_alpha("Gaussian.accuracy", alpha)
+        plan = self._plan(d)
+        return discrete_gaussian_accuracy(plan.variance, alpha) * plan.grid
 
     def noise(self, size: int, *, rng: Any = None) -> np.ndarray:
         """``size`` independent draws of the noise one scalar release adds (for plots, tests).
@@ -547,8 +353,8 @@ class Gaussian:
             A negative ``size``.
         """
         n = check_int("Gaussian.noise", "size", size, minimum=0)  # as sample() checks it
-        g, t, c, _ = self._plan(1)
-        return discrete_gaussian_tc(t, c, n, as_source(rng)).astype(np.float64) * g
+        plan = self._plan(1)
+        return discrete_gaussian_tc(1, plan.variance, n, as_source(rng)) * plan.grid
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Gaussian noise, on a power-of-two lattice.
@@ -620,12 +426,12 @@ class Gaussian:
     def _draw(self, value: Any, size: int | None, rng: Any, accountant: Any) -> Any:
         vals = as_values("Gaussian", value)
         d = max(vals.size, 1)
-        g, t, c, _ = self._plan(d)
+        g, v = self._plan(d)[:2]
         lattice = grid_round("Gaussian", vals, g)
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian", self.relation)
         reps = 1 if size is None else size
-        noise = discrete_gaussian_tc(t, c, reps * lattice.size, source)
+        noise = discrete_gaussian_tc(1, v, reps * lattice.size, source)
         noise = noise.reshape((reps, *lattice.shape))
         noise += lattice  # in place: the sampler's fresh array, no third temporary
         if size is None:
@@ -649,8 +455,10 @@ class Gaussian:
         Release
             ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the noise
             scale actually used), ``interval`` (a ``1 - alpha`` interval for the true value,
-            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``calibration``,
-            ``half_width``).
+            scalars only), ``alpha`` and ``details``: the lattice ``grid``,
+            ``calibration``, ``analysis`` (the route that calibrated the variance:
+            ``"exact"``, ``"smoothing"`` or ``"zcdp"``, see the class notes) and
+            ``half_width``.
 
         Raises
         ------
@@ -663,7 +471,12 @@ class Gaussian:
             alpha,
             rng,
             accountant,
-            lambda d: {"grid": self._plan(d)[0], "calibration": self.calibration},
+            lambda d: {
+                "grid": self._plan(d).grid,
+                "calibration": self.calibration,
+                "analysis": self._plan(d).analysis,
+                **below_step_note("gaussian", self._plan(d).variance),
+            },
         )
 
 
@@ -684,14 +497,19 @@ class DiscreteGaussian:
 
     Privacy
     -------
-    ``(epsilon, delta)``-DP with sigma the smallest value (on a grid of relative step
-    2**-10 above the analytic continuous calibration) whose exact discrete delta (Canonne,
-    Kamath and Steinke 2020, Theorem 7) is at most ``delta`` for a scalar with
-    ``sigma <= 2**12``; for larger sigma and for ``d > 1`` integer coordinates sigma also
-    satisfies the zCDP route of :class:`Gaussian` (CKS Theorem 14 and Corollary 13). Any
-    sigma from about ``1e-3`` (epsilon up to ``1e6``) to ``2**28`` is supported; a larger one
-    is refused at construction, before anything is spent. The guarantee holds under
-    ``relation``.
+    ``(epsilon, delta)``-DP under ``relation`` (neighbours whose integer answers are at most
+    ``sensitivity`` apart in L2). For a scalar with ``sigma <= 2**12``, and for vectors at
+    ``sensitivity=1`` (an integer vector of L2 norm 1 is ``+-e_i``, so the vector's privacy
+    curve is the scalar one), the variance is the smallest on a grid of relative step
+    ``2**-10`` whose exact delta (Canonne, Kamath and Steinke 2020, Theorem 7) is at most
+    ``delta``; it may lie below the continuous calibration. Otherwise (``d > 1``
+    coordinates at a larger sensitivity, or a larger sigma) it is the smaller of the
+    smoothing route (the continuous calibration plus a few steps squared, see
+    :class:`Gaussian`) and the zCDP route (CKS Theorem 14 and Corollary 13); the proofs are
+    in :mod:`dpkit.mechanisms._gaussian_calibration`. :attr:`sigma` is what a scalar
+    release draws with, :meth:`accuracy` reports the one drawn for ``d`` coordinates. Any
+    sigma from about ``1e-3`` (epsilon up to ``1e6``) to ``2**27`` is supported; a larger
+    one is refused at construction, before anything is spent.
 
     Raises
     ------
@@ -730,7 +548,9 @@ class DiscreteGaussian:
         return ApproxDP(self.epsilon, self.delta)
 
     def _s2(self, d: int) -> Fraction:
-        return _integer_plan(self.epsilon, self.delta, self.sensitivity, d)
+        """The variance ``N_Z(0, V)`` a release of ``d`` coordinates draws with."""
+        d = check_int("DiscreteGaussian", "d", d, minimum=1)  # the number of coordinates
+        return integer_plan(self.epsilon, self.delta, self.sensitivity, d)[0]
 
     @property
     def sigma(self) -> float:
@@ -740,7 +560,7 @@ class DiscreteGaussian:
     def scale(self) -> float:
         return self.sigma
 
-    def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
+    def accuracy(self, alpha: float = 0.05, d: int = 1) -> int:
         """Half-width of the ``(1 - alpha)`` interval of one coordinate's noise.
 
         Parameters
@@ -752,18 +572,19 @@ class DiscreteGaussian:
 
         Returns
         -------
-        float
-            ``sigma * z(1 - alpha / 2)`` for the sigma used with ``d`` coordinates (normal
-            approximation).
+        int
+            The smallest integer ``k`` with ``P[|noise| > k] <= alpha`` for the variance
+            used with ``d`` coordinates (:func:`discrete_gaussian_accuracy`, exact).
 
         Raises
         ------
         TypeError
-            ``alpha`` is not a real number.
+            ``alpha`` is not a real number, ``d`` not an int.
         ParameterError
-            ``alpha`` outside ``(0, 1)``.
+            ``alpha`` outside ``(0, 1)``, ``d < 1``.
         """
-        return gaussian_sigma_to_accuracy(math.sqrt(self._s2(d)), alpha)
+        alpha = _check_alpha("DiscreteGaussian.accuracy", alpha)
+        return discrete_gaussian_accuracy(self._s2(d), alpha)
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Gaussian noise.
@@ -827,58 +648,61 @@ class DiscreteGaussian:
         """
         return self._draw(value, check_size("DiscreteGaussian.sample", size), rng, None)
 
+    def measure(
+        self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
+    ) -> Release:
+        """Like :meth:`release`, returning a :class:`Release` with scale and interval.
+
+        Parameters
+        ----------
+        value, rng, accountant
+            As for :meth:`release`.
+        alpha : float
+            The interval leaves out probability ``alpha``, ``0 < alpha < 1`` (default 0.05).
+
+        Returns
+        -------
+        Release
+            ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the sigma
+            drawn for the value's size), ``interval`` (``value -+ accuracy(alpha, d)``,
+            scalars only), ``alpha``; ``details``: ``variance``, ``analysis`` (the route
+            that calibrated it, see the class notes), ``half_width``, and a ``note`` when
+            the noise is below the lattice step (zero more often than not).
+
+        Raises
+        ------
+        TypeError, ParameterError, BudgetExceededError
+            As for :meth:`release` and :meth:`accuracy`.
+        """
+        self.accuracy(alpha)  # validates `alpha` before anything is spent
+        out = self.release(value, rng=rng, accountant=accountant)
+        d = max(int(np.size(out)), 1)
+        s2, analysis = integer_plan(self.epsilon, self.delta, self.sensitivity, d)
+        k = self.accuracy(alpha, d)
+        return Release(
+            value=out,
+            mechanism="DiscreteGaussian",
+            privacy=self.privacy,
+            scale=math.sqrt(s2),
+            interval=(out - k, out + k) if np.ndim(out) == 0 else None,
+            alpha=alpha,
+            details={
+                "variance": float(s2),
+                "analysis": analysis,
+                "half_width": k,
+                **below_step_note("gaussian", s2),
+            },
+            relation=self.relation,
+        )
+
     def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))  # checked within the sampler's range, before spending
         source = as_source(rng)
         spend(accountant, self.privacy, "DiscreteGaussian", self.relation)
         m = size * arr.size
-        if s2 <= 2**24:
+        if s2 <= 2**40:
             noise = discrete_gaussian(0, m, source, sigma2=s2)
-        else:  # large sigma: round the variance up to t * c (relative excess < 1/sigma)
-            t, c = _tc(s2)
-            noise = discrete_gaussian_tc(t, c, m, source)
+        else:  # beyond discrete_gaussian's range: the same sampler, at the integer s2
+            noise = discrete_gaussian_tc(1, int(s2), m, source)
         return arr + noise.reshape((size, *arr.shape))
-
-
-def _tc(s2: Fraction) -> tuple[int, int]:
-    """Integers ``t = floor(sigma) + 1`` and ``c = ceil(s2 / t)``: ``t c >= s2``, relative
-    excess below ``1 / sigma``."""
-    t = math.isqrt(s2.numerator // s2.denominator) + 1
-    return t, math.ceil(s2 / t)
-
-
-def _dyadic_up(x: float | Fraction, bits: int = 20) -> Fraction:
-    """The smallest ``m / 2**k >= x`` with ``m`` of ``bits`` significant bits (exact).
-
-    Keeps the variance a short dyadic rational at every scale: a tiny sigma (epsilon 1e6)
-    keeps its 20 significant bits instead of collapsing to a fixed ``2**-20`` grid.
-    """
-    q = Fraction(x)
-    k = bits - (q.numerator.bit_length() - q.denominator.bit_length())
-    scale = Fraction(2) ** k
-    return Fraction(math.ceil(q * scale)) / scale
-
-
-@lru_cache(maxsize=256)
-def _integer_plan(epsilon: float, delta: float, sens: int, d: int) -> Fraction:
-    """Variance: the analytic sigma (and the zCDP bound for d > 1), raised in steps of
-    2**-10 until the exact 1-D discrete delta (CKS Theorem 7) is at most delta.
-
-    Raises a ParameterError (before any spend) when sigma exceeds the ``2**28`` the exact
-    samplers support."""
-    sigma = analytic_gaussian_sigma(epsilon, delta, float(sens), owner="DiscreteGaussian")
-    if d > 1 or sigma * sigma > 2**24:  # no exact O(sigma) delta check: the zCDP route
-        sigma = max(sigma, _zcdp_sigma(sens, epsilon, delta))
-    where = "" if d == 1 else f" for {d} coordinates"
-    params = f"`epsilon`={epsilon!r}, `delta`={delta!r} and `sensitivity`={sens!r}{where}"
-    if not sigma * sigma < _MAX_TC / 2:
-        raise _too_noisy("DiscreteGaussian", params, sigma * sigma)
-    s2 = _dyadic_up(sigma * sigma)
-    if d == 1 and s2 <= 2**24:
-        while discrete_gaussian_delta(float(s2), sens, epsilon) > delta:
-            s2 = _dyadic_up(s2 * Fraction(1025, 1024))
-    t, c = _tc(s2)
-    if s2 > 2**24 and t * c > _MAX_TC:  # pragma: no cover - excluded by the check above
-        raise _too_noisy("DiscreteGaussian", params, float(t * c))
-    return s2

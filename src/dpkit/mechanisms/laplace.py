@@ -15,6 +15,7 @@ from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
     as_integers,
     as_values,
+    below_step_note,
     check_size,
     grid_round,
     lattice_grid,
@@ -185,9 +186,12 @@ class Laplace:
 
         Raises
         ------
+        TypeError
+            ``d`` is not an int.
         ParameterError
-            The spacing would underflow (a sensitivity too small to represent).
+            ``d < 1``, or the spacing would underflow (a sensitivity too small to represent).
         """
+        d = check_int("Laplace", "d", d, minimum=1)  # the number of coordinates
         bits = 16 if d == 1 else 12
         where = "" if d == 1 else f" for {d} coordinates"
         return lattice_grid(
@@ -220,8 +224,11 @@ class Laplace:
 
         Raises
         ------
+        TypeError
+            ``d`` is not an int.
         ParameterError
-            ``epsilon`` too small for ``d`` coordinates (the lattice scale exceeds ``2**50``).
+            ``d < 1``; ``epsilon`` too small for ``d`` coordinates (the lattice scale exceeds
+            ``2**50``).
         """
         g, t = self._lattice_scale(d)
         return float(t) * g
@@ -245,9 +252,10 @@ class Laplace:
         Raises
         ------
         TypeError
-            ``alpha`` is not a real number.
+            ``alpha`` is not a real number, ``d`` not an int.
         ParameterError
-            ``alpha`` outside ``(0, 1)``; ``epsilon`` too small for ``d`` coordinates.
+            ``alpha`` outside ``(0, 1)``, ``d < 1``; ``epsilon`` too small for ``d``
+            coordinates.
         """
         alpha = _check_alpha("Laplace.accuracy", alpha)
         g, t = self._lattice_scale(d)
@@ -380,14 +388,26 @@ class Laplace:
         Release
             ``value`` (what :meth:`release` returns), ``privacy``, ``scale`` (the noise
             scale actually used), ``interval`` (a ``1 - alpha`` interval for the true value,
-            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``half_width``).
+            scalars only), ``alpha`` and ``details`` (the lattice ``grid``, ``half_width``,
+            and a ``note`` when the noise is below the lattice step: zero more often than
+            not, at an epsilon so large the release is mostly exact).
 
         Raises
         ------
         TypeError, ParameterError, BudgetExceededError
             As for :meth:`release`; also ``alpha`` outside ``(0, 1)``.
         """
-        return measured(self, value, alpha, rng, accountant, lambda d: {"grid": self.grid(d)})
+        return measured(
+            self,
+            value,
+            alpha,
+            rng,
+            accountant,
+            lambda d: {
+                "grid": self.grid(d),
+                **below_step_note("laplace", self._lattice_scale(d)[1]),
+            },
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,7 +575,8 @@ class Geometric:
         -------
         Release
             ``value`` (what :meth:`release` returns), ``privacy``, ``scale``, ``interval``
-            (``value -+ accuracy(alpha)``, scalars only) and ``alpha``.
+            (``value -+ accuracy(alpha)``, scalars only), ``alpha``, and in ``details`` a
+            ``note`` when the noise is below the lattice step (zero more often than not).
 
         Raises
         ------
@@ -566,5 +587,12 @@ class Geometric:
         out = self.release(value, rng=rng, accountant=accountant)
         interval = (out - k, out + k) if np.ndim(out) == 0 else None
         return Release(
-            out, "Geometric", self.privacy, self.scale, interval, alpha, relation=self.relation
+            out,
+            "Geometric",
+            self.privacy,
+            self.scale,
+            interval,
+            alpha,
+            details=below_step_note("laplace", self._t()),
+            relation=self.relation,
         )

@@ -1,15 +1,28 @@
 """Selection mechanisms: the exponential mechanism, report-noisy-max, permute-and-flip.
 
-All three quantise the utility scores to the lattice ``h * Z`` with ``h`` a power of two fixed
-by the sensitivity (``h = 2**floor(log2(sensitivity)) / 2**20``), never by the data. With
-``q_i = floor(u_i / h)`` (exact: division by a power of two), neighbouring score vectors differ
-by at most ``ceil(sensitivity / h)`` lattice units per coordinate, because
-``|floor(a) - floor(b)| <= ceil(|a - b|)``. The mechanisms run exactly on the integer scores
-``q`` with that integer sensitivity, so their guarantee is the textbook one; integer scores
-with an integer sensitivity are represented exactly, so for them the selection
-probabilities are exactly the textbook ``exp(epsilon u / (2 sensitivity))`` weights. Every
-random decision is an exact comparison of uniform bits (see :mod:`dpkit.samplers`); no float
-enters a draw.
+**Exact textbook laws for float scores.** Every float is a dyadic rational, and so are
+``epsilon`` and the sensitivity ``Delta``: the exponential mechanism's weight
+``exp(-c (u_max - u_i))``, ``c = epsilon / (2 Delta)`` (``epsilon / Delta`` when monotonic),
+has an exact rational exponent, and dpkit samples it exactly. The gap ``g_i = u_max - u_i``
+is held exactly as a float ``g_hi`` plus its two-sum error ``g_lo``, then split on the lattice
+``h = 2**floor(log2(Delta)) / 2**20`` (a power of two fixed by the sensitivity, never by the
+data) as ``g_i = k_i h + r_i`` with an integer ``k_i`` and an exact remainder ``0 <= r_i < h``
+(a float pair, :func:`_exact_gaps`). Then ``exp(-c g_i) = exp(-c h k_i) exp(-c r_i)``: the
+first factor is the exact integer-digit Bernoulli of :func:`dpkit.samplers.bernoulli_exp_int`
+(rate ``c h``, exact), the second, whose exponent is below ``c h`` (about ``epsilon 2**-21``),
+the exact Bernoulli of float pairs (:func:`dpkit.samplers._discrete.bernoulli_exp_pairs`),
+decided by one word against certified bounds except with probability about ``2**-49``. So
+:class:`Exponential` and :class:`PermuteAndFlip` have exactly the laws of McSherry and Talwar
+and of McKenna and Sheldon on the given scores (no rounding, no charged sensitivity), and
+:meth:`Exponential.probabilities` reports that law to float precision.
+
+:class:`ReportNoisyMax` with Laplace noise is a discrete mechanism in its own right: it adds
+exact discrete Laplace noise to the scores quantised to ``q_i = floor(u_i / h)`` (exact), whose
+neighbours differ by at most ``ceil(Delta / h)`` lattice units per coordinate (``|floor(a) -
+floor(b)| <= ceil(|a - b|)``); that charged sensitivity sets its scale, a relative ``2**-20``
+above ``Delta`` at most. Its ``"gumbel"`` form is the exponential mechanism above. Every random
+decision is an exact comparison of uniform bits (see :mod:`dpkit.samplers`); no float
+enters a draw undecided.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import MIN_GRID, check_size, pow2_at_most, spend
 from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
-from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace
+from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace, bernoulli_exp_pairs
 from dpkit.samplers.heavy_tailed import uniform_below
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax"]
@@ -106,6 +119,75 @@ def _lattice(owner: str, sensitivity: float, scores: np.ndarray) -> tuple[np.nda
         )
     qi = q.astype(np.int64)
     return qi.max() - qi, math.ceil(sensitivity / h)
+
+
+class _Gaps:
+    """The exact gaps ``g_i = max(u) - u_i = k_i h + (r_hi_i + r_lo_i)`` of float scores
+    (``r_hi`` and ``r_lo`` are ``None`` when every remainder is 0: scores on the lattice)."""
+
+    __slots__ = ("h", "k", "r_hi", "r_lo")
+
+    def __init__(
+        self, h: float, k: np.ndarray, r_hi: np.ndarray | None, r_lo: np.ndarray | None
+    ) -> None:
+        self.h, self.k, self.r_hi, self.r_lo = h, k, r_hi, r_lo
+
+    def remainder_factor(self, c: Fraction, idx: np.ndarray, source: Any) -> np.ndarray:
+        """Exact Bernoulli(exp(-c r_i)) for the gaps at ``idx`` (all heads when every
+        remainder is 0, drawing nothing)."""
+        if self.r_hi is None or self.r_lo is None or idx.size == 0:
+            return np.ones(idx.size, dtype=bool)
+        return bernoulli_exp_pairs(c, self.r_hi[idx], self.r_lo[idx], source)
+
+
+def _exact_gaps(owner: str, sensitivity: float, scores: np.ndarray) -> _Gaps:
+    """``g_i = max(u) - u_i`` split exactly as ``k_i h + r_i``, ``k_i`` int64, ``0 <= r_i < h``.
+
+    ``g_hi = fl(m - u_i)`` and its two-sum error ``g_lo`` (Knuth's TwoSum: ``g_hi + g_lo`` is
+    exactly ``m - u_i``); ``k = floor(g_hi / h)`` and ``b = g_hi - k h`` are exact (``g_hi >=
+    0``, ``h`` a power of two). If ``b > 0``, then ``h`` is at least twice the unit in the last
+    place of ``g_hi`` and ``|g_lo|`` is at most half of it, so ``0 < b + g_lo < h``: ``r = (b,
+    g_lo)``. If ``b = 0``, ``t = floor(g_lo / h)`` moves ``k`` and ``r = (-t h, g_lo)``, which
+    lies in ``[0, h)``. Scores must be below ``2**61 h`` in magnitude (the gaps then fit in
+    int64 units of ``h``).
+    """
+    h = _unit(owner, sensitivity)
+    m, low = scores.max(), scores.min()
+    with np.errstate(over="ignore"):  # an overflow to infinity is refused just below
+        big = max(abs(m), abs(low)) / h
+        spread = m - low
+    if not big < _MAX_UNITS / 2:
+        raise ParameterError(
+            f"{owner}.select: `scores` must be below {_MAX_UNITS / 2 * h:.3g} in magnitude for "
+            f"`sensitivity`={sensitivity!r}; rescale the scores"
+        )
+    if not math.isfinite(spread):
+        raise ParameterError(
+            f"{owner}.select: `scores` are too far apart (their differences overflow a float); "
+            "rescale the scores"
+        )
+    # few full-size temporaries (each a fresh allocation costs more than the arithmetic)
+    q = np.multiply(scores, 1 / h)  # exact: 1 / h is a power of two
+    if big < 2.0**52 and np.array_equal(np.floor(q), q):
+        # every score on the lattice, |q| < 2**52: the gaps q_max - q are exact integers
+        return _Gaps(h, (q.max() - q).astype(np.int64), None, None)
+    g_hi = np.subtract(m, scores, out=q)
+    bv = np.subtract(g_hi, m)
+    g_lo = np.subtract(g_hi, bv)  # av
+    np.subtract(m, g_lo, out=g_lo)  # m - av
+    np.add(scores, bv, out=bv)  # u + bv = -(neg - bv), rounded the same way
+    np.subtract(g_lo, bv, out=g_lo)  # TwoSum: g_hi + g_lo == m - u exactly
+    k = np.multiply(g_hi, 1 / h, out=bv)  # exact
+    np.floor(k, out=k)
+    r_hi = g_hi
+    r_hi -= k * h  # b = g_hi - k h, exact
+    units = k.astype(np.int64)  # exact: integers below 2**62 (k itself is exact as a float)
+    odd = np.flatnonzero((r_hi == 0) & (g_lo != 0))  # b = 0 with a nonzero error term
+    if odd.size:  # moved in int64: k + t need not be a float (k near 2**60, t = -1)
+        t = np.floor(g_lo[odd] / h)
+        units[odd] += t.astype(np.int64)
+        r_hi[odd] = -t * h
+    return _Gaps(h, units, r_hi, g_lo)
 
 
 def _selection_accuracy(owner: str, scale: float, alpha: float, n: int, factor: float) -> float:
@@ -195,11 +277,11 @@ class Exponential(_Selection):
     Privacy
     -------
     Pure ``epsilon``-DP under ``relation`` (McSherry and Talwar 2007; Dwork and Roth 2014,
-    Theorem 3.10), on the quantised scores described in :mod:`dpkit.mechanisms.selection`.
-    Sampling is exact: a candidate proposed uniformly at random is accepted with probability
-    ``exp(-x (max q - q_i))``, ``x = epsilon / (2 s)`` with ``s`` the lattice sensitivity,
-    decided by exact Bernoulli draws (:func:`dpkit.samplers.bernoulli_exp_int`); the first
-    accepted proposal has exactly the target distribution (rejection sampling).
+    Theorem 3.10): the law is exactly the textbook one on the given scores, floats included
+    (:mod:`dpkit.mechanisms.selection`). Sampling is exact: a candidate proposed uniformly at
+    random is accepted with probability ``exp(-c (max u - u_i))``, ``c = epsilon / (2
+    sensitivity)``, decided by exact Bernoulli draws; the first accepted proposal has
+    exactly the target distribution (rejection sampling).
 
     Examples
     --------
@@ -241,8 +323,9 @@ class Exponential(_Selection):
         """
         return _selection_accuracy("Exponential", self.scale, alpha, n, 1.0)
 
-    def _x(self, lattice_sens: int) -> Fraction:
-        return Fraction(self.epsilon) / (self._factor * lattice_sens)
+    def _rate(self) -> Fraction:
+        """``c = epsilon / (2 sensitivity)`` (``epsilon / sensitivity`` if monotonic), exact."""
+        return Fraction(self.epsilon) / (self._factor * Fraction(self.sensitivity))
 
     def probabilities(self, scores: Any) -> np.ndarray:
         """The selection probabilities (float64; for inspection and tests, not for sampling).
@@ -255,7 +338,10 @@ class Exponential(_Selection):
         Returns
         -------
         numpy.ndarray
-            The probability of choosing each candidate (on the quantised scores), summing to 1.
+            The probability of choosing each candidate, ``exp(c u_i) / sum_j exp(c u_j)``
+            with ``c = epsilon / (2 sensitivity)``: the law :meth:`select` samples, to a
+            relative ``1e-15`` times the largest exponent (the gaps are exact; only the
+            final ``exp`` and the sum are rounded).
 
         Raises
         ------
@@ -265,8 +351,14 @@ class Exponential(_Selection):
             No scores, a NaN or infinite score, or a score too large for the lattice.
         """
         _, arr = _scores("Exponential", list(range(np.size(scores))), scores)
-        gaps, s = _lattice("Exponential", self.sensitivity, arr)
-        w = np.exp(-float(self._x(s)) * gaps.astype(np.float64))
+        gaps = _exact_gaps("Exponential", self.sensitivity, arr)
+        c = float(self._rate())
+        # c g = c h k + c (r_hi + r_lo), each term within a few ulps
+        with np.errstate(under="ignore", over="ignore"):
+            y = (c * gaps.h) * gaps.k.astype(np.float64)
+            if gaps.r_hi is not None and gaps.r_lo is not None:
+                y += c * gaps.r_hi + c * gaps.r_lo
+            w = np.exp(-y)
         return w / w.sum()
 
     def select(
@@ -342,18 +434,21 @@ class Exponential(_Selection):
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
         cands, arr = _scores("Exponential", candidates, scores)
-        gaps, s = _lattice("Exponential", self.sensitivity, arr)
-        x = self._x(s)
+        gaps = _exact_gaps("Exponential", self.sensitivity, arr)
+        c = self._rate()
+        x = c * Fraction(gaps.h)
         source = as_source(rng)
         spend(accountant, self.privacy, "Exponential", self.relation)
-        n = gaps.size
+        n = gaps.k.size
         out = np.empty(size, dtype=np.int64)
         filled = 0
         while filled < size:
-            # iid proposals; the accepted ones, in order, are iid draws of the target law
+            # iid proposals, accepted with probability exp(-c h k_i) exp(-c r_i) (two
+            # independent exact draws); the accepted ones, in order, are iid draws of the law
             batch = min(max(64, min(n, 1 << 16)) * (size - filled), 1 << 22)
             idx = uniform_int(n, batch, source)
-            ok = idx[bernoulli_exp_int(x, gaps[idx], source)][: size - filled]
+            idx = idx[bernoulli_exp_int(x, gaps.k[idx], source)]
+            ok = idx[gaps.remainder_factor(c, idx, source)][: size - filled]
             out[filled : filled + ok.size] = ok
             filled += ok.size
         return cands, out
@@ -391,11 +486,11 @@ class PermuteAndFlip(_Selection):
 
     Privacy
     -------
-    Pure ``epsilon``-DP under ``relation`` (McKenna and Sheldon 2020, Theorem 1), on the
-    quantised scores of
-    :mod:`dpkit.mechanisms.selection`. Because the coins are independent of the order, dpkit
-    flips every coin at once (exact Bernoulli draws) and returns a uniformly random candidate
-    among the heads: the first head in a uniformly random order is exactly that.
+    Pure ``epsilon``-DP under ``relation`` (McKenna and Sheldon 2020, Theorem 1), with the
+    coins' probabilities exactly the textbook ones on the given scores, floats included
+    (:mod:`dpkit.mechanisms.selection`). Because the coins are independent of the order,
+    dpkit flips every coin at once (exact Bernoulli draws) and returns a uniformly random
+    candidate among the heads: the first head in a uniformly random order is exactly that.
 
     Examples
     --------
@@ -512,12 +607,16 @@ class PermuteAndFlip(_Selection):
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
         cands, arr = _scores("PermuteAndFlip", candidates, scores)
-        gaps, s = _lattice("PermuteAndFlip", self.sensitivity, arr)
-        x = Fraction(self.epsilon) / (self._factor * s)
+        gaps = _exact_gaps("PermuteAndFlip", self.sensitivity, arr)
+        c = Fraction(self.epsilon) / (self._factor * Fraction(self.sensitivity))
         source = as_source(rng)
         spend(accountant, self.privacy, "PermuteAndFlip", self.relation)
-        n = gaps.size
-        heads = bernoulli_exp_int(x, np.tile(gaps, size), source).reshape(size, n)
+        n = gaps.k.size
+        # coin i: exp(-c h k_i) exp(-c r_i), the second factor flipped where the first is heads
+        heads = bernoulli_exp_int(c * Fraction(gaps.h), np.tile(gaps.k, size), source)
+        up = np.flatnonzero(heads)
+        heads[up] = gaps.remainder_factor(c, up % n, source)
+        heads = heads.reshape(size, n)
         count = heads.sum(axis=1)  # never 0: some gap is 0
         pick = uniform_below(count, source)  # a uniformly random head of each row
         rank = np.cumsum(heads, axis=1) - 1

@@ -57,6 +57,7 @@ __all__ = [
     "bernoulli",
     "bernoulli_exp",
     "bernoulli_exp_int",
+    "bernoulli_exp_pairs",
     "discrete_gaussian",
     "discrete_laplace",
     "geometric",
@@ -302,6 +303,96 @@ def bernoulli_exp_int(x: Any, k: Any, rng: Any = None) -> np.ndarray:
             if alive.size == 0:
                 break
     return out.reshape(karr.shape)
+
+
+#: Exponents of :func:`bernoulli_exp_pairs` are split into ``n * 2**-10`` (an integer-digit
+#: Bernoulli) plus a remainder below about ``2**-10``, where the float bounds are tight.
+_PAIRS_STEP = Fraction(1, 2**10)
+
+
+def bernoulli_exp_pairs(rate: Any, hi: Any, lo: Any, rng: Any = None) -> np.ndarray:
+    """Exact Bernoulli(exp(-rate (hi_i + lo_i))) for a rational ``rate >= 0`` and float pairs.
+
+    Each exponent is the exact rational ``y_i = rate * (hi_i + lo_i)`` (floats are dyadic
+    rationals, read exactly; every sum must be ``>= 0``), so a value held as an unevaluated
+    float sum (``hi + lo``, as a two-sum error term gives it) keeps every bit.
+
+    ``exp(-y) = exp(-n d) exp(-(y - n d))`` with ``d = 2**-10`` and ``n = floor(y_lo / d)``
+    for a certified lower bound ``y_lo`` of ``y``: the first factor is
+    :func:`bernoulli_exp_int` (exact), the second has an exponent ``z`` in ``[0, d + 2**-40
+    y]``, decided by one 64-bit word of the uniform against certified float bounds ``1 - z
+    + z**2/2 - z**3/6 <= exp(-z) <= 1 - z + z**2/2`` (Taylor remainders of alternating
+    sign), widened by the rounding of every float operation; a word between them
+    (probability about ``z**4/24 + 2**-48``, below ``2**-40``) is decided by the exact digits
+    of ``exp(-z)`` (:func:`~dpkit.samplers._exact.exp_neg` of the exact rational) and, on a
+    64-bit tie, deeper words. The two factors are independent draws, so the product is exact.
+
+    Examples
+    --------
+    >>> bernoulli_exp_pairs(1, [0.0, 0.5, 40.0], [0.0, 2.0**-60, 0.0], rng=3)
+    array([ True,  True, False])
+    """
+    owner = "bernoulli_exp_pairs"
+    rf = _rational(owner, "rate", rate, positive=False)
+    h = as_real_array(owner, "hi", hi).astype(np.float64).ravel()
+    lo_arr = as_real_array(owner, "lo", lo).astype(np.float64).ravel()
+    if h.shape != lo_arr.shape:
+        raise ParameterError(f"{owner}: `hi` and `lo` must have the same length")
+    if not (np.isfinite(h).all() and np.isfinite(lo_arr).all()):
+        raise ParameterError(f"{owner}: `hi` and `lo` must be finite")
+    if np.any(h + lo_arr < 0):  # the rounded sum has the exact sum's sign
+        raise ParameterError(f"{owner}: every `hi + lo` must be >= 0")
+    _size(owner, h.size)
+    source = as_source(rng)
+    n = h.size
+    if n == 0 or rf == 0:
+        return np.ones(n, dtype=bool)
+    r = float(rf)  # within a relative 2**-53 of the rate
+    if not math.isfinite(r) or r > 2.0**900:
+        raise ParameterError(f"{owner}: `rate` must be below 2**900; got {float(rf):.3g}")
+    step = float(_PAIRS_STEP)
+    with np.errstate(over="ignore", under="ignore"):
+        a, b = r * h, r * lo_arr
+        y = a + b
+        # |y - exact| <= 3 2**-53 (|a| + |b|) (products, sum, rate) plus underflow
+        slack = (np.abs(a) + np.abs(b)) * 2.0**-50 + 2.0**-1060
+    y_lo = np.maximum(y - slack, 0.0)
+    # n d <= y_lo <= y: the remainder z = y - n d is >= 0; n below 2**62 (else exp(-y) is
+    # below exp(-2**52) and the integer factor alone decides, exactly)
+    units = np.minimum(np.floor(y_lo / step), 2.0**62).astype(np.int64)
+    out = bernoulli_exp_int(_PAIRS_STEP, units, source) if units.any() else np.ones(n, bool)
+    live = np.flatnonzero(out)
+    if live.size == 0:
+        return out
+    base = units[live].astype(np.float64) * step  # n d, exact (n < 2**53 where it matters)
+    y_l, s_l = y[live], slack[live]
+    # z = y - n d: float bounds with the subtraction's own rounding (<= 2**-53 |y|) added
+    z_up = (y_l + s_l - base) + 2.0**-52 * (np.abs(y_l) + s_l) + 2.0**-1060
+    z_lo = np.maximum((y_l - s_l - base) - 2.0**-52 * (np.abs(y_l) + s_l), 0.0)
+    words = source.words(live.size)
+    low = 1 - z_up * (1 - z_up * (0.5 - z_up / 6)) - 2.0**-50  # <= exp(-z)
+    high = np.where(z_lo <= 1, 1 - z_lo * (1 - 0.5 * z_lo) + 2.0**-50, 2.0)  # >= exp(-z)
+    wf = words.astype(np.float64)  # within 2**11 of the word (monotone rounding)
+    # accept: U < (w + 1) / 2**64 <= low; reject: U >= w / 2**64 >= high
+    accept = wf + 2.0**12 <= np.maximum(low, 0.0) * 2.0**64
+    reject = (wf - 2.0**12 >= high * 2.0**64) & ~accept
+    second = accept
+    undecided = np.flatnonzero(~accept & ~reject)
+    if undecided.size:
+        which = live[undecided]
+        reals = [
+            exp_neg(
+                rf * (Fraction(float(h[i])) + Fraction(float(lo_arr[i])))
+                - int(units[i]) * _PAIRS_STEP
+            )
+            for i in which.tolist()
+        ]
+        thr, one = prefixes64(reals)
+        second[undecided] = bernoulli_table(
+            thr, one, reals, np.arange(undecided.size), source, words=words[undecided]
+        )
+    out[live] = second
+    return out
 
 
 # ----------------------------------------------------------------------------- geometric

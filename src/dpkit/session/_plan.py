@@ -474,6 +474,19 @@ def explain_text(plan: Plan) -> str:
         + ("" if b.noise == "laplace" else f", rho = {_fmt(float(b.rho or 0))})")
     )
     lines.append(f"intervals        {1 - plan.alpha:.3g} level, from public parameters only")
+    from dpkit.mechanisms._common import zero_noise_probability
+
+    exact = [
+        p.aggregate
+        for p in plan.parts
+        if zero_noise_probability(p.noise.kind, p.noise.scale) >= 0.5
+    ]
+    if exact:
+        lines.append(
+            f"note             noise below the lattice step for {', '.join(dict.fromkeys(exact))}: "
+            "zero more often than not, so those figures are released exact (intervals of "
+            "width 0) most of the time; the budget is so large the noise hides almost nothing"
+        )
     lines.append("")
     w = max(
         [18, *(len(p.aggregate) + 2 for p in plan.parts)]
