@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from dpkit.errors import DPError, ParameterError
-from dpkit.session._specs import Summed, aggregation
+from dpkit.session._specs import Summed, aggregation, digits, split_for
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
@@ -256,19 +256,55 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+def aggregate_table(
+    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any], size: int | None = None
+) -> pl.DataFrame:
     """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
     group, sorted by key; public keys restrict and complete the groups.
 
     The row-level columns are computed first and only plain sums and counts are aggregated,
-    so every engine (pandas included) runs a native group-by.
+    so every engine (pandas included) runs a native group-by. ``size`` bounds the rows of
+    any group (the table's, from :func:`table_clean`; None: unknown): a sum whose float64
+    total could pass ``2**53`` at that size is summed as its digits (Int64 sums,
+    :func:`dpkit.session._specs.split_for`) and recombined exactly in Int128, so no size of
+    table makes a figure inexact, or a release fail after its spend.
     """
-    row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
+    top = size if size is not None else 2**62
+    row_exprs: list[nw.Expr] = []
+    aggs: list[nw.Expr] = []
+    splits: dict[str, tuple[int, int]] = {}
+    for k, spec in columns.items():
+        split = split_for(top, spec.bound) if isinstance(spec, Summed) else None
+        if isinstance(spec, Summed):
+            row_exprs.append(spec.expr.alias(k))
+        if split is None:
+            aggs.append(aggregation(k, spec))
+            continue
+        splits[k] = split
+        aggs.extend(
+            nw.col(f"{k}{_DIGIT}{j}").sum().alias(f"{k}{_DIGIT}{j}") for j in range(split[1])
+        )
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
-    aggs = [aggregation(k, spec) for k, spec in columns.items()]
+    if splits:  # the digits of the row column computed above (each reads it twice)
+        lf = lf.with_columns(
+            d.alias(f"{k}{_DIGIT}{j}")
+            for k, split in splits.items()
+            for j, d in enumerate(digits(nw.col(k), *split))
+        )
     agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    if splits:  # each digit sum is below 2**62; their combination, exact in Int128
+        agg = agg.with_columns(
+            pl.sum_horizontal(
+                pl.col(f"{k}{_DIGIT}{j}").fill_null(0).cast(pl.Int128)
+                * pl.lit(2 ** (bits * j), dtype=pl.Int128)
+                for j in range(count)
+            ).alias(k)
+            for k, (bits, count) in splits.items()
+        ).drop(f"{k}{_DIGIT}{j}" for k, (_, count) in splits.items() for j in range(count))
     # integer-valued float sums below 2**53 and counts: exact as Int64
-    agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    agg = agg.with_columns(
+        [pl.col(k).fill_null(0).cast(pl.Int128 if k in splits else pl.Int64) for k in columns]
+    )
     centred = [
         (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
         for k, spec in columns.items()
@@ -277,6 +313,9 @@ def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, An
     if centred:  # |sum| and |centre * count| <= 2**53: exact in Int64
         agg = agg.with_columns(centred)
     return _with_keys(agg, ctx, list(columns))
+
+
+_DIGIT = "__dpkit_digit"
 
 
 _LEN = "__dpkit_len"
@@ -406,5 +445,16 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
 
 
 def column_arrays(frame: pl.DataFrame, names: list[str]) -> dict[str, np.ndarray]:
-    """Int64 statistic columns as NumPy arrays (exact)."""
-    return {k: frame[k].to_numpy().astype(np.int64) for k in names}
+    """Integer statistic columns as NumPy arrays, exactly: int64, or Python ints (object)
+    for a column summed by digits whose values leave int64."""
+    out = {}
+    for k in names:
+        col = frame[k]
+        if col.dtype == pl.Int128:
+            fits = col.len() == 0 or (col.abs().max() < 2**62)  # type: ignore[operator]
+            out[k] = (
+                col.cast(pl.Int64).to_numpy() if fits else np.asarray(col.to_list(), dtype=object)
+            )
+        else:
+            out[k] = col.to_numpy().astype(np.int64)
+    return out
