@@ -41,7 +41,7 @@ def test_engine_sums_are_exact(
     rng = np.random.default_rng(0)
     x = rng.choice(STEPS, 200_001)
     df = pl.DataFrame({"x": x})
-    s = dp.Session(engine(df), budget=dp.PureDP(100.0), rng=1)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(100.0), rng=1)
     # epsilon 50: the noise on the centred sum (scale 2 / 29.5 units) is 0 but with
     # probability ~2e-6, so the released mean is the exact one
     got = to_polars(s.query().agg(dp.mean("x", bounds=(LO, HI))).release(epsilon=50.0))
@@ -118,11 +118,11 @@ def test_engine_lattice_map_is_the_shared_map_bit_for_bit(
         ]
     )
     df = pl.DataFrame({"x": x})
-    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
     schema = s._schema
     valid = lat.valid("x", schema["x"])
     # row-level values, so not through the engine's collect (which takes aggregates only)
-    got = s._frame.select(lat.offsets("x", valid, None).alias("o")).collect("polars")
+    got = s._table().select(lat.offsets("x", valid, None).alias("o")).collect("polars")
     want = units(x, lat.unit, -3.0, 7.0) - lat.centre
     assert got["o"].to_list() == want.tolist()
 

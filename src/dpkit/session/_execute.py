@@ -6,6 +6,7 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -82,11 +83,14 @@ def canonical_floats(lf: nw.LazyFrame[Any], schema: Any, names: list[str]) -> nw
     Engines group -0.0 with 0.0 and every NaN together, but the key they output carries the
     bits of one of the group's rows (the first, on Polars, pandas, PyArrow and DuckDB): a
     privately selected key would then tell whether one record holds -0.0 or a negative NaN,
-    an output bit with no noise on it. Canonical keys depend on the group only.
+    an output bit with no noise on it. Canonical keys depend on the group only. Which
+    columns are floats is read from ``lf`` itself (a pandas privacy unit keeps its NumPy
+    integers, exact beyond ``2**53``, whatever its public type).
     """
     exprs = []
+    physical = lf.collect_schema()
     for c in dict.fromkeys(names):
-        dtype = schema[c]
+        dtype = physical[c]
         if not dtype.is_float():
             continue
         col = nw.col(c)
@@ -170,8 +174,13 @@ class Guarded(Engine):
     def snapshot(self, data: Any) -> bool:
         return self.engine.snapshot(data)
 
-    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
-        return self.engine.output(frame, like=like)
+    def output(
+        self,
+        frame: pl.DataFrame,
+        like: nw.LazyFrame[Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> Any:
+        return self.engine.output(frame, like=like, keys=keys)
 
     def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         self.engine.check_column(owner, name, role, dtype)
@@ -218,8 +227,16 @@ def after_spend(run: Callable[[], _T]) -> _T:
     """``run()``, the part of a release that follows its spend, with any error that is not
     dpkit's own turned into a ParameterError naming only its type: engines that evaluate
     eagerly (pandas) raise while the query is built, outside :class:`Guarded`'s collect,
-    and their messages can quote values of the data."""
-    return Guarded._guarded(run, "the release failed after its spend")
+    and their messages can quote values of the data. NumPy's floating-point warnings are
+    silenced while it runs (a second line of defence: row operations are total, but a
+    warning one value triggers would be an outcome with no noise on it)."""
+
+    def quiet() -> _T:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return run()
+
+    return Guarded._guarded(quiet, "the release failed after its spend")
 
 
 def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:

@@ -97,7 +97,7 @@ def execute(
     frame, releases = draw(ctx, plan, aggregate(ctx, plan, rows), source)
     sel = plan.selection
     return QueryRelease(
-        frame=engine.output(frame, like=ctx.frame),
+        frame=engine.output(frame, like=ctx.frame, keys=ctx.by),
         privacy=plan.budget.cost,
         relation="unbounded",
         privacy_unit=ctx.unit,

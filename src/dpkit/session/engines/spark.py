@@ -393,7 +393,12 @@ class SparkEngine(Engine):
         with _quiet_query_context():
             return super().collect(frame)
 
-    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+    def output(
+        self,
+        frame: pl.DataFrame,
+        like: nw.LazyFrame[Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> Any:
         """The released frame as a Spark DataFrame, in the session of the input data."""
         from pyspark.sql import SparkSession
 
