@@ -18,7 +18,7 @@ import narwhals as nw
 import polars as pl
 
 from dpkit.errors import ParameterError
-from dpkit.session._total import total_cast
+from dpkit.session._casts import total_cast
 
 __all__ = ["TYPE_NAMES", "declared_casts", "declared_types"]
 

@@ -21,9 +21,10 @@ from dpkit.session._auto import (
     choose_bounds,
     choose_max_rows,
 )
+from dpkit.session._casts import parse_number
 from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
 from dpkit.session._run import QUANTILE_INTERVAL_SHARE, check_quantile, execute, statistics_layer
-from dpkit.session._total import parse_number, total_predicate
+from dpkit.session._total import total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 from dpkit.statistics._input import check_alpha

@@ -360,7 +360,7 @@ def _objects(values: Any, dtype: Any) -> Any:
 
     import pandas as pd
 
-    from dpkit.session._total import int_range, total_cast
+    from dpkit.session._casts import int_range, total_cast
 
     items = values.to_numpy()
     strings = pd.array([_text(v) for v in items], dtype=pd.StringDtype("python"))
