@@ -88,8 +88,9 @@ def canonical_floats(lf: nw.LazyFrame[Any], schema: Any, names: list[str]) -> nw
     integers, exact beyond ``2**53``, whatever its public type).
     """
     exprs = []
-    physical = lf.collect_schema()
-    for c in dict.fromkeys(names):
+    floats = [c for c in dict.fromkeys(names) if schema[c].is_float()]
+    physical = lf.collect_schema() if floats else {}
+    for c in floats:
         dtype = physical[c]
         if not dtype.is_float():
             continue

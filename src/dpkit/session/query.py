@@ -475,7 +475,7 @@ class Query:
                     names.append(col)
         return ex.Context(
             ex.Guarded(s._engine),  # engine errors quote no data
-            _checked(self._rows_of(lf)),
+            _checked(self._rows_of(lf)) if self._filters else self._rows_of(lf),
             schema,
             s.privacy_unit,
             self._max_rows,
@@ -501,8 +501,9 @@ class Query:
         if s.privacy_unit is not None:
             unit = nw.col(s.privacy_unit)
             named = ~unit.is_null()
-            if table.collect_schema()[s.privacy_unit].is_float():
-                named = named & ~unit.is_nan()
+            public_float = s._schema[s.privacy_unit].is_float()
+            if public_float and table.collect_schema()[s.privacy_unit].is_float():
+                named = named & ~unit.is_nan()  # a pandas unit keeps its own (int) type
             conds.append(named.fill_null(False))
         rows = s._engine.where(table, conds, s._schema)
         parsed = self._parsed()

@@ -247,6 +247,8 @@ class Session:
         # released): a pandas int64 unit as Float64 would merge ids beyond 2**53
         typed = {c: t for c, t in self._schema.items() if c != self.privacy_unit}
         lf = self._engine.with_types(lf, typed)
+        if not self._declared:
+            return lf
         held = lf.collect_schema()  # a declared column the engine already holds is done
         todo = {c: t for c, t in self._declared.items() if held[c] != t}
         casts = declared_casts(self._natural, todo)
