@@ -150,13 +150,13 @@ _T = TypeVar("_T")
 
 
 class Guarded(Engine):
-    """``engine`` with its :meth:`collect` and :meth:`is_empty` guarded: a failure of the
+    """``engine`` with its :meth:`collect` guarded: a failure of the
     engine becomes a ParameterError naming the error's type but not its message, because an
     engine's message can quote values of the data (a cast of ``"x9"`` to an integer, say),
     which a release never reveals; the original error is neither shown nor chained. dpkit's
     own errors pass unchanged. Every other method is ``engine``'s. Queries run on a guarded
-    engine (:meth:`dpkit.session.Query.release`), so a filter that fails only on some values,
-    after the spend, says so without quoting them."""
+    engine (:meth:`dpkit.session.Query.release`), so a step of the caller's own plan that
+    fails on some values, after the spend, says so without quoting them."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -186,6 +186,34 @@ class Guarded(Engine):
     def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         self.engine.check_column(owner, name, role, dtype)
 
+    def check_declared(self, owner: str, name: str, dtype: Any) -> None:
+        self.engine.check_declared(owner, name, dtype)
+
+    def public_schema(self, frame: nw.LazyFrame[Any]) -> dict[str, Any]:
+        return self.engine.public_schema(frame)
+
+    def with_types(self, frame: nw.LazyFrame[Any], schema: dict[str, Any]) -> nw.LazyFrame[Any]:
+        return self.engine.with_types(frame, schema)
+
+    def where(
+        self, frame: nw.LazyFrame[Any], conditions: list[nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        return self.engine.where(frame, conditions, schema)
+
+    def converted(
+        self, frame: nw.LazyFrame[Any], columns: dict[str, nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        return self.engine.converted(frame, columns, schema)
+
+    def without_rows(self, frame: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+        return self.engine.without_rows(frame)
+
+    def read_as_text(self, data: Any, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        return self.engine.read_as_text(data, frame)
+
+    def changes(self, data: Any) -> bool:
+        return self.engine.changes(data)
+
     def ambiguous_columns(self, frame: nw.LazyFrame[Any]) -> frozenset[str]:
         return self._guarded(lambda: self.engine.ambiguous_columns(frame))
 
@@ -198,9 +226,6 @@ class Guarded(Engine):
         self, frame: nw.LazyFrame[Any], column: str, categories: tuple[Any, ...], name: str
     ) -> nw.LazyFrame[Any]:
         return self._guarded(lambda: self.engine.with_categories(frame, column, categories, name))
-
-    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
-        return self._guarded(lambda: self.engine.is_empty(frame))
 
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         return self._guarded(lambda: self.engine.collect(frame))

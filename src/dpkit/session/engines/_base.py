@@ -173,10 +173,6 @@ class Engine:
             inside = inside | col.is_null()
         return frame.with_columns(nw.when(inside).then(position).alias(name))
 
-    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
-        """Whether the lazy frame has no row (reads at most one row; returns no data)."""
-        return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
-
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated lazy frame and return it as a Polars DataFrame."""
         return frame.collect(backend="polars").to_native()
