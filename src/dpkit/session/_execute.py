@@ -349,11 +349,13 @@ def aggregate_table(
         [pl.col(k).fill_null(0).cast(pl.Int128 if k in splits else pl.Int64) for k in columns]
     )
     centred = [
-        (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
+        (pl.col(k) - pl.col(spec.count).cast(pl.Int128) * spec.centre).alias(k)
+        if k in splits
+        else (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
         for k, spec in columns.items()
         if isinstance(spec, Summed) and spec.centre and spec.count is not None
     ]
-    if centred:  # |sum| and |centre * count| <= 2**53: exact in Int64
+    if centred:  # in Int64 while |sum|, |centre * count| <= 2**53, else in Int128: exact
         agg = agg.with_columns(centred)
     return _with_keys(agg, ctx, list(columns))
 
