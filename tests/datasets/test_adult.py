@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
+import narwhals as nw
 import pytest
 
+import dpkit as dp
 from dpkit.datasets import ADULT_COLUMNS, adult_path, load_adult
 
 BOOK_COLUMNS = [
@@ -37,6 +39,9 @@ def test_pandas_backend_and_fnlwgt() -> None:
     pd_df = load_adult(backend="pandas")
     assert list(pd_df.columns) == BOOK_COLUMNS
     assert len(pd_df) == 32_561
+    # the fixed schema: a Session reads the integer columns as integers, not floats
+    schema = dp.Session(pd_df, budget=dp.PureDP(1.0)).schema
+    assert schema["Age"] == nw.Int64() and schema["Sex"] == nw.String()
     with_weight = load_adult(include_fnlwgt=True)
     assert with_weight.columns == list(ADULT_COLUMNS)
 

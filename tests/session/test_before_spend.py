@@ -74,7 +74,7 @@ def test_bad_rng_spends_nothing(make: Callable[[pl.DataFrame], Any], bad_rng: An
 
 
 def test_keys_of_the_wrong_type_spend_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
-    s = dp.Session(make(_df()), budget=dp.PureDP(10))
+    s = dp.Session(make(_df()), schema=_df().schema, budget=dp.PureDP(10))
     bad = s.query().group_by("age", keys=["young", "old"]).agg(dp.count())
     with pytest.raises(dp.ParameterError, match=r"keys.*'age'"):
         bad.explain(epsilon=1.0)
@@ -120,9 +120,20 @@ def test_histogram_categories_of_the_wrong_type_spend_nothing(
 # -- F13: nested key columns are refused -------------------------------------------------------
 
 
+def _pandas_reads_lists_as_null_text(s: dp.Session) -> bool:
+    """pandas holds lists in an ``object`` column, which a Session reads as text: values
+    that are not ``str`` are null (one non-``str`` value must not change the column's type)."""
+    if s.engine != "pandas":
+        return False
+    assert s.schema["tags"] == nw.String()
+    return True
+
+
 def test_group_by_a_list_column_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
     df = pl.DataFrame({"tags": [[1, 2]] * 20 + [[3]] * 20, "x": [1.0] * 40})
     s = dp.Session(make(df), budget=dp.ApproxDP(10, 1e-3))
+    if _pandas_reads_lists_as_null_text(s):
+        return
     q = s.query().group_by("tags").agg(dp.median("x", bounds=(0, 10)))
     with pytest.raises(TypeError, match=r"'tags'.*cannot be a group key"):
         q.release(epsilon=1.0, delta=1e-6)
@@ -134,6 +145,8 @@ def test_group_by_a_list_column_spends_nothing(make: Callable[[pl.DataFrame], An
 def test_a_list_privacy_unit_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:
     df = pl.DataFrame({"tags": [[1, 2]] * 20 + [[3]] * 20, "x": [1.0] * 40})
     s = dp.Session(make(df), privacy_unit="tags", max_rows_per_unit=2, budget=dp.PureDP(10))
+    if _pandas_reads_lists_as_null_text(s):
+        return
     with pytest.raises(TypeError, match=r"'tags'.*cannot be the privacy unit"):
         s.count(epsilon=1.0)
     assert s.accountant.history == ()
@@ -192,18 +205,25 @@ def test_sum_beyond_the_float_range_is_infinite(make: Callable[[pl.DataFrame], A
 # -- F12: engine errors of a filter quote no data ----------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "expr",
-    [nw.col("city") > 1, nw.col("code").cast(nw.Int64) > 0],
-    ids=["compare-str-int", "cast-fails"],
-)
-def test_failing_filter_quotes_no_data(make: Callable[[pl.DataFrame], Any], expr: Any) -> None:
+def test_a_filter_comparing_text_with_a_number_quotes_no_data(
+    make: Callable[[pl.DataFrame], Any],
+) -> None:
     s = dp.Session(make(_df()), budget=dp.PureDP(10))
     with pytest.raises(dp.ParameterError, match="filter") as info:
-        s.query().filter(expr).agg(dp.count()).release(epsilon=1.0)
+        s.query().filter(nw.col("city") > 1).agg(dp.count()).release(epsilon=1.0)
     message = str(info.value)
     assert "x9" not in message and "'b'" not in message
     assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_a_cast_that_cannot_convert_a_value_gives_null(
+    make: Callable[[pl.DataFrame], Any],
+) -> None:
+    """``"x9"`` cast to an integer is null, so its row fails the condition: three of the
+    four rows pass (epsilon 1e4: noise 0 except with probability about 2 exp(-1e4))."""
+    s = dp.Session(make(_df()), budget=dp.PureDP(1e5), rng=1)
+    out = s.query().filter(nw.col("code").cast(nw.Int64) > 0).agg(dp.count())
+    assert _polars(out.release(epsilon=1e4))["count"].to_list() == [3]
 
 
 def test_schema_type_error_in_a_filter_spends_nothing(make: Callable[[pl.DataFrame], Any]) -> None:

@@ -31,6 +31,7 @@ def _people(seed: int = 0) -> pl.DataFrame:
 def _query(data: Any) -> Any:
     s = dp.Session(
         data,
+        schema=_people().schema,
         privacy_unit="pid",
         max_rows_per_unit=K,
         max_groups_per_unit=M,
@@ -40,7 +41,8 @@ def _query(data: Any) -> Any:
 
 
 def _kept(data: Any, salt: tuple[int, ...]) -> pl.DataFrame:
-    ctx = _query(data)._context()
+    q = _query(data)
+    ctx = q._with_rows(q._context())
     # the kept rows themselves, so not through the engine's collect (aggregates only)
     return bounded_rows(ctx, salt).collect("polars").to_native().sort("pid", "g", "x")
 

@@ -47,6 +47,7 @@ def _table(n: int = 3000, seed: int = 0) -> pl.DataFrame:
 def _release(data: Any, unit: str | None = None, **q: Any) -> pl.DataFrame:
     s = dp.Session(
         data,
+        schema=_table().schema,  # declared: pandas and CSV data then carry Polars' types
         privacy_unit=unit,
         budget=dp.ApproxDP(1e6, 0.5),
         rng=11,
@@ -86,7 +87,7 @@ def test_identical_release_on_every_engine(
 
 def test_histogram_identical_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
     df = _table()
-    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(10.0), rng=5)
     got = as_polars(
         s.query()
         .group_by("Sex", keys=["Female", "Male"])
@@ -112,7 +113,7 @@ def test_category_histogram_counts_each_category_on_every_engine(
     is 0 except with probability about 2 exp(-1e4); the same seed gives the same frame."""
     df = _table()
     bins = ["Masters", "Bachelors", "Doctorate"]
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(
         s.query()
         .group_by("Sex", keys=["Female", "Male"])
@@ -137,7 +138,7 @@ def test_many_bins_count_like_numpy_on_every_engine(
     df = _table()
     edges = np.sort(np.random.default_rng(3).uniform(0, 100, n_edges))
     edges[0], edges[-1] = 0.0, 100.0
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("Hours", bins=list(edges))).release(epsilon=1e4))
     hours = df["Hours"].drop_nulls().drop_nans().to_numpy()
     want, _ = np.histogram(hours, bins=edges)
@@ -153,7 +154,7 @@ def test_values_on_edges_and_signed_zeros_bin_alike_on_every_engine(
     Counts exact at epsilon 1e4 (noise non-zero with probability about 8 exp(-1e4))."""
     df = pl.DataFrame({"x": [-1.0, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5, -2.0]})
     edges = [-1.0, 0.0, 1.0, 2.0, 3.0]
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("x", bins=edges)).release(epsilon=1e4))
     want, _ = np.histogram(df["x"].to_numpy(), bins=edges)
     assert want.tolist() == [1, 3, 1, 2]
@@ -161,12 +162,13 @@ def test_values_on_edges_and_signed_zeros_bin_alike_on_every_engine(
     # edges whose shortest repr has 17 digits, each met by itself and its two neighbours
     tricky = [0.0, 0.1, 0.30000000000000004, 1 / 3, 0.7, 1.0]
     near = [v for e in tricky[1:-1] for v in (np.nextafter(e, -1), e, np.nextafter(e, 2))]
-    s = dp.Session(engine(pl.DataFrame({"x": near})), budget=dp.PureDP(1e5), rng=5)
+    near_df = pl.DataFrame({"x": near})
+    s = dp.Session(engine(near_df), schema=near_df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("x", bins=tricky)).release(epsilon=1e4))
     assert got["x_count"].to_list() == np.histogram(near, bins=tricky)[0].tolist()
     assert got["x_count"].to_list() == [1, 3, 3, 3, 2]
     negative_zero_edge = [-1.0, -0.0, 1.0]
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("x", bins=negative_zero_edge)).release(epsilon=1e4))
     assert got["x_count"].to_list() == [1, 4]
 
@@ -221,7 +223,7 @@ def test_keys_of_a_castable_type_release_like_typed_keys(
     df = pl.DataFrame({"k": [1] * 400 + [2] * 400, "x": [10.0] * 400 + [90.0] * 400})
     got = {}
     for keys in ([1, 2], ["1", "2"], [1.0, 2.0]):
-        s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=3)
+        s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(10.0), rng=3)
         got[str(keys)] = as_polars(
             s.query().group_by("k", keys=keys).agg(agg()).release(epsilon=5.0)
         )
@@ -229,7 +231,7 @@ def test_keys_of_a_castable_type_release_like_typed_keys(
     assert ref.schema["k"] == pl.Int64
     for frame in got.values():
         assert_frame_equal(frame, ref)
-    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=3)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(10.0), rng=3)
     with pytest.raises(dp.ParameterError, match="do not fit its type"):
         s.query().group_by("k", keys=["01", "2"]).agg(agg()).release(epsilon=1.0)
     assert len(s.accountant.history) == 0
@@ -247,7 +249,10 @@ def test_column_names_an_engine_cannot_use_are_refused_before_the_spend(
     df = pl.DataFrame({"g.h": ["a", "b", "a"], "x": [1.0, 2.0, 3.0], "*": [1.0, 2.0, 3.0]})
     with pytest.raises(dp.ParameterError, match=r"reserved .*; rename '__dpkit_bucket'"):
         dp.Session(engine(df.rename({"x": "__dpkit_bucket"})), budget=dp.PureDP(1.0))
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=3)
+    with pytest.raises(dp.ParameterError, match=r"reads as a pattern|contains '\.'"):
+        dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
+    declared = {"x": pl.Float64}  # no type can be declared for "*" (nor for "g.h" on Spark)
+    s = dp.Session(engine(df), schema=declared, budget=dp.PureDP(1e5), rng=3)
     with pytest.raises(dp.ParameterError, match="reads as a pattern"):
         s.query().agg(dp.sum("*", bounds=(0, 10))).release(epsilon=1.0)
     keyed = s.query().group_by("g.h", keys=["a", "b"]).agg(dp.count())
@@ -268,7 +273,7 @@ def test_many_categories_count_exactly_on_every_engine(
     values = [f"c{i % 45}" for i in range(3 * 45 + 7)]
     df = pl.DataFrame({"c": values})
     bins = [f"c{i}" for i in range(39, -1, -1)]  # reversed; c40..c44 are left out
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("c", bins=bins)).release(epsilon=1e4))
     assert got["c"].to_list() == bins
     assert got["c_count"].to_list() == [values.count(b) for b in bins]
@@ -281,7 +286,9 @@ def test_bounded_aggregates_agree_across_engines(engine: Callable[[pl.DataFrame]
     k = 3
     per_person = df.filter(pl.col("Age") >= 18).group_by("pid").len()["len"]
     true_total = int(np.minimum(per_person.to_numpy(), k).sum())
-    s = dp.Session(engine(df), privacy_unit="pid", max_rows_per_unit=k, budget=dp.ZCDP(1e6))
+    s = dp.Session(
+        engine(df), schema=df.schema, privacy_unit="pid", max_rows_per_unit=k, budget=dp.ZCDP(1e6)
+    )
     rel = s.query().filter(nw.col("Age") >= 18).agg(dp.count()).measure(rho=1e4, rng=3)
     noisy = int(as_polars(rel.frame)["count"][0])
     half = rel.releases["count: count"].details["half_width"]
@@ -304,8 +311,9 @@ def test_quantile_grid_counts_equal_brute_force(
 
     df = _table(500)
     agg = dp.quantile("Hours", [0.5], bounds=(0, 100))
-    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
-    ctx = s.query().group_by("Sex", keys=keys).agg(agg)._context()
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
+    q = s.query().group_by("Sex", keys=keys).agg(agg)
+    ctx = q._with_rows(q._context())
     got = grid_counts(ctx, bounded_rows(ctx, None), agg)
     bits = {2: 23, 1: 24}.get(len(keys or ()), 16)
     grid = agg.grid(grid_groups(ctx))
@@ -427,7 +435,7 @@ def test_count_alone_counts_every_row(engine: Callable[[pl.DataFrame], Any], by:
     # counted (a bare literal selects one row on some engines). At epsilon = 1e6 the discrete
     # Laplace noise is non-zero with probability about 2 exp(-1e6): the release is the count.
     df = _table()
-    s = dp.Session(engine(df), budget=dp.PureDP(1e7), rng=3)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e7), rng=3)
     q = s.query().group_by(*by, keys=sorted(set(df["Education"]))) if by else s.query()
     got = as_polars(q.agg(dp.count()).release(epsilon=1e6))
     want = df.group_by(*by).len().sort(*by) if by else pl.DataFrame({"len": [df.height]})
@@ -455,7 +463,7 @@ def test_private_float_keys_do_not_carry_one_records_sign(
     for zeros, nans in cases:
         keys = [zeros[0]] + [zeros[1]] * 199 + [nans[0]] + [nans[1]] * 199 + [1.0] * 200
         df = pl.DataFrame({"k": pl.Series(keys, dtype=dtype)})
-        s = dp.Session(engine(df), budget=dp.ApproxDP(100, 1e-2), rng=3)
+        s = dp.Session(engine(df), schema=df.schema, budget=dp.ApproxDP(100, 1e-2), rng=3)
         got = as_polars(s.query().group_by("k").agg(dp.count()).release(epsilon=5, delta=1e-3))
         released = [v for v in got["k"].to_list() if v is not None]  # pandas: NaN is null
         assert 0.0 in released and 1.0 in released
@@ -469,7 +477,9 @@ def test_a_float_unit_is_one_unit_whatever_the_sign_of_its_zero(
     kept, so three units give a count of 3 (exact at epsilon 1e4: the noise is non-zero with
     probability about 2 exp(-1e4))."""
     df = pl.DataFrame({"u": [-0.0, 0.0, 0.0, -0.0, 1.0, 2.0]})
-    s = dp.Session(engine(df), privacy_unit="u", max_rows_per_unit=1, budget=dp.PureDP(1e5))
+    s = dp.Session(
+        engine(df), schema=df.schema, privacy_unit="u", max_rows_per_unit=1, budget=dp.PureDP(1e5)
+    )
     got = as_polars(s.query().agg(dp.count()).release(epsilon=1e4))
     assert got["count"].to_list() == [3]
 
@@ -481,7 +491,7 @@ def test_a_column_with_an_empty_name_is_refused_before_the_spend(
     expression); an aggregate of the column "" is refused when it is built."""
     df = pl.DataFrame({"": [1.0, 2.0], "y": [1.0, 2.0]})
     try:
-        s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+        s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
     except dp.ParameterError:  # an engine that cannot hold the name at all refuses it here
         return
     # PyArrow and DuckDB name such a column "column_0": "" is then an unknown column
@@ -501,12 +511,12 @@ def test_none_among_categories_counts_the_nulls_on_every_engine(
     values = ["a", "b", None, "a", "é", None, None, "zz0"]
     df = pl.DataFrame({"c": values})
     bins = ["é", None, "a", "zz"]
-    s = dp.Session(engine(df), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1e5), rng=5)
     got = as_polars(s.query().agg(dp.histogram("c", bins=bins)).release(epsilon=1e4))
     assert got["c"].to_list() == bins
     assert got["c_count"].to_list() == [1, 3, 2, 0]
     flags = pl.DataFrame({"c": [True, None, False, True, True]})
-    s = dp.Session(engine(flags), budget=dp.PureDP(1e5), rng=5)
+    s = dp.Session(engine(flags), schema=flags.schema, budget=dp.PureDP(1e5), rng=5)
     q = s.query().agg(dp.histogram("c", bins=[None, True]))
     if s._schema["c"] == nw.Object:  # pandas holds booleans with None as objects
         with pytest.raises(TypeError, match="do not fit the column's type Object"):

@@ -405,7 +405,10 @@ def test_release_equals_recorded(
     engine_name = request.node.callspec.params["engine"]
     expected = pl.DataFrame(_recorded(name, engine_name))
     session_kw, build, release_kw = QUERIES[name]
-    s = dp.Session(engine(_table()), budget=_budget(release_kw), rng=17, **session_kw)
+    table = _table()  # its schema declared: pandas and CSV data carry Polars' types
+    s = dp.Session(
+        engine(table), schema=table.schema, budget=_budget(release_kw), rng=17, **session_kw
+    )
     got = to_polars(build(s).release(**release_kw))
     assert_frame_equal(got, expected, check_exact=True, check_dtypes=False)
 

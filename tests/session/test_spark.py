@@ -222,13 +222,20 @@ def test_a_timestamp_ntz_key_keeps_its_type_and_wall_clock(spark: Any) -> None:
 
 
 def test_a_failing_cast_after_the_spend_prints_no_value(spark: Any, capfd: Any) -> None:
-    """A filter that fails on one value fails after the spend, and its message (which quotes
-    the value) is not shown; PySpark's query-context logger used to print it on stderr."""
+    """A step of the caller's own plan that fails on one value (a strict cast under ANSI
+    mode) fails after the spend, and its message (which quotes the value) is not shown;
+    PySpark's query-context logger used to print it on stderr. The same cast written as a
+    Session filter is total: the value is null and the release goes through."""
+    from pyspark.sql import functions as F
+
     rows = [("SECRET9" if i == 3 else str(i), float(i)) for i in range(40)]
     sdf = spark.createDataFrame(rows, "s string, x double")
     s = dp.Session(sdf, budget=dp.PureDP(1.0), rng=1)
     q = s.query().filter(nw.col("s").cast(nw.Int64) > 3).agg(dp.count())
+    assert q.release(epsilon=0.5).count() == 1
+    planned = sdf.withColumn("s", F.col("s").cast("bigint"))
+    s = dp.Session(planned, budget=dp.PureDP(1.0), rng=1)
     with pytest.raises(dp.ParameterError, match="NumberFormatException") as err:
-        q.release(epsilon=0.5)
+        s.query().filter(nw.col("s") > 3).agg(dp.count()).release(epsilon=0.5)
     out, errs = capfd.readouterr()
     assert "SECRET9" not in str(err.value) + out + errs

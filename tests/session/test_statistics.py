@@ -43,7 +43,7 @@ def test_multi_quantile_release_is_the_statistics_mechanism_on_every_engine(
     exactly, the noisy-histogram method), ``method=`` passed through, the column names
     ``<name>_<q:g>`` with their intervals, and sorted values."""
     df = _quantile_table()
-    s = dp.Session(engine(df), budget=dp.PureDP(4.0), rng=21)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(4.0), rng=21)
     q = s.query().agg(
         dp.quantile("age", [0.1, 0.5, 0.9], bounds=(0, 100)),
         dp.quantile("x", [0.25, 0.75], bounds=(0, 100), method="joint", name="xq"),
@@ -216,9 +216,9 @@ def test_log2_bucket_counts_equal_brute_force_on_every_engine(
     from dpkit.session._auto import bucket_counts
 
     df = _bucket_table()
-    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
     q = s.query().agg(dp.mean("x", bounds="auto"), dp.sum("k", bounds="auto"))
-    ctx = q._context()
+    ctx = q._with_rows(q._context())
     rows = ex.bounded_rows(ctx, None)
     for agg, col in zip(ctx.aggregates, ("x", "k"), strict=True):
         got = bucket_counts(ctx, rows, agg)
@@ -241,13 +241,13 @@ def test_tail_step_counts_equal_brute_force_on_every_engine(
     df = _bucket_table().with_columns(
         pl.Series("y", [3.5, 0.07, 1e6, float("inf"), -float("inf")] * 4 + [2.0, 9.0])
     )
-    s = dp.Session(engine(df), budget=dp.PureDP(1.0))
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(1.0))
     q = s.query().agg(
         dp.mean("x", bounds="auto", bounds_method="tail", lower=lower),
         dp.sum("k", bounds="auto", bounds_method="tail", lower=lower),
         dp.sum("y", bounds="auto", bounds_method="tail", lower=lower, name="ys"),
     )
-    ctx = q._context()
+    ctx = q._with_rows(q._context())
     rows = ex.bounded_rows(ctx, None)
     for agg, col in zip(ctx.aggregates, ("x", "k", "y"), strict=True):
         got = bucket_counts(ctx, rows, agg)
@@ -395,7 +395,7 @@ def test_auto_bounds_release_reports_bounds_and_spends_once(
     df = pl.DataFrame(
         {"g": rng.choice(["a", "b"], 4000), "x": rng.normal(50, 15, 4000).clip(0, 100)}
     )
-    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=4)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(10.0), rng=4)
     q = (
         s.query()
         .group_by("g", keys=["a", "b"])
@@ -494,6 +494,7 @@ def test_auto_max_rows_is_the_statistics_bound_on_every_engine(
     for seed in (1, 2):
         s = dp.Session(
             data,
+            schema=df.schema,
             privacy_unit="pid",
             max_rows_per_unit="auto",
             max_groups_per_unit=2,
@@ -502,7 +503,7 @@ def test_auto_max_rows_is_the_statistics_bound_on_every_engine(
             rng=seed,
         )
         q = s.query().group_by("city").agg(dp.count(), dp.mean("x", bounds=(0, 10)))
-        got_rows, got_units = rows_per_unit(q._context())
+        got_rows, got_units = rows_per_unit(q._with_rows(q._context()))
         np.testing.assert_array_equal(got_rows, want_rows)
         np.testing.assert_array_equal(got_units, want_units)
         assert "max_rows_per_unit='auto'" in str(q.explain(epsilon=2.0, delta=1e-6))
@@ -610,7 +611,7 @@ def test_grouped_quantiles_are_the_statistics_release_of_each_group(
         }
     )
     keys = [0, 1, 2, 3, 4, 5, 7]  # 7 has no rows: its summary is empty
-    s = dp.Session(engine(df), budget=dp.PureDP(4.0), rng=8)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(4.0), rng=8)
     q = s.query().group_by("g", keys=keys).agg(dp.quantile("x", [0.1, 0.5, 0.9], bounds=(0, 100)))
     got = to_polars(q.release(epsilon=1.0)).sort("g")
     source = as_source(8)

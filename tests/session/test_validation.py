@@ -29,7 +29,7 @@ def _session(data: Any = None, **kw: Any) -> dp.Session:
 
 
 def test_errors_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
-    s = _session(engine(_df()))
+    s = _session(engine(_df()), schema=_df().schema)
     with pytest.raises(dp.ParameterError, match="unknown column 'Agee'"):
         s.query().agg(dp.mean("Agee", bounds=(0, 100))).release(epsilon=1.0)
     with pytest.raises(TypeError, match="column 'Sex' must be numeric"):
@@ -38,38 +38,27 @@ def test_errors_on_every_engine(engine: Callable[[pl.DataFrame], Any]) -> None:
         s.query().group_by("Edu", keys=["x"]).agg(dp.count()).release(epsilon=1.0)
     with pytest.raises(dp.ParameterError, match=r"delta = 0.*public keys.*delta > 0"):
         s.query().group_by("Sex").agg(dp.count()).release(epsilon=1.0)
-    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has null values"):
-        dp.Session(
-            engine(_df()), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)
-        ).count(epsilon=0.1)
-    empty = _df().clear()
-    with pytest.raises(dp.ParameterError, match="table is empty"):
-        _session(engine(empty)).count(epsilon=0.5)
     assert s.accountant.history == ()
 
 
-def test_data_checks_never_quote_a_value(tmp_path: Any) -> None:
-    """The checks before the spend (empty table, nulls in the unit) run through the guarded
-    engine: a lazy plan whose cast fails on a value, or a CSV column whose type was guessed
-    from its first rows, is refused without quoting the value (the engine's own message
-    names it), and nothing is spent."""
+def test_a_failing_step_of_the_callers_own_plan_quotes_no_value(tmp_path: Any) -> None:
+    """A Polars LazyFrame is a plan the Session runs as given: a strict cast in it fails on
+    a value, in the release (nothing of the data is read before the spend). The error names
+    the engine's error type only (its message quotes the value) and the charge stands. The
+    same text in a CSV file given by path is read as text, which never fails."""
     lazy = pl.DataFrame({"pid": ["1", "2", "zqsecret"]}).lazy()
     lazy = lazy.with_columns(pl.col("pid").cast(pl.Int64))
+    s = dp.Session(lazy, privacy_unit="pid", max_rows_per_unit=1, budget=dp.PureDP(1.0))
+    with pytest.raises(dp.ParameterError, match="the engine failed") as err:
+        s.count(epsilon=0.1)
+    assert "zqsecret" not in str(err.value)
+    assert err.value.__cause__ is None and err.value.__context__ is None
+    assert len(s.accountant.history) == 1
     path = tmp_path / "units.csv"
     pl.DataFrame({"pid": [str(i) for i in range(20_000)] + ["zqsecret"]}).write_csv(path)
-    for data in (lazy, str(path)):
-        s = dp.Session(data, privacy_unit="pid", max_rows_per_unit=1, budget=dp.PureDP(1.0))
-        with pytest.raises(dp.ParameterError, match="the engine failed") as err:
-            s.count(epsilon=0.1)
-        assert "zqsecret" not in str(err.value)
-        assert s.accountant.history == ()
-
-
-def test_unit_nulls_message_names_the_column() -> None:
-    with pytest.raises(dp.ParameterError, match="privacy_unit column 'Age' has null values"):
-        dp.Session(_df(), privacy_unit="Age", max_rows_per_unit=1, budget=dp.PureDP(1.0)).count(
-            epsilon=0.1
-        )
+    s = dp.Session(str(path), privacy_unit="pid", max_rows_per_unit=1, budget=dp.PureDP(1.0))
+    assert s.schema == {"pid": nw.String()}
+    assert s.count(epsilon=0.1).height == 1
 
 
 @pytest.mark.parametrize(
@@ -142,8 +131,8 @@ def test_filters() -> None:
         s.query().filter(nw.col("Age") > nw.col("Age").mean())
     with pytest.raises(dp.ParameterError, match="row-by-row"):
         s.query().filter(nw.col("Age").rank().over("Sex") < 3)
-    with pytest.raises(dp.ParameterError, match="filter cannot run"):
-        s.query().filter(nw.col("Nope") > 3).agg(dp.count()).release(epsilon=1.0)
+    with pytest.raises(dp.ParameterError, match="unknown column 'Nope'"):
+        s.query().filter(nw.col("Nope") > 3)
     assert s.accountant.history == ()
 
 

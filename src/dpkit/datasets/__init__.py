@@ -45,6 +45,9 @@ def load_adult(*, backend: str = "polars", include_fnlwgt: bool = False) -> Any:
     include_fnlwgt : bool
         Keep UCI's sampling-weight column ``fnlwgt`` (the book's CSV has none).
 
+    The schema is fixed: the integer columns are Int64 (pandas' nullable ``Int64``), the
+    others text.
+
     Returns
     -------
     DataFrame
@@ -86,6 +89,15 @@ def load_adult(*, backend: str = "polars", include_fnlwgt: bool = False) -> Any:
             raise ImportError(
                 "load_adult(backend='pandas') needs pandas: pip install 'dpkit[pandas]'"
             ) from exc
-        # column by column through NumPy: no pyarrow needed
-        return pd.DataFrame({c: df[c].to_numpy() for c in df.columns})
+        # column by column through NumPy (no pyarrow needed); the integer columns in pandas'
+        # nullable Int64, a type pandas does not infer from values, so a Session reads them
+        # as integers (NumPy int64 would be Float64 to it: a null would make it float64)
+        return pd.DataFrame(
+            {
+                c: pd.array(df[c].to_numpy(), dtype="Int64")
+                if c in _INT_COLUMNS
+                else df[c].to_numpy()
+                for c in df.columns
+            }
+        )
     return df

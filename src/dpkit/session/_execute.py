@@ -6,6 +6,7 @@ Only aggregated frames (one row per group, or per group and bucket/bin) leave th
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from dpkit.errors import DPError, ParameterError
-from dpkit.session._specs import Summed, aggregation
+from dpkit.session._specs import Summed, aggregation, digits, split_for
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
@@ -84,11 +85,15 @@ def canonical_floats(lf: nw.LazyFrame[Any], schema: Any, names: list[str]) -> nw
     Engines group -0.0 with 0.0 and every NaN together, but the key they output carries the
     bits of one of the group's rows (the first, on Polars, pandas, PyArrow and DuckDB): a
     privately selected key would then tell whether one record holds -0.0 or a negative NaN,
-    an output bit with no noise on it. Canonical keys depend on the group only.
+    an output bit with no noise on it. Canonical keys depend on the group only. Which
+    columns are floats is read from ``lf`` itself (a pandas privacy unit keeps its NumPy
+    integers, exact beyond ``2**53``, whatever its public type).
     """
     exprs = []
-    for c in dict.fromkeys(names):
-        dtype = schema[c]
+    floats = [c for c in dict.fromkeys(names) if schema[c].is_float()]
+    physical = lf.collect_schema() if floats else {}
+    for c in floats:
+        dtype = physical[c]
         if not dtype.is_float():
             continue
         col = nw.col(c)
@@ -147,13 +152,13 @@ _T = TypeVar("_T")
 
 
 class Guarded(Engine):
-    """``engine`` with its :meth:`collect` and :meth:`is_empty` guarded: a failure of the
+    """``engine`` with its :meth:`collect` guarded: a failure of the
     engine becomes a ParameterError naming the error's type but not its message, because an
     engine's message can quote values of the data (a cast of ``"x9"`` to an integer, say),
     which a release never reveals; the original error is neither shown nor chained. dpkit's
     own errors pass unchanged. Every other method is ``engine``'s. Queries run on a guarded
-    engine (:meth:`dpkit.session.Query.release`), so a filter that fails only on some values,
-    after the spend, says so without quoting them."""
+    engine (:meth:`dpkit.session.Query.release`), so a step of the caller's own plan that
+    fails on some values, after the spend, says so without quoting them."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -172,11 +177,44 @@ class Guarded(Engine):
     def snapshot(self, data: Any) -> bool:
         return self.engine.snapshot(data)
 
-    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
-        return self.engine.output(frame, like=like)
+    def output(
+        self,
+        frame: pl.DataFrame,
+        like: nw.LazyFrame[Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> Any:
+        return self.engine.output(frame, like=like, keys=keys)
 
     def check_column(self, owner: str, name: str, role: str, dtype: Any = None) -> None:
         self.engine.check_column(owner, name, role, dtype)
+
+    def check_declared(self, owner: str, name: str, dtype: Any) -> None:
+        self.engine.check_declared(owner, name, dtype)
+
+    def public_schema(self, frame: nw.LazyFrame[Any]) -> dict[str, Any]:
+        return self.engine.public_schema(frame)
+
+    def with_types(self, frame: nw.LazyFrame[Any], schema: dict[str, Any]) -> nw.LazyFrame[Any]:
+        return self.engine.with_types(frame, schema)
+
+    def where(
+        self, frame: nw.LazyFrame[Any], conditions: list[nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        return self.engine.where(frame, conditions, schema)
+
+    def converted(
+        self, frame: nw.LazyFrame[Any], columns: dict[str, nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        return self.engine.converted(frame, columns, schema)
+
+    def without_rows(self, frame: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+        return self.engine.without_rows(frame)
+
+    def read_as_text(self, data: Any, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        return self.engine.read_as_text(data, frame)
+
+    def changes(self, data: Any) -> bool:
+        return self.engine.changes(data)
 
     def ambiguous_columns(self, frame: nw.LazyFrame[Any]) -> frozenset[str]:
         return self._guarded(lambda: self.engine.ambiguous_columns(frame))
@@ -190,9 +228,6 @@ class Guarded(Engine):
         self, frame: nw.LazyFrame[Any], column: str, categories: tuple[Any, ...], name: str
     ) -> nw.LazyFrame[Any]:
         return self._guarded(lambda: self.engine.with_categories(frame, column, categories, name))
-
-    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
-        return self._guarded(lambda: self.engine.is_empty(frame))
 
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         return self._guarded(lambda: self.engine.collect(frame))
@@ -220,8 +255,16 @@ def after_spend(run: Callable[[], _T]) -> _T:
     """``run()``, the part of a release that follows its spend, with any error that is not
     dpkit's own turned into a ParameterError naming only its type: engines that evaluate
     eagerly (pandas) raise while the query is built, outside :class:`Guarded`'s collect,
-    and their messages can quote values of the data."""
-    return Guarded._guarded(run, "the release failed after its spend")
+    and their messages can quote values of the data. NumPy's floating-point warnings are
+    silenced while it runs (a second line of defence: row operations are total, but a
+    warning one value triggers would be an outcome with no noise on it)."""
+
+    def quiet() -> _T:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return run()
+
+    return Guarded._guarded(quiet, "the release failed after its spend")
 
 
 def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:
@@ -258,27 +301,68 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+def aggregate_table(
+    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any], size: int | None = None
+) -> pl.DataFrame:
     """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
     group, sorted by key; public keys restrict and complete the groups.
 
     The row-level columns are computed first and only plain sums and counts are aggregated,
-    so every engine (pandas included) runs a native group-by.
+    so every engine (pandas included) runs a native group-by. ``size`` bounds the rows of
+    any group (the table's, from :func:`table_clean`; None: unknown): a sum whose float64
+    total could pass ``2**53`` at that size is summed as its digits (Int64 sums,
+    :func:`dpkit.session._specs.split_for`) and recombined exactly in Int128, so no size of
+    table makes a figure inexact, or a release fail after its spend.
     """
-    row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
+    top = size if size is not None else 2**62
+    row_exprs: list[nw.Expr] = []
+    aggs: list[nw.Expr] = []
+    splits: dict[str, tuple[int, int]] = {}
+    for k, spec in columns.items():
+        split = split_for(top, spec.bound) if isinstance(spec, Summed) else None
+        if isinstance(spec, Summed):
+            row_exprs.append(spec.expr.alias(k))
+        if split is None:
+            aggs.append(aggregation(k, spec))
+            continue
+        splits[k] = split
+        aggs.extend(
+            nw.col(f"{k}{_DIGIT}{j}").sum().alias(f"{k}{_DIGIT}{j}") for j in range(split[1])
+        )
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
-    aggs = [aggregation(k, spec) for k, spec in columns.items()]
+    if splits:  # the digits of the row column computed above (each reads it twice)
+        lf = lf.with_columns(
+            d.alias(f"{k}{_DIGIT}{j}")
+            for k, split in splits.items()
+            for j, d in enumerate(digits(nw.col(k), *split))
+        )
     agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    if splits:  # each digit sum is below 2**62; their combination, exact in Int128
+        agg = agg.with_columns(
+            pl.sum_horizontal(
+                pl.col(f"{k}{_DIGIT}{j}").fill_null(0).cast(pl.Int128)
+                * pl.lit(2 ** (bits * j), dtype=pl.Int128)
+                for j in range(count)
+            ).alias(k)
+            for k, (bits, count) in splits.items()
+        ).drop(f"{k}{_DIGIT}{j}" for k, (_, count) in splits.items() for j in range(count))
     # integer-valued float sums below 2**53 and counts: exact as Int64
-    agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
+    agg = agg.with_columns(
+        [pl.col(k).fill_null(0).cast(pl.Int128 if k in splits else pl.Int64) for k in columns]
+    )
     centred = [
-        (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
+        (pl.col(k) - pl.col(spec.count).cast(pl.Int128) * spec.centre).alias(k)
+        if k in splits
+        else (pl.col(k) - spec.centre * pl.col(spec.count)).alias(k)
         for k, spec in columns.items()
         if isinstance(spec, Summed) and spec.centre and spec.count is not None
     ]
-    if centred:  # |sum| and |centre * count| <= 2**53: exact in Int64
+    if centred:  # in Int64 while |sum|, |centre * count| <= 2**53, else in Int128: exact
         agg = agg.with_columns(centred)
     return _with_keys(agg, ctx, list(columns))
+
+
+_DIGIT = "__dpkit_digit"
 
 
 _LEN = "__dpkit_len"
@@ -459,5 +543,16 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
 
 
 def column_arrays(frame: pl.DataFrame, names: list[str]) -> dict[str, np.ndarray]:
-    """Int64 statistic columns as NumPy arrays (exact)."""
-    return {k: frame[k].to_numpy().astype(np.int64) for k in names}
+    """Integer statistic columns as NumPy arrays, exactly: int64, or Python ints (object)
+    for a column summed by digits whose values leave int64."""
+    out = {}
+    for k in names:
+        col = frame[k]
+        if col.dtype == pl.Int128:
+            fits = col.len() == 0 or (col.abs().max() < 2**62)  # type: ignore[operator]
+            out[k] = (
+                col.cast(pl.Int64).to_numpy() if fits else np.asarray(col.to_list(), dtype=object)
+            )
+        else:
+            out[k] = col.to_numpy().astype(np.int64)
+    return out

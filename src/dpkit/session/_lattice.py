@@ -11,9 +11,10 @@ in float64, with ``unit`` a power of two and every ``|bound / unit| < 2**52`` (c
 :func:`dpkit._lattice.check_unit`), so every engine computes the same integers bit for bit.
 The engine then sums the *offsets* ``units(x) - centre``, integer-valued float64 numbers
 with ``|offset| <= 2**(bits + 1)``: every partial sum is an integer below ``2**53`` for up to
-``2**52 / 2**(bits + 1)`` rows per group (checked after the fact), so the float64 sums are
-exact in any order, on any engine; the exact sum of units is ``centre * count + offsets`` in
-Python integers, and no Int64 cast or high/low split is needed. No float sum of raw values is
+``2**52 / 2**(bits + 1)`` rows per group, so the float64 sums are exact in any order, on any
+engine (a larger table is summed by the offsets' digits, see
+:func:`dpkit.session._specs.split_for`, decided from its number of rows); the exact sum of
+units is ``centre * count + offsets`` in Python integers. No float sum of raw values is
 ever trusted, so the float-sum attack on engines that sum floats (order-dependent rounding
 larger than the sensitivity at offsets such as ``(1e15, 1e15 + 1)``) does not apply.
 

@@ -74,7 +74,7 @@ def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregate
     sel = plan.selection
     if sel is not None and sel.reuse is None:
         columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-    table = ex.aggregate_table(ctx, rows, columns) if columns else ex.keys_only(ctx)
+    table = ex.aggregate_table(ctx, rows, columns, clean.rows) if columns else ex.keys_only(ctx)
     return Aggregated(
         table,
         ex.column_arrays(table, list(columns)),
@@ -95,7 +95,7 @@ def execute(
     frame, releases = draw(ctx, plan, aggregate(ctx, plan, rows), source)
     sel = plan.selection
     return QueryRelease(
-        frame=engine.output(frame, like=ctx.frame),
+        frame=engine.output(frame, like=ctx.frame, keys=ctx.by),
         privacy=plan.budget.cost,
         relation="unbounded",
         privacy_unit=ctx.unit,

@@ -99,6 +99,7 @@ class QuerySampler:
                 "them inside each release, which the batched path does not run; give fixed "
                 "values to sample it"
             )
+        self.context = query._with_rows(self.context)  # spends nothing: the audit's path
         self._cache: dict[Salt | None, Aggregated] = {}
 
     @property

@@ -22,8 +22,10 @@ from dpkit.session._auto import (
     choose_bounds,
     choose_max_rows,
 )
+from dpkit.session._casts import parse_number
 from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
 from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
+from dpkit.session._total import total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 from dpkit.statistics._input import check_alpha
@@ -39,7 +41,11 @@ def _check_bound(owner: str, name: str, value: Any) -> int:
     return check_int(owner, name, value, minimum=1, maximum=2**31)
 
 
-def _check_filter(expr: Any) -> nw.Expr:
+def _check_filter(expr: Any, schema: Any) -> nw.Expr:
+    """``expr`` as a total row condition on the public ``schema`` (see
+    :mod:`dpkit.session._total`): a TypeError for what is not a narwhals expression, a
+    ParameterError for what is not row-by-row, not boolean or not total; from the
+    expression's form and the schema alone, before anything is spent."""
     if not isinstance(expr, nw.Expr):
         hint = ""
         if type(expr).__module__.startswith("polars"):
@@ -51,40 +57,23 @@ def _check_filter(expr: Any) -> nw.Expr:
             f"Query.filter: expected a narwhals expression (import narwhals as nw); got "
             f"{type(expr).__module__}.{type(expr).__name__}{hint}"
         )
-    nodes = getattr(expr, "_nodes", None)
-    if nodes is None or not all(node.is_elementwise() for node in nodes):
-        raise ParameterError(
-            "Query.filter: only row-by-row conditions are allowed (no aggregations, windows "
-            "or over(); a filter that looks at other rows would let one person change which "
-            f"rows of others are kept); got {expr!r}"
-        )
-    return expr
+    return total_predicate(expr, schema, "Query.filter")[0]
 
 
-def _filtered(lf: nw.LazyFrame[Any], filters: tuple[nw.Expr, ...]) -> nw.LazyFrame[Any]:
-    """``lf`` filtered, or a ParameterError before anything is spent if the filters cannot
-    run on the schema: on a Polars frame they are first evaluated on one row of nulls with
-    the data's types (a comparison of a string column with a number fails there; a cast
-    that fails only on some values cannot be seen without the data, and fails in the
-    release, see :class:`dpkit.session._execute.Guarded`). The engine's message is not
-    shown (an eager engine such as pandas runs the filter here, and its message can quote
-    values of the data); neither is the original error chained."""
+def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+    """``lf`` once its schema resolves on the engine (DuckDB and Spark bind the query here,
+    evaluating nothing; pandas ran it on no rows), or a ParameterError before anything is
+    spent. The engine's message is not shown, nor the original error chained."""
     failed = None
     try:
-        native = nw.to_native(lf)
-        if isinstance(native, pl.LazyFrame):
-            nw.from_native(native.clear(1)).filter(*filters).collect()
-        out = lf.filter(*filters)
-        out.collect_schema()
+        lf.collect_schema()
     except Exception as err:  # the engine's own error types
         failed = type(err).__name__
     else:
-        return out
+        return lf
     raise ParameterError(
-        f"Query.filter: the filter cannot run on this data ({failed}); the engine's message "
-        "is not shown because it can quote values of the data. Check the columns the filter "
-        "names and their types (a comparison of a string column with a number, a cast that "
-        "fails on some values)"
+        f"Query.filter: the filter cannot run on this data's schema ({failed}); the engine's "
+        "message is not shown. Check the columns the filter names and their types"
     )
 
 
@@ -341,12 +330,25 @@ class Query:
         TypeError
             Not a narwhals expression.
         ParameterError
-            Not row-by-row. At release, a filter the engine cannot run raises a
-            ParameterError naming the engine's error type only (its message can quote
-            values of the data); on a Polars frame a type error visible from the schema
-            (a string column compared with a number) is refused before anything is spent.
+            Not row-by-row, not a boolean condition on the public schema (a text column
+            compared with a number, say), or not total: here, from the expression and the
+            schema alone, before anything is spent.
+
+        Notes
+        -----
+        Every predicate is rebuilt as a *total* expression (:mod:`dpkit.session._total`):
+        no value can make it fail or warn, on any engine. A cast that cannot convert a value
+        gives null (``nw.col("code").cast(nw.Int64)`` is null for ``"x9"``), integer
+        arithmetic that overflows, a division by zero, the log of a number <= 0 and the
+        square root of a negative number give null, and a row whose condition is null is
+        dropped. Operations that cannot be made total (a Python function, a date format
+        other than ISO, windows) are refused with a hint. The filter runs on the data only
+        in a release, after its cost is charged; ``explain()`` never evaluates it.
         """
-        return self._copy(_filters=self._filters + tuple(_check_filter(p) for p in predicates))
+        schema = self._s._schema
+        return self._copy(
+            _filters=self._filters + tuple(_check_filter(p, schema) for p in predicates)
+        )
 
     def group_by(self, *columns: str, keys: Any = None, selection_weight: float = 1.0) -> Query:
         """Group by ``columns``.
@@ -428,11 +430,23 @@ class Query:
     # -- planning ------------------------------------------------------------------------
 
     def _context(self) -> ex.Context:
+        """The validated query, on the table without its rows where building a query
+        evaluates it (pandas): every check before a spend. :meth:`_with_rows` gives the
+        same query on the data, once the spend is made."""
         s = self._s
         if not self._aggs:
             raise ParameterError("query: nothing to release; add aggregates with .agg(...)")
-        lf = s._frame
+        s._check_unchanged()
+        lf = s._table(rows=False)
         schema = s._schema
+        parsed = self._parsed()
+        for c in parsed:
+            if c in self._by or c == s.privacy_unit:
+                raise ParameterError(
+                    f"query: column {c!r} is text (no type declared): it cannot be both a "
+                    "number for an aggregate and a group key or the privacy unit; declare "
+                    f"its type with Session(..., schema={{{c!r}: 'float64'}})"
+                )
         for c in [*self._by, *([s.privacy_unit] if s.privacy_unit else [])]:
             if c not in schema:
                 raise ParameterError(
@@ -452,6 +466,7 @@ class Query:
                 s._check_unambiguous(owner, a.column)
                 engine.check_column(owner, a.column, "value", schema[a.column])
         names: list[str] = list(self._by)
+        schema = {**schema, **{c: nw.Float64() for c in parsed}}  # what the aggregates see
         for a in self._aggs:
             a.check_schema(schema)
             if isinstance(a, Histogram):  # the bin columns sit beside the keys
@@ -474,11 +489,9 @@ class Query:
                             "distinct name=..."
                         )
                     names.append(col)
-        if self._filters:
-            lf = _filtered(lf, self._filters)
         return ex.Context(
             ex.Guarded(s._engine),  # engine errors quote no data
-            lf,
+            _checked(self._rows_of(lf)) if self._filters else self._rows_of(lf),
             schema,
             s.privacy_unit,
             self._max_rows,
@@ -486,9 +499,53 @@ class Query:
             self._by,
             keys,
             self._aggs,
-            table=s._frame,
+            table=s._frame if s._known_clean is not None else None,
             known_clean=s._known_clean,
         )
+
+    def _rows_of(self, table: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+        """The rows of ``table`` a release reads: the filters' (total conditions: a null one
+        drops the row), and with a privacy unit only rows that name one.
+
+        A row whose unit is null (or NaN) belongs to no one the Session can bound, so it is
+        left out of every release. Adding or removing such a row then changes nothing at all,
+        and every sensitivity stays that of the named units (each keeps at most
+        ``max_rows_per_unit`` rows): the release is the same function of the named units'
+        rows whatever the unnamed rows are."""
+        s = self._s
+        conds = list(self._filters)
+        if s.privacy_unit is not None:
+            unit = nw.col(s.privacy_unit)
+            named = ~unit.is_null()
+            public_float = s._schema[s.privacy_unit].is_float()
+            if public_float and table.collect_schema()[s.privacy_unit].is_float():
+                named = named & ~unit.is_nan()  # a pandas unit keeps its own (int) type
+            conds.append(named.fill_null(False))
+        rows = s._engine.where(table, conds, s._schema)
+        parsed = self._parsed()
+        if parsed:  # text with no declared type, as numbers for the aggregates (total parse)
+            numbers = {c: parse_number(nw.col(c)) for c in parsed}
+            rows = s._engine.converted(rows, numbers, s._schema)
+        return rows
+
+    def _parsed(self) -> list[str]:
+        """The text columns with no declared type (a CSV file's; a pandas ``str`` or
+        ``object`` column's) that an aggregate uses as numbers: a sum, mean, variance or
+        quantile, or a histogram with numeric edges."""
+        text = self._s._text
+        out: list[str] = []
+        for a in self._aggs:
+            numeric = hasattr(a, "bounds") or (isinstance(a, Histogram) and a.edges is not None)
+            if numeric and a.column in text and a.column not in out:
+                out.append(a.column)
+        return out
+
+    def _with_rows(self, ctx: ex.Context) -> ex.Context:
+        """``ctx`` on the data itself: a release calls it once its cost is charged (on
+        pandas this converts the data and runs the filters)."""
+        s = self._s
+        table = s._table()
+        return dataclasses.replace(ctx, frame=self._rows_of(table))
 
     def _plan(
         self,
@@ -565,7 +622,13 @@ class Query:
         return None
 
     def _notes(self, aggs: tuple[Aggregate, ...]) -> tuple[str, ...]:
-        notes = []
+        notes = [
+            f"{c!r} is text with no declared type: parsed as numbers, text that is not a "
+            "plain number counts as missing"
+            for c in self._parsed()
+        ]
+        if self._s.privacy_unit is not None:
+            notes.append(f"rows whose privacy unit {self._s.privacy_unit!r} is null are left out")
         for a in aggs:
             if a.column is None or isinstance(a, Histogram):
                 continue
@@ -723,6 +786,7 @@ class Query:
         alpha: Any,
     ) -> QueryRelease:
         """The release once its cost is charged: the automatic stages, then the statistics."""
+        ctx = self._with_rows(ctx)
         contribution = None
         if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
             auto = plan.rows.auto
@@ -762,7 +826,9 @@ class Query:
         self, epsilon: Any, delta: Any, alpha: Any, rho: Any, noise: Any
     ) -> tuple[ex.Context, Plan]:
         """Every check of a release that comes before spending: the query, the plan, the
-        data (empty table, nulls in the privacy unit). Shared with the audit's sampler."""
+        schema (read again where it can change). Shared with the audit's sampler. Nothing
+        here reads a value of the data: an empty table and rows without a unit release like
+        any other (see :meth:`_rows_of`)."""
         ctx = self._context()
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
         if plan.bounds:  # the statistics once bounds are chosen: checked on the worst lattice
@@ -786,7 +852,6 @@ class Query:
                 check_quantile(ctx.schema, a)
             for a, qp in zip(quantiles, plan.quantiles, strict=True):  # the planned stages
                 check_quantile_plan(a, qp, plan.alpha)  # run as planned, noise in range
-        self._s._check_data()
         return ctx, plan
 
     def _source(self, rng: Any) -> Any:

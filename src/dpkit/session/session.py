@@ -14,6 +14,7 @@ from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
 from dpkit.session._execute import RESERVED, Guarded
+from dpkit.session._schema import declared_casts, declared_types
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
 
@@ -59,14 +60,26 @@ class Session:
     max_groups_per_unit : int >= 1, optional
         With a privacy unit, the default number of groups one unit appears in (default: no
         more than ``max_rows_per_unit``).
+    schema : mapping of column name to type, optional
+        Declared types (narwhals or Polars types, or names such as ``"int64"``,
+        ``"float64"``, ``"string"``, ``"bool"``, ``"date"``, ``"datetime"``) for some or all
+        columns. The data's values are converted in every release with the total cast: a
+        value that does not convert is null. Needed where the data declares no type a query
+        relies on: a CSV file's columns are text, a pandas column of NumPy integers is
+        Float64 (see *Public* below).
 
     Raises
     ------
     TypeError
         ``data`` of an unsupported type (the message lists the accepted ones), or a wrong
-        ``budget`` / ``accountant`` type.
+        ``budget`` / ``accountant`` / ``schema`` type.
     ParameterError
-        Neither or both of ``budget`` and ``accountant``; an unknown ``privacy_unit`` column.
+        Neither or both of ``budget`` and ``accountant``; an unknown ``privacy_unit`` column;
+        a file that cannot be read (an empty CSV, a corrupt Parquet file), a pandas frame
+        with duplicate column names; a ``schema`` naming an unknown column or a type the
+        column cannot be converted to totally.
+    FileNotFoundError
+        A path to no file.
 
     Privacy
     -------
@@ -74,6 +87,38 @@ class Session:
     labelled entry, relation "unbounded": add/remove one row or one unit); a release that
     would overspend raises :class:`~dpkit.BudgetExceededError` and draws nothing. See
     :class:`~dpkit.session.Query` for the guarantee of one release.
+
+    Whether a release succeeds, its warnings, its output's columns and types and its ledger
+    entry depend only on what is public, never on one record (an exception carries no
+    noise):
+
+    * **Public**: the schema (:attr:`schema`: column names and types), the query (filters,
+      keys, aggregates, bounds, bins, levels), the privacy parameters and ``rng``; nothing
+      else. The schema is the data's declared one (Polars, PyArrow, DuckDB, Spark, Parquet)
+      or ``schema=``; where an engine infers types from the values, a rule no record can
+      flip: a CSV file's columns are text (numeric aggregates parse it; text that is not a
+      plain number counts as missing); pandas' NumPy integers and ``float64`` are Float64
+      (a null turns one into the other), ``object`` and ``str`` columns are text (numbers
+      in an ``object`` column read as their text, other objects as null), and types that
+      hold their own nulls (``Int64``, ``boolean``, ``string``, datetimes, categoricals)
+      are kept. A file or pandas frame is read again (its schema only) before every spend:
+      a changed schema is refused before anything is spent.
+    * **Never read before the spend**: the rows. A release evaluates the data only once its
+      cost is charged; ``explain()`` and the checks before the spend look at the schema
+      (on pandas, an empty frame of it), never at a value.
+    * **Total row operations**: filters run as total expressions (a cast that cannot
+      convert, an overflowing or dividing-by-zero arithmetic, the log of a number <= 0
+      give null; see :meth:`Query.filter`); what cannot be made total is refused before the
+      spend, from its form alone.
+    * **Any table**: an empty table releases noise alone; rows whose privacy unit is null
+      (or NaN) are left out of every release, so adding or removing them changes nothing;
+      sums are exact at any size (a group too large for exact float64 sums is summed by
+      digits).
+
+    A Polars LazyFrame, DuckDB relation or Spark DataFrame is a plan the Session runs as
+    given: a step of it that fails on a value (a strict cast the caller wrote into the plan)
+    fails the release after its spend, naming the error's type only. Build such plans from
+    total operations, or give the data with ``schema=``.
 
     Examples
     --------
@@ -106,6 +151,7 @@ class Session:
         max_rows_share: float = 0.1,
         max_rows_level: float = 0.95,
         max_rows_cap: int = 1000,
+        schema: Any = None,
     ) -> None:
         self._auto_rows = auto_rows("Session", max_rows_share, max_rows_level, max_rows_cap)
         self._engine = engine_for(data)
@@ -128,10 +174,20 @@ class Session:
             )
         self.accountant = accountant
         self._source = as_source(rng)
-        self._frame = self._engine.to_lazy(data)
-        self._schema = self._frame.collect_schema()
+        self._data = data
+        self._base = self._engine.to_lazy(data)
+        #: the types the data's own rule gives (see Engine.public_schema), and the public
+        #: schema every query is checked against: those, with the declared ones in place
+        self._natural = self._engine.public_schema(self._base)
+        self._declared = declared_types("Session", schema, self._natural)
+        for c, t in self._declared.items():  # applied through the column's name
+            self._engine.check_column("Session (schema=)", c, "value", self._natural[c])
+            self._engine.check_declared("Session", c, t)
+        self._schema = {**self._natural, **self._declared}
+        #: text columns of a source that declares no types (CSV): parsed by numeric aggregates
+        self._text = self._engine.read_as_text(data, self._base) - set(self._declared)
         #: names a query cannot refer to unambiguously (duplicates; on Spark, case variants)
-        self._ambiguous = Guarded(self._engine).ambiguous_columns(self._frame)
+        self._ambiguous = Guarded(self._engine).ambiguous_columns(self._base)
         reserved = [c for c in self._schema if c.startswith(RESERVED)]
         if reserved:
             raise ParameterError(
@@ -157,12 +213,12 @@ class Session:
         self.privacy_unit = privacy_unit
         self.max_rows_per_unit = max_rows_per_unit
         self.max_groups_per_unit = max_groups_per_unit
-        self._data_checked = False
         # column -> its (min, max) if it has no null and no NaN, else None (see table_clean);
         # kept across releases only for a snapshot of the data
         self._known_clean: dict[str, tuple[Any, Any] | None] | None = (
             {} if self._engine.snapshot(data) else None
         )
+        self._frame = self._base if self._engine.changes(data) else self._table()
 
     @property
     def engine(self) -> str:
@@ -173,6 +229,51 @@ class Session:
     def columns(self) -> list[str]:
         """The table's column names (the schema is public)."""
         return list(self._schema)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The public schema every query is checked against: column name -> narwhals type
+        (the data's declared types, the types the engine's rule gives for pandas and CSV
+        input, and the ``schema=`` declarations)."""
+        return dict(self._schema)
+
+    def _table(self, *, rows: bool = True) -> nw.LazyFrame[Any]:
+        """The working table: the data with every column in its public type (declared types
+        applied by the total cast). ``rows=False``: the same with no rows on an eager engine
+        (pandas), where building a query evaluates it; what checks before a spend run on.
+        On pandas ``rows=True`` converts the data: a release calls it after its spend."""
+        lf = self._base if rows else self._engine.without_rows(self._base)
+        # the privacy unit keeps its own values (it is only grouped and hashed, never
+        # released): a pandas int64 unit as Float64 would merge ids beyond 2**53
+        typed = {c: t for c, t in self._schema.items() if c != self.privacy_unit}
+        lf = self._engine.with_types(lf, typed)
+        if not self._declared:
+            return lf
+        held = lf.collect_schema()  # a declared column the engine already holds is done
+        todo = {c: t for c, t in self._declared.items() if held[c] != t}
+        casts = declared_casts(self._natural, todo)
+        return self._engine.converted(lf, casts, self._natural) if casts else lf
+
+    def _check_unchanged(self) -> None:
+        """Before a spend, on data whose schema can change (a file, a pandas frame): read
+        the schema again (no row) and refuse, before anything is spent, a release on a
+        changed one (a file rewritten with other columns or types, a pandas column
+        reassigned): the query was checked against the schema the Session was made with."""
+        if not self._engine.changes(self._data):
+            return
+        try:
+            base = self._engine.to_lazy(self._data)
+            natural = self._engine.public_schema(base)
+        except (FileNotFoundError, ParameterError):
+            natural = None
+        if natural is None or list(natural.items()) != list(self._natural.items()):
+            now = "cannot be read" if natural is None else "has other columns or types"
+            raise ParameterError(
+                f"Session: the data's schema changed since the Session was made (its "
+                f"{self._engine.name} data now {now}); nothing was spent. Make a new Session "
+                "on the data as it is now"
+            )
+        self._base = base
 
     def query(
         self,
@@ -229,28 +330,6 @@ class Session:
                 "table (it appears twice, or on Spark differs from another only by case); "
                 "rename or drop the other column first"
             )
-
-    def _check_data(self) -> None:
-        """Refuse an empty table or a privacy unit with nulls (before anything is spent).
-
-        Checked once, at the Session's first release (the table is the Session's, fixed):
-        on Spark each check is a job of its own, worth a third of a fast group-by.
-        """
-        if self._data_checked:
-            return
-        engine = Guarded(self._engine)  # an engine's own message can quote data values
-        # one row is enough to know the table is not empty (LIMIT 1 on every engine)
-        if engine.is_empty(self._frame):
-            raise ParameterError("Session: the table is empty; there is nothing to release")
-        if self.privacy_unit is not None:
-            unit = nw.col(self.privacy_unit)
-            check = engine._guarded(lambda: self._frame.select(unit.null_count().alias("nulls")))
-            if int(engine.collect(check)["nulls"][0]):  # the number itself is not shown
-                raise ParameterError(
-                    f"Session: the privacy_unit column {self.privacy_unit!r} has null values; "
-                    "every row must name its unit (drop or attribute them first)"
-                )
-        self._data_checked = True
 
     def _spend(self, cost: PrivacyLoss, label: str) -> None:
         # add/remove one row or one unit: the relation every Session guarantee holds under

@@ -16,7 +16,14 @@ adapter adds only what narwhals lacks, per engine:
   a dotted name on Spark);
 * :meth:`Engine.ambiguous_columns` - optionally, the names a query cannot tell apart
   (duplicates; on Spark, names differing only by case);
-* :meth:`Engine.is_empty` - whether the data has a row (the empty-table check);
+* :meth:`Engine.public_schema`, :meth:`Engine.with_types` - optionally, where an engine
+  infers types from the values (pandas), the public types by a rule no record can flip and
+  the data held in them; :meth:`Engine.read_as_text` - text columns numeric aggregates parse;
+* :meth:`Engine.where`, :meth:`Engine.converted`, :meth:`Engine.without_rows` - optionally,
+  for an eager engine (pandas): total conditions and conversions evaluated without pandas'
+  types, and the frame of no rows the checks before a spend run on;
+* :meth:`Engine.changes` - whether the data's schema can change between releases (files,
+  pandas), so that it is read again before each spend;
 * :meth:`Engine.collect` - an aggregated (small) lazy frame as a Polars DataFrame;
 * :meth:`Engine.output` - the released Polars frame in the caller's family.
 

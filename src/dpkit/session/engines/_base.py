@@ -56,6 +56,58 @@ class Engine:
         """
         raise NotImplementedError
 
+    def public_schema(self, frame: nw.LazyFrame[Any]) -> dict[str, Any]:
+        """The types queries on ``frame`` (:meth:`to_lazy`'s) are checked against, which are
+        public: by default the data's own declared types (a Polars, Arrow, DuckDB or Spark
+        table declares its schema). An adapter whose types are inferred from the values
+        (pandas) derives them by a rule that no single record can flip instead, and
+        :meth:`with_types` then holds the columns in those types."""
+        return dict(frame.collect_schema())
+
+    def with_types(self, frame: nw.LazyFrame[Any], schema: dict[str, Any]) -> nw.LazyFrame[Any]:
+        """``frame`` with its columns in the types of ``schema`` (:meth:`public_schema`'s),
+        converted totally (nothing fails or warns on a value). By default it already is.
+        An eager engine converts the data here: it is called on the rows only once the
+        release's cost is charged."""
+        return frame
+
+    def where(
+        self, frame: nw.LazyFrame[Any], conditions: list[nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        """``frame`` restricted to the rows where every condition holds: total boolean
+        expressions (:mod:`dpkit.session._total`) built for the types of ``schema``, null
+        counting as false. By default narwhals' filter on the engine."""
+        return frame.filter(*conditions) if conditions else frame
+
+    def converted(
+        self, frame: nw.LazyFrame[Any], columns: dict[str, nw.Expr], schema: dict[str, Any]
+    ) -> nw.LazyFrame[Any]:
+        """``frame`` with each column of ``columns`` replaced by the value of a total
+        expression built for the types of ``schema`` (the declared types' casts). By
+        default narwhals' ``with_columns`` on the engine."""
+        exprs = [e.alias(c) for c, e in columns.items()]
+        return frame.with_columns(*exprs) if exprs else frame
+
+    def without_rows(self, frame: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+        """What the checks before a spend run a query on: ``frame`` itself on a lazy engine
+        (building a query evaluates nothing), the same columns with no rows on an eager
+        one (pandas evaluates every step at once: on no rows, nothing can depend on a
+        value)."""
+        return frame
+
+    def read_as_text(self, data: Any, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        """The columns read as text only because the source declares no type for them (a
+        CSV file's): numeric aggregates parse them totally (a value that is not a plain
+        number counts as missing). None by default."""
+        return frozenset()
+
+    def changes(self, data: Any) -> bool:
+        """Whether ``data``'s schema can change after the Session is made (a file rewritten,
+        a pandas column reassigned): the Session then reads it again (:meth:`to_lazy`,
+        :meth:`public_schema`; the schema only, no row) before every spend, and refuses a
+        release on a changed schema before anything is spent. False unless an adapter knows."""
+        return False
+
     def snapshot(self, data: Any) -> bool:
         """Whether :meth:`to_lazy` of ``data`` is a snapshot that no later change to the
         caller's objects, files or tables can reach (facts read from it once, such as a
@@ -76,6 +128,10 @@ class Engine:
                 f"{owner}: the column name {name!r} reads as a pattern of columns in "
                 "expressions; rename the column"
             )
+
+    def check_declared(self, owner: str, name: str, dtype: Any) -> None:
+        """Refuse (ParameterError, before anything is spent) a type ``schema=`` declares for
+        column ``name`` that this engine cannot hold. None by default."""
 
     def ambiguous_columns(self, frame: nw.LazyFrame[Any]) -> frozenset[str]:
         """Column names of ``frame`` that a query cannot refer to unambiguously (the Session
@@ -117,17 +173,21 @@ class Engine:
             inside = inside | col.is_null()
         return frame.with_columns(nw.when(inside).then(position).alias(name))
 
-    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
-        """Whether the lazy frame has no row (reads at most one row; returns no data)."""
-        return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
-
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated lazy frame and return it as a Polars DataFrame."""
         return frame.collect(backend="polars").to_native()
 
-    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+    def output(
+        self,
+        frame: pl.DataFrame,
+        like: nw.LazyFrame[Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> Any:
         """The released frame in the caller's family (Polars unless overridden); ``like`` is
-        the queried data (an engine such as Spark builds its result in the data's session)."""
+        the queried data (an engine such as Spark builds its result in the data's session),
+        ``keys`` the group-key columns (which, unlike the statistics, can hold nulls). The
+        output's types follow from ``frame``'s (the schema and the query), never from its
+        values."""
         return frame
 
 

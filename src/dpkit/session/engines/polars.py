@@ -16,6 +16,7 @@ from typing import Any
 import narwhals as nw
 import polars as pl
 
+from dpkit.errors import ParameterError
 from dpkit.session.engines._base import Engine, RankMethod
 
 __all__ = ["FileEngine", "PolarsEngine", "PyArrowEngine", "polars_rank"]
@@ -130,7 +131,15 @@ class PyArrowEngine(PolarsEngine):
 
 
 class FileEngine(PolarsEngine):
-    """A path to a CSV or Parquet file, scanned lazily by Polars."""
+    """A path to a CSV or Parquet file, scanned lazily by Polars.
+
+    A Parquet file declares its schema (in its metadata): those are the public types. A CSV
+    file declares none, and types guessed from its values would let one record change them
+    (one ``x`` among integers makes a column text, one ``7.5`` makes it a float): every
+    column of a CSV is read as text, and numeric aggregates parse it (a value that is not a
+    plain number counts as missing); ``Session(path, schema=...)`` declares types, applied
+    with the total cast (a value that does not convert is null).
+    """
 
     name = "polars (file scan)"
     accepts = "a path (str or os.PathLike) to a .csv or .parquet file"
@@ -140,6 +149,9 @@ class FileEngine(PolarsEngine):
         return isinstance(data, str | os.PathLike)
 
     def to_lazy(self, data: Any) -> nw.LazyFrame[Any]:
+        """The file scanned lazily, its schema read (the CSV header, the Parquet metadata;
+        no row): a file that cannot be read is a ParameterError naming the file and the
+        reader's error type only (its message can quote the file's content)."""
         path = Path(os.fspath(data))
         suffix = path.suffix.lower()
         if suffix not in self._SUFFIXES:
@@ -149,6 +161,26 @@ class FileEngine(PolarsEngine):
             )
         if not path.is_file():
             raise FileNotFoundError(f"Session: no such file: {str(path)!r}")
-        if suffix == ".csv":
-            return nw.from_native(pl.scan_csv(path, infer_schema_length=10_000))
-        return nw.from_native(pl.scan_parquet(path))
+        kind = "CSV" if suffix == ".csv" else "Parquet"
+        failed = None
+        try:
+            if suffix == ".csv":
+                frame = pl.scan_csv(path, infer_schema=False)
+            else:
+                frame = pl.scan_parquet(path)
+            frame.collect_schema()
+        except Exception as err:  # the reader's own error types
+            failed = type(err).__name__
+        else:
+            return nw.from_native(frame)
+        empty = suffix == ".csv" and path.stat().st_size == 0
+        detail = "the file is empty (a CSV needs a header line)" if empty else f"{failed}"
+        raise ParameterError(f"Session: cannot read {str(path)!r} as {kind}: {detail}")
+
+    def changes(self, data: Any) -> bool:
+        return True  # the file can be rewritten between releases
+
+    def read_as_text(self, data: Any, frame: nw.LazyFrame[Any]) -> frozenset[str]:
+        if Path(os.fspath(data)).suffix.lower() != ".csv":
+            return frozenset()
+        return frozenset(frame.collect_schema())

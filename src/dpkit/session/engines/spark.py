@@ -379,10 +379,6 @@ class SparkEngine(Engine):
         position = F.when(p >= 0, p.cast("long"))
         return nw.from_native(frame.to_native().withColumn(name, position))
 
-    def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
-        """Spark's own ``isEmpty`` (one job reading at most one row of no columns)."""
-        return bool(frame.to_native().isEmpty())
-
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated Spark frame and bring its rows to the driver through Arrow.
 
@@ -393,7 +389,12 @@ class SparkEngine(Engine):
         with _quiet_query_context():
             return super().collect(frame)
 
-    def output(self, frame: pl.DataFrame, like: nw.LazyFrame[Any] | None = None) -> Any:
+    def output(
+        self,
+        frame: pl.DataFrame,
+        like: nw.LazyFrame[Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> Any:
         """The released frame as a Spark DataFrame, in the session of the input data."""
         from pyspark.sql import SparkSession
 
