@@ -101,7 +101,7 @@ def test_quantiles_on_loose_bounds_are_the_array_release_on_every_engine(
     bounds = (0.0, 1e7)
     x = np.random.default_rng(6).lognormal(10, 1, 3000)
     df = pl.DataFrame({"x": x, "h": np.round(x * 2) / 2, "k": np.round(x).astype(np.int64)})
-    s = dp.Session(engine(df), budget=dp.PureDP(10.0), rng=5)
+    s = dp.Session(engine(df), schema=df.schema, budget=dp.PureDP(10.0), rng=5)
     aggs = [dp.quantile(c, deciles, bounds=bounds) for c in ("x", "h", "k")]
     got = to_polars(s.query().agg(*aggs).release(epsilon=3.0)).row(0, named=True)
     unit = aggs[0].grid().unit
