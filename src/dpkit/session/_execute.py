@@ -256,17 +256,27 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
     return agg.sort(by, nulls_last=True, maintain_order=True) if by else agg
 
 
-def aggregate_table(ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any]) -> pl.DataFrame:
+def aggregate_table(
+    ctx: Context,
+    rows: nw.LazyFrame[Any],
+    columns: dict[str, Any],
+    cut: tuple[str, int] | None = None,
+) -> pl.DataFrame:
     """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
     group, sorted by key; public keys restrict and complete the groups.
 
     The row-level columns are computed first and only plain sums and counts are aggregated,
-    so every engine (pandas included) runs a native group-by.
+    so every engine (pandas included) runs a native group-by. ``cut = (column, t)`` keeps,
+    inside the engine, only the groups whose ``column`` is at least ``t`` (private keys'
+    pre-threshold: the other candidates never reach Python).
     """
     row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
     aggs = [aggregation(k, spec) for k, spec in columns.items()]
-    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    grouped = _grouped(lf, list(ctx.by), aggs)
+    if cut is not None and cut[1] > 1:
+        grouped = grouped.filter(nw.col(cut[0]) >= cut[1])
+    agg = ctx.engine.collect(grouped)
     # integer-valued float sums below 2**53 and counts: exact as Int64
     agg = agg.with_columns([pl.col(k).fill_null(0).cast(pl.Int64) for k in columns])
     centred = [
