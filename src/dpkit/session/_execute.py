@@ -189,6 +189,11 @@ class Guarded(Engine):
     ) -> nw.LazyFrame[Any]:
         return self._guarded(lambda: self.engine.with_categories(frame, column, categories, name))
 
+    def aggregate(
+        self, frame: nw.LazyFrame[Any], by: list[str], aggs: list[tuple[str, str, str | None]]
+    ) -> nw.LazyFrame[Any]:
+        return self._guarded(lambda: self.engine.aggregate(frame, by, aggs))
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         return self._guarded(lambda: self.engine.is_empty(frame))
 
@@ -220,12 +225,6 @@ def after_spend(run: Callable[[], _T]) -> _T:
     eagerly (pandas) raise while the query is built, outside :class:`Guarded`'s collect,
     and their messages can quote values of the data."""
     return Guarded._guarded(run, "the release failed after its spend")
-
-
-def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:
-    if by:
-        return lf.group_by(*by).agg(*exprs)
-    return lf.select(*exprs)
 
 
 def _plain_keys(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
@@ -273,7 +272,7 @@ def aggregate_table(
     row_exprs = [spec.expr.alias(k) for k, spec in columns.items() if isinstance(spec, Summed)]
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
     aggs = [aggregation(k, spec) for k, spec in columns.items()]
-    grouped = _grouped(lf, list(ctx.by), aggs)
+    grouped = ctx.engine.aggregate(lf, list(ctx.by), aggs)
     if cut is not None and cut[1] > 1:
         grouped = grouped.filter(nw.col(cut[0]) >= cut[1])
     agg = ctx.engine.collect(grouped)
@@ -395,7 +394,7 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
     lf = rows if agg.fill is not None else rows.filter(valid)
     lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
+    out = ctx.engine.collect(ctx.engine.aggregate(lf, by, [("__dpkit_n", "len", None)]))
     out = _plain_keys(out, ctx.by).with_columns(pl.col(BUCKET).cast(pl.Int64))
     return out.sort(by, nulls_last=True)
 
@@ -411,7 +410,7 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
         lf = rows.filter(agg.bin_expr(ctx.schema))
         lf = ctx.engine.with_bins(lf, agg.column, agg.edges, BUCKET)
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
+    out = ctx.engine.collect(ctx.engine.aggregate(lf, by, [("__dpkit_n", "len", None)]))
     return _plain_keys(out, ctx.by)
 
 

@@ -117,6 +117,18 @@ class Engine:
             inside = inside | col.is_null()
         return frame.with_columns(nw.when(inside).then(position).alias(name))
 
+    def aggregate(
+        self, frame: nw.LazyFrame[Any], by: list[str], aggs: list[tuple[str, str, str | None]]
+    ) -> nw.LazyFrame[Any]:
+        """One row per group of ``by`` (one row in all without ``by``, even for no rows), with
+        a column per ``(name, op, column)`` of ``aggs``: ``op`` ``"len"`` (rows), ``"count"``
+        (non-null values of ``column``), ``"sum"`` (of ``column``; 0 or null for no value)
+        or ``"n_unique"`` (distinct values of ``column``, null counting as one). Null keys
+        form their own group. By default through narwhals; an adapter may build it natively
+        when that is cheaper to plan (Spark)."""
+        exprs = [_AGGREGATIONS[op](column).alias(name) for name, op, column in aggs]
+        return frame.group_by(*by).agg(*exprs) if by else frame.select(*exprs)
+
     def is_empty(self, frame: nw.LazyFrame[Any]) -> bool:
         """Whether the lazy frame has no row (reads at most one row; returns no data)."""
         return bool(self.collect(frame.head(1).select(nw.len().alias("n")))["n"][0] == 0)
@@ -129,6 +141,15 @@ class Engine:
         """The released frame in the caller's family (Polars unless overridden); ``like`` is
         the queried data (an engine such as Spark builds its result in the data's session)."""
         return frame
+
+
+#: narwhals' aggregation for each ``op`` of :meth:`Engine.aggregate`
+_AGGREGATIONS: dict[str, Any] = {
+    "len": lambda column: nw.len(),
+    "count": lambda column: nw.col(column).count(),
+    "sum": lambda column: nw.col(column).sum(),
+    "n_unique": lambda column: nw.col(column).n_unique(),
+}
 
 
 def balanced_sum(terms: list[nw.Expr]) -> nw.Expr:
