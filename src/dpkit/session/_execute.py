@@ -108,7 +108,11 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     """
     cols = ctx.used_columns()
     if cols:
-        lf = ctx.frame.select(*cols)
+        # only the used columns; an engine that prunes the others itself is spared the
+        # projection when no window follows (on Spark a new frame costs calls to the JVM)
+        lf = ctx.frame
+        if ctx.unit is not None or not ctx.engine.prunes_columns:
+            lf = lf.select(*cols)
         lf = canonical_floats(lf, ctx.schema, [c for c in (ctx.unit, *ctx.by) if c is not None])
     else:
         # no column is read (a bare count): a literal must be attached to every row, because
@@ -157,6 +161,7 @@ class Guarded(Engine):
         self.engine = engine
         self.name = engine.name
         self.accepts = engine.accepts
+        self.prunes_columns = engine.prunes_columns
 
     def matches(self, data: Any) -> bool:
         return self.engine.matches(data)

@@ -23,10 +23,14 @@ class Engine:
         Short name shown in ``explain()`` ("polars", "duckdb", ...).
     accepts : str
         What data this adapter takes, for the "unsupported data type" error.
+    prunes_columns : bool
+        Whether the engine's optimiser drops the columns a query never reads (then the
+        Session does not project them away itself where nothing but aggregations follow).
     """
 
     name = "engine"
     accepts = ""
+    prunes_columns = False
 
     def matches(self, data: Any) -> bool:  # pragma: no cover - abstract
         """Whether ``data`` belongs to this engine."""

@@ -282,6 +282,7 @@ class SparkEngine(Engine):
 
     name = "spark"
     accepts = "pyspark.sql.DataFrame"
+    prunes_columns = True  # Catalyst's column pruning
 
     def matches(self, data: Any) -> bool:
         sql = sys.modules.get("pyspark.sql")
