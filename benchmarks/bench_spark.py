@@ -42,18 +42,28 @@ COUNT = "spark count by 1000 groups 1e7"
 BOUNDING = "spark bounding 1e6 persons to 5 rows"
 
 
-def _paired(fns: list[Any], repeat: int) -> list[float]:
+def _paired(fns: list[Any], repeat: int, times: list[list[float]] | None = None) -> list[float]:
     """Median seconds of each callable, the calls interleaved (a, b, c, a, b, c, ...) after one
-    warm-up round, so that a machine whose load changes during the run slows all alike."""
+    warm-up round, so that a machine whose load changes during the run slows all alike;
+    ``times`` (optional) receives every call's seconds, per callable."""
     for fn in fns:
         fn()
-    times: list[list[float]] = [[] for _ in fns]
+    seen: list[list[float]] = [[] for _ in fns] if times is None else times
+    seen.extend([] for _ in range(len(fns) - len(seen)))
     for _ in range(repeat):
         for i, fn in enumerate(fns):
             start = time.perf_counter()
             fn()
-            times[i].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
+            seen[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in seen]
+
+
+def _spread(times: list[float], base: list[float]) -> str:
+    """The ratio of each call to the call of ``base`` beside it: median and quartiles."""
+    r = sorted(t / b for t, b in zip(times, base, strict=True))
+    q1, q3 = r[len(r) // 4], r[(3 * len(r)) // 4]
+    mid = statistics.median(r)
+    return f"/spark per interleaved pair: median {mid:.2f}, quartiles {q1:.2f}-{q3:.2f}"
 
 
 def _python_peak(fn: Any) -> float:
@@ -95,6 +105,7 @@ def _count(table: Table, spark: Any) -> None:
         fresh = dp.Session(df, budget=dp.PureDP(1.0))
         return fresh.query().group_by("g", keys=keys).agg(dp.count()).release(epsilon=1.0)
 
+    times: list[list[float]] = []
     plain, dpkit, fresh = _paired(
         [
             lambda: df.groupBy("g").count().collect(),
@@ -102,9 +113,11 @@ def _count(table: Table, spark: Any) -> None:
             lambda: first().collect(),
         ],
         repeat=9,
+        times=times,
     )
     note = _memory_note(spark, lambda: q.release(epsilon=1.0).collect())
-    table.add(COUNT, "dpkit", dpkit, note=f"public keys, discrete Laplace; {note}")
+    spread = _spread(times[1], times[0])
+    table.add(COUNT, "dpkit", dpkit, note=f"public keys, discrete Laplace; {spread}; {note}")
     table.add(COUNT, "spark", plain, note="plain groupBy().count().collect()")
     table.add(
         COUNT,

@@ -180,14 +180,16 @@ def test_neighbour_output_ratios_and_lone_key(
 
 
 def test_threshold_formula_laplace() -> None:
-    """tau is the smallest integer with P[1 + Z >= tau] <= delta / m for the discrete Laplace:
-    P[Z >= j] = q**j / (1 + q), q = exp(-1/t), t = m / eps_selection (m = 2, half the eps)."""
+    """tau is the smallest integer with P[T + Z >= tau] <= delta / m for the discrete Laplace,
+    T the pre-threshold (1 + j // 8, j the margin of no cut): P[Z >= j] = q**j / (1 + q),
+    q = exp(-1/t), t = m / eps_selection (m = 2, half the eps)."""
     rel = _release(True, "laplace", "polars", seed=3)
     sel = rel.plan.selection
     t = 2 / (EPS / 2)
     q = math.exp(-1 / t)
     j = next(j for j in range(1, 1000) if q**j / (1 + q) <= DELTA / 2)
-    assert sel.threshold == 1 + j
+    assert sel.cut == 1 + j // 8
+    assert sel.threshold == sel.cut + j
     assert float(sel.noise.scale) == t
     assert rel.threshold == sel.threshold
     shown = str(_release_plan())

@@ -239,3 +239,38 @@ def test_a_failing_cast_after_the_spend_prints_no_value(spark: Any, capfd: Any) 
         s.query().filter(nw.col("s") > 3).agg(dp.count()).release(epsilon=0.5)
     out, errs = capfd.readouterr()
     assert "SECRET9" not in str(err.value) + out + errs
+
+
+def test_the_native_aggregation_is_narwhals_aggregation(spark: Any) -> None:
+    """SparkEngine.aggregate builds with PySpark's own groupBy what Engine.aggregate builds
+    through narwhals, with the same figures: null keys grouped together, counts of rows and
+    of non-null values, sums, distinct values with null counting as one; without keys one
+    row, also on no rows (counts 0, the sum of nothing null or 0)."""
+    from dpkit.session.engines import Engine
+
+    rows = [("a", 1, 1.0), ("a", 1, None), ("a", None, 2.5), (None, 2, 4.0), (None, 3, None)]
+    sdf = spark.createDataFrame(rows, "k string, u long, x double")
+    aggs = [
+        ("n", "len", None),
+        ("c", "count", "x"),
+        ("s", "sum", "x"),
+        ("d", "n_unique", "u"),
+    ]
+    for frame in (sdf, sdf.limit(0)):
+        for by in (["k"], []):
+            lf = nw.from_native(frame)
+            native = SparkEngine().aggregate(lf, by, aggs)
+            plain = Engine.aggregate(SparkEngine(), lf, by, aggs)
+            got, want = (
+                SparkEngine()
+                .collect(f)
+                .sort(by or "n", nulls_last=True)
+                .with_columns(pl.col("s").fill_null(0.0))
+                for f in (native, plain)
+            )
+            assert_frame_equal(got, want, check_dtypes=False)
+    grouped = SparkEngine().collect(SparkEngine().aggregate(nw.from_native(sdf), ["k"], aggs))
+    assert grouped.sort("k", nulls_last=True).rows() == [
+        ("a", 3, 2, 3.5, 2),
+        (None, 2, 1, 4.0, 2),
+    ]

@@ -115,7 +115,11 @@ def bounded_rows(ctx: Context, salt: tuple[int, ...] | None) -> nw.LazyFrame[Any
     """
     cols = ctx.used_columns()
     if cols:
-        lf = ctx.frame.select(*cols)
+        # only the used columns; an engine that prunes the others itself is spared the
+        # projection when no window follows (on Spark a new frame costs calls to the JVM)
+        lf = ctx.frame
+        if ctx.unit is not None or not ctx.engine.prunes_columns:
+            lf = lf.select(*cols)
         lf = canonical_floats(lf, ctx.schema, [c for c in (ctx.unit, *ctx.by) if c is not None])
     else:
         # no column is read (a bare count): a literal must be attached to every row, because
@@ -164,6 +168,7 @@ class Guarded(Engine):
         self.engine = engine
         self.name = engine.name
         self.accepts = engine.accepts
+        self.prunes_columns = engine.prunes_columns
 
     def matches(self, data: Any) -> bool:
         return self.engine.matches(data)
@@ -229,6 +234,11 @@ class Guarded(Engine):
     ) -> nw.LazyFrame[Any]:
         return self._guarded(lambda: self.engine.with_categories(frame, column, categories, name))
 
+    def aggregate(
+        self, frame: nw.LazyFrame[Any], by: list[str], aggs: list[tuple[str, str, str | None]]
+    ) -> nw.LazyFrame[Any]:
+        return self._guarded(lambda: self.engine.aggregate(frame, by, aggs))
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         return self._guarded(lambda: self.engine.collect(frame))
 
@@ -267,12 +277,6 @@ def after_spend(run: Callable[[], _T]) -> _T:
     return Guarded._guarded(quiet, "the release failed after its spend")
 
 
-def _grouped(lf: nw.LazyFrame[Any], by: list[str], exprs: list[nw.Expr]) -> nw.LazyFrame[Any]:
-    if by:
-        return lf.group_by(*by).agg(*exprs)
-    return lf.select(*exprs)
-
-
 def _plain_keys(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
     """Categorical/enum keys as strings, so that every engine sorts them the same way."""
     casts = [
@@ -302,7 +306,11 @@ def _with_keys(agg: pl.DataFrame, ctx: Context, stats: list[str]) -> pl.DataFram
 
 
 def aggregate_table(
-    ctx: Context, rows: nw.LazyFrame[Any], columns: dict[str, Any], size: int | None = None
+    ctx: Context,
+    rows: nw.LazyFrame[Any],
+    columns: dict[str, Any],
+    size: int | None = None,
+    cut: tuple[str, int] | None = None,
 ) -> pl.DataFrame:
     """The per-group figures of ``columns`` (:mod:`dpkit.session._specs`), one row per
     group, sorted by key; public keys restrict and complete the groups.
@@ -312,11 +320,13 @@ def aggregate_table(
     any group (the table's, from :func:`table_clean`; None: unknown): a sum whose float64
     total could pass ``2**53`` at that size is summed as its digits (Int64 sums,
     :func:`dpkit.session._specs.split_for`) and recombined exactly in Int128, so no size of
-    table makes a figure inexact, or a release fail after its spend.
+    table makes a figure inexact, or a release fail after its spend. ``cut = (column, t)``
+    keeps, inside the engine, only the groups whose ``column`` is at least ``t`` (private
+    keys' pre-threshold: the other candidates never reach Python).
     """
     top = size if size is not None else 2**62
     row_exprs: list[nw.Expr] = []
-    aggs: list[nw.Expr] = []
+    aggs: list[tuple[str, str, str | None]] = []
     splits: dict[str, tuple[int, int]] = {}
     for k, spec in columns.items():
         split = split_for(top, spec.bound) if isinstance(spec, Summed) else None
@@ -326,9 +336,7 @@ def aggregate_table(
             aggs.append(aggregation(k, spec))
             continue
         splits[k] = split
-        aggs.extend(
-            nw.col(f"{k}{_DIGIT}{j}").sum().alias(f"{k}{_DIGIT}{j}") for j in range(split[1])
-        )
+        aggs.extend((f"{k}{_DIGIT}{j}", "sum", f"{k}{_DIGIT}{j}") for j in range(split[1]))
     lf = rows.with_columns(*row_exprs) if row_exprs else rows
     if splits:  # the digits of the row column computed above (each reads it twice)
         lf = lf.with_columns(
@@ -336,7 +344,10 @@ def aggregate_table(
             for k, split in splits.items()
             for j, d in enumerate(digits(nw.col(k), *split))
         )
-    agg = ctx.engine.collect(_grouped(lf, list(ctx.by), aggs))
+    grouped = ctx.engine.aggregate(lf, list(ctx.by), aggs)
+    if cut is not None and cut[1] > 1:
+        grouped = grouped.filter(nw.col(cut[0]) >= cut[1])
+    agg = ctx.engine.collect(grouped)
     if splits:  # each digit sum is below 2**62; their combination, exact in Int128
         agg = agg.with_columns(
             pl.sum_horizontal(
@@ -522,7 +533,7 @@ def grid_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Quantile) -> pl.Data
         lf = lf.filter(grid_keys(ctx))
     lf = lf.with_columns((off + float(grid.centre)).alias(BUCKET))
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
+    out = ctx.engine.collect(ctx.engine.aggregate(lf, by, [("__dpkit_n", "len", None)]))
     out = _plain_keys(out, ctx.by).with_columns(pl.col(BUCKET).cast(pl.Int64))
     return out.sort(by, nulls_last=True)
 
@@ -538,7 +549,7 @@ def histogram_counts(ctx: Context, rows: nw.LazyFrame[Any], agg: Histogram) -> p
         lf = rows.filter(agg.bin_expr(ctx.schema))
         lf = ctx.engine.with_bins(lf, agg.column, agg.edges, BUCKET)
     by = [*ctx.by, BUCKET]
-    out = ctx.engine.collect(lf.group_by(*by).agg(nw.len().alias("__dpkit_n")))
+    out = ctx.engine.collect(ctx.engine.aggregate(lf, by, [("__dpkit_n", "len", None)]))
     return _plain_keys(out, ctx.by)
 
 

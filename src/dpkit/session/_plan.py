@@ -14,12 +14,14 @@ from typing import Any
 from dpkit._validate import check_choice, check_delta, check_positive
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
-from dpkit.session._noise import Noise, threshold
+from dpkit.session._noise import Noise, gaussian_tail, laplace_tail, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
 from dpkit.statistics._quantiles import QuantileSpend, quantile_method, quantile_stages
 from dpkit.statistics.bounds import default_fallback
 
 __all__ = [
+    "CUT_DIVISOR",
+    "MAX_CUT",
     "QUANTILE_INTERVAL_SHARE",
     "BoundsPlan",
     "Budget",
@@ -28,10 +30,12 @@ __all__ = [
     "QuantilePlan",
     "RowsPlan",
     "SelectionPlan",
+    "default_cut",
     "make_budget",
     "pure_epsilon",
     "quantile_spend",
     "scaled",
+    "selection_threshold",
 ]
 
 _NOISES = ("laplace", "gaussian")
@@ -46,7 +50,8 @@ class Budget:
     """How one release spends: the noise family, the totals, and the cost charged.
 
     ``epsilon`` (Laplace) or ``rho`` (Gaussian, zCDP) is split across the noisy parts;
-    ``delta_select`` pays for private key selection (0 with public keys).
+    ``delta_select`` pays for private key selection, its threshold and its pre-threshold cut
+    together (0 with public keys; :func:`selection_threshold`).
     """
 
     noise: str
@@ -64,8 +69,10 @@ def make_budget(
     Pure DP (``delta = 0``) uses Laplace-type noise and needs public keys. ``delta > 0``
     uses Gaussian-type noise under zCDP (converted with :func:`zcdp_to_approx` at ``delta``
     minus what key selection takes, half of ``delta`` with private keys), unless
-    ``noise="laplace"``, in which case ``delta`` pays only for key selection. ``rho``
-    (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
+    ``noise="laplace"``, in which case ``delta`` pays only for key selection. Key
+    selection's share covers its threshold and the candidates its pre-threshold drops in
+    the engine (:func:`selection_threshold`): the release's delta is the sum of the two
+    shares. ``rho`` (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
     """
     if noise is not None:  # a str from the set (an array here is a TypeError, not ambiguous)
         check_choice(owner, "noise", noise, _NOISES)
@@ -192,7 +199,13 @@ class SelectionPlan:
     """Private key selection: a noisy count of distinct units per group against ``threshold``.
 
     ``reuse`` names the count aggregate whose noisy value is thresholded (no extra share),
-    or is ``None`` when the selection has its own count and share.
+    or is ``None`` when the selection has its own count and share. ``cut`` is the
+    pre-threshold: a candidate group whose exact count is below it is dropped in the engine
+    and never reaches Python (1: none). ``delta`` is the selection's share of the budget's
+    delta; ``delta_bound`` = ``m P[cut + Z >= threshold]`` (``m`` = ``keys_per_unit``) is
+    what the selection costs (at most ``delta``), of which ``delta_cut`` =
+    ``m (P[cut + Z >= threshold] - P[1 + Z >= threshold])`` is the part the cut adds (see
+    :func:`selection_threshold`).
     """
 
     kind: str
@@ -202,6 +215,90 @@ class SelectionPlan:
     keys_per_unit: int
     threshold: int
     reuse: str | None
+    cut: int = 1
+    delta_bound: float = 0.0
+    delta_cut: float = 0.0
+
+
+#: The default pre-threshold takes this part of the threshold's margin over one unit
+#: (:func:`default_cut`).
+CUT_DIVISOR = 8
+
+
+def default_cut(margin: int) -> int:
+    """The default pre-threshold for a key threshold ``1 + margin`` (``margin``: how far a
+    group of one unit stands below the threshold without a cut): ``1 + margin // 8``.
+
+    A cut ``T`` drops in the engine every candidate with fewer than ``T`` units, which the
+    selection without a cut would release with probability at most
+    ``P[T - 1 + Z >= 1 + margin]``, and costs a threshold ``T - 1`` higher
+    (:func:`selection_threshold`): an eighth of the margin, so that a group needs at most
+    12.5 % more units than without the cut for the same chance, while no group of fewer than
+    ``T`` units leaves the engine. The margin follows from the noise and the delta alone, so
+    the cut is public. ``T = 1`` (no cut) while the margin is below 8 (a very large epsilon).
+    """
+    return max(1, 1 + margin // CUT_DIVISOR)
+
+
+#: the largest pre-threshold accepted (an engine compares it with 64-bit counts)
+MAX_CUT = 2**53
+
+
+def selection_threshold(
+    kind: str, scale: Fraction, delta_select: float, keys: int, cut: int | None
+) -> tuple[int, int, float, float]:
+    """The key threshold ``tau`` with pre-threshold ``cut`` (None: :func:`default_cut`),
+    and its deltas ``(tau, cut, delta_bound, delta_cut)``.
+
+    ``tau`` is the smallest integer with ``P[cut + Z >= tau] <= delta_select / keys``, ``Z``
+    the selection count's noise (the exact tail for the discrete Laplace, a rigorous bound
+    for the discrete Gaussian: :func:`dpkit.session._noise.threshold`). It is
+    ``tau_1 + cut - 1``, ``tau_1`` the threshold without a cut: the cut is paid by a
+    threshold ``cut - 1`` higher, never by more delta.
+
+    Privacy
+    -------
+    Add/remove one unit ``u`` (``D'`` = ``D`` plus ``u``). After bounding, ``u`` holds at most
+    ``keys`` groups and adds 1 to the count ``n`` of each. Every group with
+    ``n >= cut`` gets independent noise and is released iff ``n + Z >= tau``; the others are
+    dropped in the engine, before any noise. Let ``B`` be ``u``'s groups with
+    ``n'(g) = cut`` in ``D'`` (``cut - 1`` in ``D``: never a candidate there). A group outside
+    ``B`` is a candidate in ``D`` iff it is one in ``D'`` (``u``'s other groups have
+    ``n' >= cut + 1``, ``n >= cut``, or are below the cut in both), so on the groups outside
+    ``B`` both tables run the same mechanism on counts that differ by at most 1 in at most
+    ``keys`` groups: the noise calibration makes that part ``(epsilon, delta_rest)``-DP
+    (``delta_rest`` = 0 for Laplace noise, the rest of the budget's delta after the zCDP
+    conversion for Gaussian noise). The groups of ``B`` are independent of that part, never
+    released in ``D``, and released in ``D'`` with probability
+    ``p_B <= |B| P[cut + Z >= tau] <= keys * delta_select / keys = delta_select``. For an
+    output set ``S`` let ``A`` be its outcomes on the other groups with nothing of ``B``
+    released. Then ``P_D'(S) <= P_D'(A) + p_B <= e^eps P_D(A) + delta_rest + p_B`` with
+    ``P_D(A) = P_D(S)``; and ``P_D(S) = P_D(A) <= min(1, e^eps x + delta_rest)``,
+    ``x = P_D'(A)``, while ``P_D'(S) >= (1 - p_B) x``, so
+    ``P_D(S) - e^eps P_D'(S) <= max_x [min(1, e^eps x + delta_rest) - e^eps (1 - p_B) x]
+    <= delta_rest + p_B``. Both directions: ``(epsilon, delta_rest + delta_select)``, within
+    the budget's delta (:func:`make_budget` splits it so). With ``cut = 1`` ``B`` is the
+    set of groups ``u`` holds alone, the usual thresholding argument (Korolova et al. 2009;
+    Google's partition selection, whose pre-threshold shifts the count by ``cut - 1`` at the
+    same delta, is the same mechanism).
+
+    The deterministic drop alone would cost ``keys (P[cut + Z >= tau_1] - P[1 + Z >= tau_1])``
+    at the threshold ``tau_1`` of no cut, which grows as ``e^((cut - 1) / t)`` for Laplace
+    noise of scale ``t``: the higher threshold pays it instead. ``delta_cut`` reports that
+    part at ``tau``.
+    """
+    delta_single = delta_select / keys  # union bound over the unit's own keys
+    if delta_single == 0:
+        raise ParameterError(
+            f"release: `delta` is too small for private keys: split over the {keys} "
+            "keys a unit may hold, it rounds to 0; raise delta or give public keys"
+        )
+    if cut is None:
+        cut = default_cut(threshold(kind, scale, delta_single, top=1) - 1)
+    tau = threshold(kind, scale, delta_single, top=cut)
+    tail = laplace_tail if kind == "laplace" else gaussian_tail
+    bound = keys * tail(scale, tau - cut)
+    return tau, cut, bound, max(bound - keys * tail(scale, tau - 1), 0.0)
 
 
 @dataclass(frozen=True)
@@ -244,12 +341,14 @@ def split(
     reuse: str | None,
     private: bool,
     schema: Any,
+    pre_threshold: int | None = None,
 ) -> tuple[list[PartPlan], list[QuantilePlan], SelectionPlan | None, list[BoundsPlan]]:
     """Split the budget by weight and build each part's noise (see :func:`make_budget`);
     an aggregate with ``bounds="auto"`` gives its bounds stage ``bounds_share`` of its share
     and its statistics the rest (once its bounds are chosen). ``private``: the keys are
     chosen privately, so a selection stage is always planned (never inferred from the
-    delta, which can round to 0). ``schema`` (public) gives each quantile aggregate its
+    delta, which can round to 0); ``pre_threshold`` is its cut (None: the default, see
+    :func:`selection_threshold`). ``schema`` (public) gives each quantile aggregate its
     support and so its method (:func:`_quantile_plan`)."""
     weights = [Fraction(a.weight) for a in aggregates]
     sel_w = Fraction(selection_weight) if private and reuse is None else Fraction(0)
@@ -296,14 +395,12 @@ def split(
                 "release: the budget share for key selection is too small (its noise would "
                 "need a coarser lattice); raise epsilon or the selection weight"
             )
-        delta_single = budget.delta_select / keys  # union bound over the unit's own keys
-        if delta_single == 0:
-            raise ParameterError(
-                f"release: `delta` is too small for private keys: split over the {keys} "
-                "keys a unit may hold, it rounds to 0; raise delta or give public keys"
-            )
-        tau = threshold(noise.kind, noise.scale, delta_single, top=1)
-        selection = SelectionPlan(noise.kind, share, noise, budget.delta_select, keys, tau, reuse)
+        tau, cut, bound, extra = selection_threshold(
+            noise.kind, noise.scale, budget.delta_select, keys, pre_threshold
+        )
+        selection = SelectionPlan(
+            noise.kind, share, noise, budget.delta_select, keys, tau, reuse, cut, bound, extra
+        )
     return parts, quants, selection, auto
 
 
@@ -564,9 +661,18 @@ def explain_text(plan: Plan) -> str:
             f"key selection    {s.kind} thresholding on a noisy count of distinct units ({src}); "
             f"a group is released if its noisy count >= {s.threshold}"
         )
+        if s.cut > 1:
+            lines.append(
+                f"pre-threshold    a group with fewer than {s.cut} distinct units (exact count) "
+                "is dropped inside the engine and never reaches Python; of the delta below, "
+                f"{_fmt(s.delta_cut)} pays for this deterministic drop (the threshold is "
+                f"{s.cut - 1} higher than without it)"
+            )
+        held = "one unit" if s.cut == 1 else f"{s.cut} units"
         lines.append(
-            f"                 P[a group held by one unit appears] <= {_fmt(s.delta)} in total "
-            f"over its <= {s.keys_per_unit} group(s)  (delta for selection)"
+            f"                 P[a group held by {held} appears] summed over a unit's <= "
+            f"{s.keys_per_unit} group(s): {_fmt(s.delta_bound)} <= {_fmt(s.delta)}  "
+            "(delta for selection)"
         )
     lines.append("")
     lines.append(

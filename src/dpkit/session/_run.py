@@ -65,16 +65,30 @@ class Aggregated:
 
 
 def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
-    """Every engine aggregation the release needs, on the bounded ``rows``."""
+    """Every engine aggregation the release needs, on the bounded ``rows``.
+
+    With private keys, the groups whose exact selection count is below the plan's
+    pre-threshold are dropped in the engine (:func:`dpkit.session._plan.selection_threshold`):
+    only candidates at or above the cut reach Python."""
     columns: dict[str, Any] = {}
+    named: dict[str, list[str]] = {}
     clean = ex.table_clean(ctx, ex.summed_columns(ctx))
     for i, a in enumerate(ctx.aggregates):
         if hasattr(a, "columns"):
-            columns.update(a.columns(ctx.schema, f"__dpkit_a{i}_", clean))
+            cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
+            columns.update(cols)
+            named[a.name] = list(cols)
     sel = plan.selection
-    if sel is not None and sel.reuse is None:
-        columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-    table = ex.aggregate_table(ctx, rows, columns, clean.rows) if columns else ex.keys_only(ctx)
+    cut = None
+    if sel is not None:
+        if sel.reuse is None:
+            columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
+            cut = (ex.SELECT, sel.cut)
+        else:  # the count of one row per unit: its first (only) column
+            cut = (named[sel.reuse][0], sel.cut)
+    table = (
+        ex.aggregate_table(ctx, rows, columns, clean.rows, cut) if columns else ex.keys_only(ctx)
+    )
     return Aggregated(
         table,
         ex.column_arrays(table, list(columns)),

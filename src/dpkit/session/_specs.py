@@ -54,15 +54,16 @@ class DistinctUnits:
     column: str
 
 
-def aggregation(key: str, spec: Any) -> nw.Expr:
-    """The simple narwhals aggregation for ``spec`` (row columns are computed beforehand)."""
+def aggregation(key: str, spec: Any) -> tuple[str, str, str | None]:
+    """The simple aggregation for ``spec`` as ``(name, op, column)`` for
+    :meth:`dpkit.session.engines.Engine.aggregate` (row columns are computed beforehand)."""
     if isinstance(spec, Rows):
-        return nw.len().alias(key)
+        return key, "len", None
     if isinstance(spec, DistinctUnits):
-        return nw.col(spec.column).n_unique().alias(key)
+        return key, "n_unique", spec.column
     if isinstance(spec, CountOf):
-        return nw.col(spec.key).count().alias(key)
-    return nw.col(key).sum().alias(key)
+        return key, "count", spec.key
+    return key, "sum", key
 
 
 def split_for(rows: int, bound: int) -> tuple[int, int] | None:

@@ -23,7 +23,15 @@ from dpkit.session._auto import (
     choose_max_rows,
 )
 from dpkit.session._casts import parse_number
-from dpkit.session._plan import Plan, RowsPlan, make_budget, pure_epsilon, scaled, split
+from dpkit.session._plan import (
+    MAX_CUT,
+    Plan,
+    RowsPlan,
+    make_budget,
+    pure_epsilon,
+    scaled,
+    split,
+)
 from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session._total import total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
@@ -230,15 +238,18 @@ class Query:
     ``epsilon`` costs ``epsilon**2 / 8`` (bounded range; Cesar and Rogers 2021), discrete
     Laplace noise ``epsilon**2 / 2`` (pure DP), each from its own part of the aggregate's rho.
 
-    Private keys (``keys=None``): a group is released only if a noisy count of its distinct
-    units reaches a threshold ``tau``, the smallest integer with
-    ``P[1 + Z >= tau] <= delta_select / m`` for the count's discrete Laplace or discrete
-    Gaussian noise ``Z`` (``m`` groups per unit; exact tail for the Laplace, a rigorous bound
-    for the Gaussian). A group held by one unit alone then appears with probability at most
-    ``delta_select`` over all its groups, the rest of the output is ``epsilon``-close, so the
-    selection adds ``delta_select`` (Korolova, Kenthapadi, Mishra and Ntoulas 2009, Laplace
-    thresholding; Wilson et al. 2020 and Google's partition selection, Gaussian thresholding;
-    Desfontaines, Voss, Gipson and Mandayam 2022 for the analysis).
+    Private keys (``keys=None``): a group whose exact count of distinct units is below the
+    pre-threshold ``T`` (``group_by(pre_threshold=...)``) is dropped inside the engine; any
+    other is released only if its noisy count reaches a threshold ``tau``, the smallest
+    integer with ``P[T + Z >= tau] <= delta_select / m`` for the count's discrete Laplace or
+    discrete Gaussian noise ``Z`` (``m`` groups per unit; exact tail for the Laplace, a
+    rigorous bound for the Gaussian). One unit decides whether a group is a candidate only
+    for its groups of exactly ``T`` units, each released with probability at most
+    ``delta_select / m``; the rest of the output is ``epsilon``-close, so the selection adds
+    ``delta_select`` (proof: :func:`dpkit.session._plan.selection_threshold`; Korolova,
+    Kenthapadi, Mishra and Ntoulas 2009, Laplace thresholding; Wilson et al. 2020 and
+    Google's partition selection, Gaussian thresholding and the pre-threshold; Desfontaines,
+    Voss, Gipson and Mandayam 2022 for the analysis).
     """
 
     __slots__ = (
@@ -250,6 +261,7 @@ class Query:
         "_keys",
         "_max_groups",
         "_max_rows",
+        "_pre",
         "_s",
         "_sel_w",
     )
@@ -268,6 +280,7 @@ class Query:
         self._keys: Any = None
         self._aggs: tuple[Aggregate, ...] = ()
         self._sel_w = 1.0
+        self._pre: int | None = None
         self._auto_rows: AutoRows | None = None
         self._groups_given: int | None = None
         k = session.max_rows_per_unit if max_rows_per_unit is None else max_rows_per_unit
@@ -350,7 +363,13 @@ class Query:
             _filters=self._filters + tuple(_check_filter(p, schema) for p in predicates)
         )
 
-    def group_by(self, *columns: str, keys: Any = None, selection_weight: float = 1.0) -> Query:
+    def group_by(
+        self,
+        *columns: str,
+        keys: Any = None,
+        selection_weight: float = 1.0,
+        pre_threshold: int | None = None,
+    ) -> Query:
         """Group by ``columns``.
 
         Parameters
@@ -365,6 +384,12 @@ class Query:
             Budget weight of private key selection relative to the aggregates' weights (not
             used with public keys, or when a ``dp.count()`` of one row per unit doubles as
             the selection count).
+        pre_threshold : int >= 1, optional
+            Private keys only: a group with fewer distinct units than this (its exact count)
+            is dropped inside the engine, never reaching Python, and the key threshold is
+            ``pre_threshold - 1`` higher to pay for it at the same delta. Default: chosen
+            from the public parameters, an eighth of the threshold's margin over one unit
+            (``explain()`` shows it); 1 turns it off.
 
         Returns
         -------
@@ -390,8 +415,16 @@ class Query:
         if len(set(columns)) != len(columns):
             raise ParameterError(f"group_by: a column appears twice; got {list(columns)!r}")
         w = check_positive("group_by", "selection_weight", selection_weight)
+        pre = None
+        if pre_threshold is not None:
+            if keys is not None:
+                raise ParameterError(
+                    "group_by: `pre_threshold` applies to privately chosen keys only; with "
+                    "public `keys` every given group is released"
+                )
+            pre = check_int("group_by", "pre_threshold", pre_threshold, minimum=1, maximum=MAX_CUT)
         kf = None if keys is None else _public_keys(tuple(columns), keys)
-        return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w)
+        return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w, _pre=pre)
 
     def agg(self, *aggregates: Aggregate) -> Query:
         """Add aggregates.
@@ -603,6 +636,7 @@ class Query:
             reuse=self._reuse(aggs, k),
             private=private,
             schema=self._s._schema,
+            pre_threshold=self._pre,
         )
         return dataclasses.replace(
             base,

@@ -23,10 +23,14 @@ class Engine:
         Short name shown in ``explain()`` ("polars", "duckdb", ...).
     accepts : str
         What data this adapter takes, for the "unsupported data type" error.
+    prunes_columns : bool
+        Whether the engine's optimiser drops the columns a query never reads (then the
+        Session does not project them away itself where nothing but aggregations follow).
     """
 
     name = "engine"
     accepts = ""
+    prunes_columns = False
 
     def matches(self, data: Any) -> bool:  # pragma: no cover - abstract
         """Whether ``data`` belongs to this engine."""
@@ -173,6 +177,18 @@ class Engine:
             inside = inside | col.is_null()
         return frame.with_columns(nw.when(inside).then(position).alias(name))
 
+    def aggregate(
+        self, frame: nw.LazyFrame[Any], by: list[str], aggs: list[tuple[str, str, str | None]]
+    ) -> nw.LazyFrame[Any]:
+        """One row per group of ``by`` (one row in all without ``by``, even for no rows), with
+        a column per ``(name, op, column)`` of ``aggs``: ``op`` ``"len"`` (rows), ``"count"``
+        (non-null values of ``column``), ``"sum"`` (of ``column``; 0 or null for no value)
+        or ``"n_unique"`` (distinct values of ``column``, null counting as one). Null keys
+        form their own group. By default through narwhals; an adapter may build it natively
+        when that is cheaper to plan (Spark)."""
+        exprs = [_AGGREGATIONS[op](column).alias(name) for name, op, column in aggs]
+        return frame.group_by(*by).agg(*exprs) if by else frame.select(*exprs)
+
     def collect(self, frame: nw.LazyFrame[Any]) -> pl.DataFrame:
         """Run an aggregated lazy frame and return it as a Polars DataFrame."""
         return frame.collect(backend="polars").to_native()
@@ -189,6 +205,15 @@ class Engine:
         output's types follow from ``frame``'s (the schema and the query), never from its
         values."""
         return frame
+
+
+#: narwhals' aggregation for each ``op`` of :meth:`Engine.aggregate`
+_AGGREGATIONS: dict[str, Any] = {
+    "len": lambda column: nw.len(),
+    "count": lambda column: nw.col(column).count(),
+    "sum": lambda column: nw.col(column).sum(),
+    "n_unique": lambda column: nw.col(column).n_unique(),
+}
 
 
 def balanced_sum(terms: list[nw.Expr]) -> nw.Expr:
