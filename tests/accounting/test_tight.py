@@ -396,11 +396,56 @@ def test_delta_at_validates_epsilon() -> None:
         ev.Approx(epsilon=2000.0),
         ev.Laplace(scale=1e6, sensitivity=3, discrete=True),
         ev.Gaussian(sigma=1e7, discrete=True),
+        ev.Gaussian(sigma=1e-8, discrete=True),
         ev.SubsampledLaplace(scale=1e-4, rate=1e-6),
+        ev.SubsampledGaussian(sigma=0.01, rate=0.5),
+        ev.SubsampledGaussian(sigma=1e6, rate=1e-9),
+        ev.Laplace(scale=1e9),
+        ev.Exponential(epsilon=1e-9),
+        ev.Laplace(scale=1e-6, sensitivity=10**9, discrete=True),
+        ev.RandomizedResponse(epsilon=1e-9, categories=10**6),
     ],
     ids=repr,
 )
-def test_extreme_events_give_a_finite_or_infinite_bound_never_an_error(event: ev.Event) -> None:
-    c = compose([(event, 3)], delta=1e-6)
+@pytest.mark.parametrize("count", [3, 10**9])
+def test_extreme_events_give_a_finite_or_infinite_bound_never_an_error(
+    event: ev.Event, count: int
+) -> None:
+    c = compose([(event, count)], delta=1e-6)
     assert c.epsilon >= 0 and not math.isnan(c.epsilon)
     assert all(v >= 0 and not math.isnan(v) for v in c.by_method.values())
+    assert c.lower is None or c.lower <= c.epsilon
+
+
+def test_many_distinct_releases_match_exact_enumeration() -> None:
+    """60 binary RR releases of distinct epsilons m / 1024: the composed loss lives on the
+    lattice Z / 1024, so its law is an exact (extended-precision) convolution; dpkit merges
+    such distinct releases pairwise before the final FFT."""
+    rng = np.random.default_rng(3)
+    ms = rng.integers(20, 200, 60)
+    law = np.array([1.0], dtype=np.longdouble)
+    for m in ms.tolist():
+        e = math.exp(-m / 1024)
+        step = np.zeros(2 * m + 1, dtype=np.longdouble)
+        step[0], step[-1] = e / (1 + e), 1 / (1 + e)  # loss -m/1024, +m/1024
+        law = np.convolve(law, step)
+    loss = (np.arange(law.size) - int(ms.sum())) / 1024
+
+    def delta_of(e: float) -> float:
+        return float(np.sum(law * -np.expm1(np.minimum(e - loss, 0.0))))
+
+    exact = _solve(delta_of, 1e-6, float(ms.sum()) / 1024)
+    c = compose([ev.RandomizedResponse(epsilon=m / 1024) for m in ms.tolist()], delta=1e-6)
+    assert c.method == "pld"
+    assert exact - 1e-9 <= c.epsilon <= exact + 1e-4
+    assert c.lower is not None and c.lower <= exact + 1e-9
+
+
+def test_many_distinct_key_selections_charge_every_delta() -> None:
+    """Distinct releases are merged before the FFT; each one's own delta must survive it."""
+    ledger = [ev.KeySelection(delta=1e-7 * (1 + i / 100)) for i in range(40)]
+    ledger += [ev.Laplace(scale=10.0 + i) for i in range(10)]
+    c = compose(ledger, delta=1e-5)
+    held = 1 - math.prod(1 - e.delta for e in ledger if isinstance(e, ev.KeySelection))
+    assert c.delta_by_method(c.by_method["pld"])["pld"] >= held
+    assert c.by_method["pld"] >= compose(ledger[40:], delta=1e-5 - held).by_method["pld"] - 1e-6

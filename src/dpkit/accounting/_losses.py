@@ -141,7 +141,7 @@ class Pmf:
     inf: float  # P-mass at +infinity (exact mass plus truncated upper tails)
     trunc: float  # P-mass moved by truncation (a failure event of the lower bound)
     var: float  # sum over split mass of theta (1 - theta): rounding variance / h**2
-    offgrid: bool  # some mass was split, so the rounding bias may be positive
+    offgrid: int  # how many of the releases it holds had mass split (bias may be positive)
     errors: tuple[tuple[float, float], ...]  # per cap: (relative bound, absolute l1 bound)
 
     @property
@@ -374,14 +374,15 @@ def models(event: Event) -> tuple[Model, Model] | None:
     does not apply (a zCDP event; a discrete Gaussian too wide to enumerate; losses beyond
     :data:`MAX_LOSS`, where every analysis gives an epsilon too large to matter)."""
     try:
-        out = _models(event)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = _models(event)
     except OverflowError:  # a loss beyond the float range: far beyond MAX_LOSS too
         return None
     if out is None:
         return None
     for m in out:
         lo, hi = m.span()
-        if max(abs(lo), abs(hi)) > MAX_LOSS:
+        if not (math.isfinite(lo) and math.isfinite(hi)) or max(-lo, hi) > MAX_LOSS:
             return None
     return out
 
@@ -455,8 +456,8 @@ def _split(
             q_up = np.sum(w * theta, axis=1)
             q_down = np.sum(w * (1.0 - theta), axis=1)
             rel = 32 * _U * (1.0 + zz[ok])
-            # theta's error from the rounding of the loss at the nodes: u |loss| / h
-            e_theta = 8 * _U * (1.0 + np.max(np.abs(loss[ok]), axis=1)) / h
+            # theta's error from the rounding of the loss at the nodes and of s = loss - jh
+            e_theta = 8 * _U * np.max(np.abs(loss[ok]), axis=1) / h + 8 * _U
             total = q_up + q_down
             up[ok], down[ok] = q_up, q_down
             e_up[ok] = rel * q_up + e_theta * total
@@ -549,6 +550,6 @@ def discretize(model: Model, h: float) -> Pmf:
         inf=min(1.0, model.inf + model.trunc_inf),
         trunc=trunc,
         var=var,
-        offgrid=offgrid,
+        offgrid=int(offgrid),
         errors=tuple(errors),
     )

@@ -23,6 +23,7 @@ most ``t = K b(h) + t_eta``, so ``delta(e) >= delta_grid(e + t) - eta - P[trunca
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,7 +40,7 @@ _U = 2.0**-53
 N_MAX = 2**23
 #: Target mass left outside the FFT window (charged to delta, whatever it is).
 _ALIAS = 1e-18
-_LAMBDAS = np.geomspace(1e-2, 2e3, 24)
+_LAMBDAS = np.geomspace(1e-3, 1e2, 24)
 _ETAS = (1e-1, 1e-2, 1e-3, 1e-4)
 
 
@@ -183,14 +184,29 @@ class Composed:
         return hi
 
 
+#: Bounds on the grid step: below 2**-30 the float error of the split (about u / h of each
+#: mass) grows past 1e-7; no event may need more than 2**22 cells.
+_H_MIN = 2.0**-30
+_MAX_CELLS = 2**22
+
+
 def grid_step(items: tuple[tuple[Event, int], ...], size: int) -> float:
     """The grid step: a power of two giving about ``size`` points over ``+-10`` standard
-    deviations of the composed loss (a power of two, so sets of events nest their grids)."""
+    deviations of the composed loss (a power of two, so sets of events nest their grids),
+    within :data:`_H_MIN` and what keeps every event within :data:`_MAX_CELLS` cells."""
     var = 0.0
+    widest = 0.0
     for event, count in items:
         var += count * _variance(event)
+        pair = models(event)
+        if pair is not None:
+            for model in pair:
+                lo, hi = model.span()
+                widest = max(widest, hi - lo)
     width = 20.0 * math.sqrt(var) if var > 0 else 1.0
-    return 2.0 ** math.floor(math.log2(max(width, 1e-12) / size))
+    h = 2.0 ** math.floor(math.log2(max(width, 1e-300) / size))
+    least = max(_H_MIN, widest / _MAX_CELLS)
+    return max(h, 2.0 ** math.ceil(math.log2(least)))
 
 
 @lru_cache(maxsize=512)
@@ -200,9 +216,10 @@ def _variance(event: Event) -> float:
     if pair is None:  # pragma: no cover - callers check first
         return 0.0
     out = 0.0
-    for model in pair:
+    for model in pair[:1] if pair[0] is pair[1] else pair:
         lo, hi = model.span()
-        h = 2.0 ** math.floor(math.log2(max(hi - lo, 1e-12) / 4096))
+        # a rough figure is enough (it only sizes the grid): 256 cells
+        h = 2.0 ** math.floor(math.log2(max(hi - lo, 1e-300) / 256))
         pmf = discretize(model, h)
         mass = float(np.sum(pmf.p))
         if mass <= 0:
@@ -238,7 +255,7 @@ def compose_pld(
         if side == 1 and all(m[0] is m[1] for m, _ in pairs):
             out.append(out[0])
             break
-        out.append(_compose(pmfs, h, delta))
+        out.append(_compose(pmfs, h, delta, size))
     return out[0], out[1], tight
 
 
@@ -261,7 +278,67 @@ def _log_mgf(pmf: Pmf, lam: np.ndarray) -> np.ndarray:
     return (top + np.log(np.sum(np.exp(expo - top[:, None]), axis=1))) * (1 + 1e-12) + 1e-12
 
 
-def _compose(pmfs: list[tuple[Pmf, int]], h: float, delta: float) -> Composed:
+def _cheapest(pmf: Pmf, delta: float) -> tuple[float, float]:
+    """The split of the PMF's float-error bound that costs least at ``delta`` (all valid)."""
+    return min(pmf.errors, key=lambda ra: ra[0] * delta + ra[1])
+
+
+def _merge(a: Pmf, b: Pmf, delta: float) -> Pmf:
+    """The exact convolution of two PMFs (an FFT long enough not to fold), with its error.
+
+    If the true masses are within ``(1 + r) p + alpha`` of each computed PMF, the true
+    convolution is within ``(1 + r_a)(1 + r_b)`` times the computed one plus
+    ``(1 + r)`` times the FFT's l1 error plus the cross terms of the alphas, in l1 at most
+    ``(1 + r_a)|a| abs_b + (1 + r_b)|b| abs_a + abs_a abs_b`` (and symmetrically below).
+    """
+    size = a.p.size + b.p.size - 1
+    n = 1 << max(1, (size - 1).bit_length())
+    q, err = _fft_compose([(a, 1), (b, 1)], n)
+    ra, aa = _cheapest(a, delta)
+    rb, ab = _cheapest(b, delta)
+    rel = (1 + ra) * (1 + rb) - 1
+    ma, mb = float(np.sum(a.p)), float(np.sum(b.p))
+    cross = (1 + ra) * ma * ab + (1 + rb) * mb * aa + aa * ab
+    return Pmf(
+        h=a.h,
+        start=a.start + b.start,
+        p=q[:size],
+        inf=1.0 - (1.0 - a.inf) * (1.0 - b.inf),
+        trunc=a.trunc + b.trunc,
+        var=a.var + b.var,
+        offgrid=a.offgrid + b.offgrid,
+        errors=(((rel) * (1 + 1e-12), ((1 + rel) * err + cross) * (1 + 1e-12)),),
+    )
+
+
+def _premerge(pmfs: list[tuple[Pmf, int]], delta: float, limit: int) -> list[tuple[Pmf, int]]:
+    """Convolve single releases together, shortest first, while the result stays within
+    ``limit`` points: many distinct releases then cost a few long FFTs, not one each."""
+    singles = [p for p, k in pmfs if k == 1]
+    if len(singles) <= 4:
+        return pmfs
+    rest = [(p, k) for p, k in pmfs if k != 1]
+    heap = [(p.p.size, i, p) for i, p in enumerate(singles)]
+    heapq.heapify(heap)
+    done: list[Pmf] = []
+    count = len(heap)
+    while len(heap) >= 2:
+        la, _, a = heapq.heappop(heap)
+        lb, _, b = heapq.heappop(heap)
+        if la + lb - 1 > limit:
+            done += [a, b]
+            done += [item[2] for item in heap]
+            heap = []
+            break
+        merged = _merge(a, b, delta)
+        count += 1
+        heapq.heappush(heap, (merged.p.size, count, merged))
+    done += [item[2] for item in heap]
+    return rest + [(p, 1) for p in done]
+
+
+def _compose(pmfs: list[tuple[Pmf, int]], h: float, delta: float, size: int) -> Composed:
+    pmfs = _premerge(pmfs, delta, size)
     k_total = sum(k for _, k in pmfs)
     j0 = sum(k * p.start for p, k in pmfs)
     span = sum(k * (p.p.size - 1) for p, k in pmfs) + 1
@@ -275,39 +352,43 @@ def _compose(pmfs: list[tuple[Pmf, int]], h: float, delta: float) -> Composed:
     # total is at most (1 + rel) (prod (1 + a_i / |p_i|)^k_i - 1)
     rel_log, abs_log = 0.0, 0.0
     for p, k in pmfs:
-        r, a = min(p.errors, key=lambda ra: ra[0] * delta + ra[1])
+        r, a = _cheapest(p, delta)
         rel_log += k * math.log1p(r)
         abs_log += k * math.log1p(a / max(float(np.sum(p.p)), 1e-300))
-    rel = math.expm1(rel_log) * (1 + 1e-9)
-    absolute = (1.0 + rel) * math.expm1(abs_log) * (1 + 1e-9)
-    # the window: Chernoff bounds on the composed grid loss (index units from j0)
-    lam = _LAMBDAS * h
+    rel = math.expm1(rel_log) * (1 + 1e-9) if rel_log < 700 else math.inf
+    absolute = (1.0 + rel) * math.expm1(abs_log) * (1 + 1e-9) if abs_log < 700 else math.inf
+    # the window: Chernoff bounds on the composed grid loss (index units from j0), lambda on
+    # the scale of the composed loss (per unit of its standard deviation)
+    spread = 0.0
+    for p, k in pmfs:
+        mass = float(np.sum(p.p))
+        if mass > 0:
+            idx = np.arange(p.p.size, dtype=np.float64)
+            mean = float(np.sum(p.p * idx)) / mass
+            spread += k * float(np.sum(p.p * (idx - mean) ** 2)) / mass
+    lam = _LAMBDAS / max(math.sqrt(spread), 1.0)  # index units
     cgf_up = sum(k * _log_mgf(p, lam) for p, k in pmfs)
     cgf_down = sum(k * _log_mgf(p, -lam) for p, k in pmfs)
     log_tau = math.log(_ALIAS)
     w_hi = min(span - 1, math.ceil(float(np.min((cgf_up - log_tau) / lam))))
     w_lo = max(0, math.floor(float(np.max(-(cgf_down - log_tau) / lam))))
-    width = max(w_hi - w_lo + 1, 1)
-    if span <= max(width, 2):
+    width = min(max(w_hi - w_lo + 1, 1), span)
+    n = min(N_MAX, 1 << max(1, (width - 1).bit_length()))
+    if n >= span:  # the whole support fits: nothing folds
         n = 1 << max(1, (span - 1).bit_length())
         w_lo, outside = 0, 0.0
     else:
-        n = min(N_MAX, 1 << max(1, (width - 1).bit_length()))
-        if n >= span:
-            n = 1 << max(1, (span - 1).bit_length())
-            w_lo, outside = 0, 0.0
-        else:
-            w_lo = max(0, min(w_lo - (n - width) // 2, span - n))
-            up = float(np.min(cgf_up - lam * (w_lo + n)))  # P[S >= w_lo + n]
-            down = float(np.min(cgf_down + lam * (w_lo - 1)))  # P[S <= w_lo - 1]
-            outside = (math.exp(min(up, 0.0)) if w_lo + n < span else 0.0) + (
-                math.exp(min(down, 0.0)) if w_lo > 0 else 0.0
-            )
-            outside *= 1.0 + 1e-9
+        w_lo = max(0, min(w_lo - (n - width) // 2, span - n))
+        up = float(np.min(cgf_up - lam * (w_lo + n)))  # P[S >= w_lo + n]
+        down = float(np.min(cgf_down + lam * (w_lo - 1)))  # P[S <= w_lo - 1]
+        outside = (math.exp(min(up, 0.0)) if w_lo + n < span else 0.0) + (
+            math.exp(min(down, 0.0)) if w_lo > 0 else 0.0
+        )
+        outside *= 1.0 + 1e-9
     outside *= 1.0 + rel
     q, fft_err = _fft_compose(pmfs, n)
     q = np.roll(q, -(w_lo % n))
-    bias = max_bias(h) * sum(k for p, k in pmfs if p.offgrid)
+    bias = max_bias(h) * sum(k * p.offgrid for p, k in pmfs)
     var = sum(k * p.var for p, k in pmfs)
     del k_total
     return Composed(
@@ -352,9 +433,9 @@ def _fft_compose(pmfs: list[tuple[Pmf, int]], n: int) -> tuple[np.ndarray, float
     Each spectrum entry of a real FFT of length ``n`` is within ``c log2(n) u ||p||_1`` of
     exact (``c = 8``: a few roundings per butterfly stage, twiddles included), so with
     ``U_j = prod (|P_ij| + e_i)^k_i`` the power's error is at most ``U_j - prod |P_ij|^k_i``
-    plus ``4 K u U_j`` for the multiplications; the inverse adds ``c log2(n) u ||U||_1 / n``
-    per entry. The l1 error of the result is at most the l2 norm of the spectrum's error over
-    the full (Hermitian) spectrum, plus the inverse's.
+    plus ``4 K u U_j`` for the multiplications. The l1 error of the result is at most the l2
+    norm of the spectrum's error over the full (Hermitian) spectrum (Parseval, then
+    Cauchy-Schwarz), plus the inverse's, ``c log2(n) u ||U||_2``.
     """
     stages = max(1.0, math.log2(n))
     spec = None
@@ -379,7 +460,9 @@ def _fft_compose(pmfs: list[tuple[Pmf, int]], n: int) -> tuple[np.ndarray, float
     if n % 2 == 0:
         weights[-1] = 1.0
     spec_err = math.sqrt(float(np.sum(weights * err * err)))
-    inverse_err = 8.0 * stages * _U * float(np.sum(weights * upper))
+    # the inverse's l2 error is within c log2(n) u of the result's l2 norm (Higham 2002,
+    # Theorem 24.2), so its l1 error is within c log2(n) u times the spectrum's l2 norm
+    inverse_err = 8.0 * stages * _U * math.sqrt(float(np.sum(weights * upper * upper)))
     q = np.fft.irfft(spec, n)
     q = np.maximum(q, 0.0)
     return q, (spec_err + inverse_err) * (1 + 1e-6)

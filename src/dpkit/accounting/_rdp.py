@@ -178,6 +178,15 @@ def _pmf_rdp(event: Event) -> np.ndarray:
 
 @lru_cache(maxsize=1024)
 def _curve(event: Event) -> tuple[float, ...]:
+    """The event's Renyi divergence at each order, rounded up; ``inf`` where a formula leaves
+    the float range (for example an epsilon of 10**15)."""
+    with np.errstate(all="ignore"):
+        r = _raw_curve(event)
+    r = np.where(np.isnan(r), np.inf, np.maximum(r, 0.0))
+    return tuple((r * (1 + 1e-10) + 1e-15).tolist())
+
+
+def _raw_curve(event: Event) -> np.ndarray:
     if isinstance(event, Laplace):
         if event.discrete:
             r = _discrete_laplace_rdp(event.scale, int(event.sensitivity))
@@ -209,8 +218,7 @@ def _curve(event: Event) -> tuple[float, ...]:
             r = np.minimum(_pmf_rdp(event), _rr_rdp(event.epsilon))
     else:  # pragma: no cover - every event is handled above
         raise TypeError(f"no Renyi divergence for {event!r}")
-    r = np.maximum(r, 0.0)
-    return tuple((r * (1 + 1e-10) + 1e-15).tolist())
+    return np.asarray(r, dtype=np.float64)
 
 
 def rdp_curve(items: Items) -> np.ndarray:
