@@ -7,8 +7,15 @@
   :func:`parallel_composition`, :func:`advanced_composition`.
 * :mod:`~dpkit.accounting.accountant` — :class:`Accountant`, which refuses any spend that would
   exceed its budget and can keep every spend in a durable SQLite ledger.
+* :mod:`~dpkit.accounting.events` — what a release is, for accounting: ``Laplace``,
+  ``Gaussian``, ``Exponential``, ``SubsampledGaussian``, ``SubsampledLaplace``,
+  ``RandomizedResponse``, ``KeySelection``, ``Approx``, ``Zcdp``.
+* :mod:`~dpkit.accounting.tight` — :func:`compose`: a ledger of events composed by every
+  analysis that applies (exact Gaussian, privacy-loss distributions, Renyi DP, zCDP, advanced,
+  basic), returning a :class:`Composition` with the tightest valid epsilon.
 """
 
+from dpkit.accounting import events
 from dpkit.accounting.accountant import Accountant, Spend
 from dpkit.accounting.composition import (
     advanced_composition,
@@ -22,17 +29,21 @@ from dpkit.accounting.conversions import (
     zcdp_to_approx,
 )
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting.tight import Composition, compose
 
 __all__ = [
     "ZCDP",
     "Accountant",
     "ApproxDP",
+    "Composition",
     "PrivacyLoss",
     "PureDP",
     "Spend",
     "advanced_composition",
     "approx_to_zcdp",
     "bounded_range_to_zcdp",
+    "compose",
+    "events",
     "parallel_composition",
     "pure_to_zcdp",
     "sequential_composition",
