@@ -57,7 +57,7 @@ test: $(STAMP)
 
 # Audit every mechanism, framework and Session query kind on its worst-case neighbours at sizes
 # that resolve epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints
-# the table (README, "Auditing privacy").
+# the table (docs/guides/auditing.md).
 AUDIT_ARGS ?= --samples 1000000 --time-budget 60 --seed 1
 audit: $(STAMP)
 	$(VENV)/bin/dpkit audit all $(AUDIT_ARGS)
