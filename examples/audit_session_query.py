@@ -3,7 +3,7 @@
 The query: how many people live in each city, and their mean age, with the cities chosen
 privately (no public list of keys), each person protected with all their rows. The audit
 removes the person with the most rows, then a person alone in a city (Brest), and checks that
-the released frames stay (epsilon, delta)-close (README, "Auditing privacy").
+the released frames stay (epsilon, delta)-close (docs/guides/auditing.md).
 
 ``query`` is batched: :class:`dpkit.audit.SessionQuery` computes the engine's aggregates once
 and draws thousands of releases a second through the release's own code. A plain

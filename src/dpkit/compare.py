@@ -66,6 +66,8 @@ __all__ = [
     "compare",
 ]
 
+#: The methods ``compare`` runs by default, in the order of its table: global sensitivity,
+#: propose-test-release, smooth sensitivity, sample-and-aggregate, inverse sensitivity.
 METHODS: tuple[str, ...] = (
     "global",
     "ptr",

@@ -231,10 +231,11 @@ class Accountant:
     "unbounded"         charged as is                refused (ParameterError): replace-one DP
                                                      does not imply add/remove DP
     "bounded"           converted by group privacy   charged as is
-                        (k = 2, :func:`replace_one
-                        _cost`): eps -> 2 eps,
+                        (k = 2, ``replace_one_
+                        cost``): eps -> 2 eps,
                         (eps, d) -> (2 eps,
-                        (1 + e^eps) d), rho -> 4 rho
+                        (1 + e^eps) d),
+                        rho -> 4 rho
     ==================  ===========================  =========================================
 
     The relation conversion comes first, then the type conversion above; the spend records

@@ -212,6 +212,8 @@ class ZCDP:
         return _incomparable(self, other)
 
 
+#: Any privacy-loss value: ``PureDP``, ``ApproxDP`` or ``ZCDP`` (what budgets, costs and
+#: claims accept).
 PrivacyLoss = Union[PureDP, ApproxDP, ZCDP]  # noqa: UP007 (runtime alias)
 
 

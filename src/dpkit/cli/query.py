@@ -37,7 +37,7 @@ more people), and should be far below 1/n.
 ``--engine spark`` reads the file with a local Spark (``local[2]``, 127.0.0.1, see
 :func:`dpkit.session.engines.spark.local_session`) and runs the query there; only the
 aggregates and the released table come back. On a cluster, use the Python API under
-``spark-submit`` (README, "The Session on Spark").
+``spark-submit`` (docs/guides/spark.md, "The Session on Spark").
 """
 
 from __future__ import annotations

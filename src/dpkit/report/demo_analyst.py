@@ -2,7 +2,7 @@
 
 "A private count per Education level, the mean Age per Sex and the median hours worked, under
 a total epsilon of 1, one row per person" (issue 11), with every figure of each plan printed.
-The README shows the same code.
+The Session reference of the documentation (docs/guides/session.md) shows the same code.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def run(ctx: Any) -> None:
     import dpkit as dp
 
     echo = ctx.echo
-    # --- the code shown in the README ---------------------------------------------------
+    # --- the code shown in docs/guides/session.md ---------------------------------------
     s = dp.Session(dp.datasets.load_adult(), budget=dp.ApproxDP(1.0, 1e-6), rng=ctx.rng(1101))
     counts = s.query().group_by("Education").agg(dp.count())  # keys chosen privately
     means = s.query().group_by("Sex", keys=["Female", "Male"]).agg(dp.mean("Age", bounds=(0, 100)))

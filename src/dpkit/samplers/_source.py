@@ -162,6 +162,8 @@ class SeededSource(BitSource):
         return f"SeededSource(entropy={self._seed_repr}, secure=False)"
 
 
+#: What every ``rng=`` argument accepts: ``None`` (secure), an ``int`` or ``SeedSequence``
+#: seed (reproducible, not private), or a ``BitSource``.
 RngLike = BitSource | int | np.random.SeedSequence | None
 
 

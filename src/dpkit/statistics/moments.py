@@ -343,6 +343,7 @@ def mean(
     accountant: Any = None,
 ) -> Release:
     """The mean of the clipped records: a noisy centred sum over a noisy count.
+
     Parameters
     ----------
     data : array_like
