@@ -436,7 +436,9 @@ class _Walker:
                 )
             return self.rebuild(acc, node, [])
         if name == "replace_strict" and node.kwargs.get("default") is not _no_default():
-            return self.rebuild(acc, node, [])
+            # narwhals holds a given default among the node's arguments, not its kwargs
+            others = [self.arg(v, node.str_as_lit) for v in node.exprs]
+            return self.rebuild(acc, node, others)
         if name in ("str.contains", "str.replace", "str.replace_all"):
             return self.regex(acc, node)
         if name in ("str.to_date", "str.to_datetime"):
