@@ -57,7 +57,16 @@ def _check_filter(expr: Any, schema: Any) -> nw.Expr:
             f"Query.filter: expected a narwhals expression (import narwhals as nw); got "
             f"{type(expr).__module__}.{type(expr).__name__}{hint}"
         )
-    return total_predicate(expr, schema, "Query.filter")[0]
+    cond, read = total_predicate(expr, schema, "Query.filter")
+    if read:
+        return cond
+    # a condition on no column (nw.lit(1) == 1) holds on every row or on none: decided now
+    # from the expression alone (no data), and kept as a row-by-row condition, since engines
+    # refuse a filter by a single value
+    one = nw.from_native(pl.DataFrame({"__dpkit_one": [0]}))
+    holds = bool(one.select(cond.alias("__dpkit_holds")).to_native()["__dpkit_holds"][0])
+    anchor = nw.col(next(iter(schema)))
+    return anchor.is_null() | ~anchor.is_null() if holds else anchor.is_null() & ~anchor.is_null()
 
 
 def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:

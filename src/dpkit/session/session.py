@@ -161,7 +161,7 @@ class Session:
         name: str = "data",
         public: Any = None,
     ) -> None:
-        from dpkit.session._sql import check_name, check_public
+        from dpkit.session._sql._public import check_name, check_public
 
         self._sql_name = check_name(name)
         self._sql_public = check_public(public, self._sql_name)
