@@ -34,7 +34,7 @@ from dpkit.session._sql._public import check_name, check_public
 if TYPE_CHECKING:
     from dpkit.session._sql._compile import Post, Program
 
-__all__ = ["check_name", "check_public", "post_process", "run"]
+__all__ = ["check_name", "check_public", "compile_query", "post_process", "run"]
 
 
 def _reworded(err: Exception, clause: str) -> Exception:
@@ -77,6 +77,27 @@ def _check_keys(program: Program, epsilon: Any, delta: Any, rho: Any) -> None:
         )
 
 
+def compile_query(
+    session: Any,
+    query: Any,
+    *,
+    bounds: Any = None,
+    keys: Any = None,
+    max_rows_per_unit: Any = None,
+    max_groups_per_unit: Any = None,
+) -> tuple[Any, Program, Any]:
+    """The Session :class:`~dpkit.session.Query` an SQL text compiles into, with its
+    post-processing and the parsed statement; nothing is spent or read. (The audit samples
+    the query as it samples any Session query.)"""
+    from dpkit.session._sql._compile import compile_select
+    from dpkit.session._sql._parse import parse
+
+    parsed = parse(query)
+    program = compile_select(session, parsed.select, bounds, keys)
+    q = _build(session, program, max_rows_per_unit, max_groups_per_unit)
+    return q, program, parsed
+
+
 def run(
     session: Any,
     query: Any,
@@ -96,12 +117,14 @@ def run(
     max_groups_per_unit: Any = None,
 ) -> Any:
     """:meth:`dpkit.session.Session.sql` (see there)."""
-    from dpkit.session._sql._compile import compile_select
-    from dpkit.session._sql._parse import parse
-
-    parsed = parse(query)
-    program = compile_select(session, parsed.select, bounds, keys)
-    q = _build(session, program, max_rows_per_unit, max_groups_per_unit)
+    q, program, parsed = compile_query(
+        session,
+        query,
+        bounds=bounds,
+        keys=keys,
+        max_rows_per_unit=max_rows_per_unit,
+        max_groups_per_unit=max_groups_per_unit,
+    )
     notes = tuple(f"SQL: {n}" for n in [*program.notes, *program.post.notes])
     _check_keys(program, epsilon, delta, rho)
     if explain or parsed.explain:

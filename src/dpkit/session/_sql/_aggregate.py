@@ -44,11 +44,11 @@ AGGREGATES = (
 
 
 def is_aggregate(node: Any) -> bool:
-    return isinstance(node, exp.AggFunc | exp.WithinGroup)
+    return isinstance(node, exp.AggFunc | exp.WithinGroup | exp.Filter)
 
 
 def contains_aggregate(node: Any) -> bool:
-    return any(True for _ in node.find_all(exp.AggFunc, exp.WithinGroup))
+    return any(True for _ in node.find_all(exp.AggFunc, exp.WithinGroup, exp.Filter))
 
 
 def unparen(node: Any) -> Any:

@@ -161,6 +161,15 @@ class SelectCompiler:
         self.compiler = Compiler(rel.scope, "SELECT")
         self.notes.extend(rel.notes)
         items = self._items()
+        known = {c.lower() for src in self.scope.sources for c in src.columns}
+        known |= {c.lower() for c in self.s.columns} | {a.lower() for _, a in items if a}
+        unknown = [b for b in self.bounds if b.lower() not in known]
+        if unknown:  # a name the query cannot mean: a typo, refused rather than ignored
+            raise ParameterError(
+                f"Session.sql: `bounds` names {', '.join(map(repr, sorted(unknown)))}, which is "
+                "neither a column nor an alias of the query; key bounds by the aggregated "
+                "column (or the aggregate's alias). Nothing was spent"
+            )
         groups = self._groups(items)
         self.names.update(g.column for g in groups)
         post = Post()
@@ -205,15 +214,6 @@ class SelectCompiler:
         if offset is not None:
             post.offset = _count(offset.expression, "OFFSET")
             post.notes.append(f"OFFSET {post.offset}: skips released rows (post-processing)")
-        known = {c.lower() for src in self.scope.sources for c in src.columns}
-        known |= {c.lower() for c in self.s.columns} | {a.lower() for _, a in items if a}
-        unknown = [b for b in self.bounds if b not in self.used_bounds and b.lower() not in known]
-        if unknown:  # a name the query cannot mean: a typo, refused rather than ignored
-            raise ParameterError(
-                f"Session.sql: `bounds` names {', '.join(map(repr, sorted(unknown)))}, which is "
-                "neither a column nor an alias of the query; key bounds by the aggregated "
-                "column (or the aggregate's alias). Nothing was spent"
-            )
         by = [g.column for g in groups]
         keys = self._keys(groups)
         aggregates = self._aggregates()
@@ -286,6 +286,13 @@ class SelectCompiler:
                     "run one query per grouping (their costs add up)",
                 )
         nodes = list(group.expressions)
+        for node in nodes:
+            if isinstance(node, exp.Rollup | exp.Cube | exp.GroupingSets):
+                raise refuse(
+                    f"GROUP BY {sql_text(node)}",
+                    "several groupings are several releases",
+                    "run one query per grouping (their costs add up)",
+                )
         if group.args.get("all"):
             nodes = [n for n, _ in items if not contains_aggregate(n)]
         aliases = {a: n for n, a in items if a}

@@ -319,6 +319,12 @@ def _equality(
     )
 
 
+_EXACT = (
+    "a subquery that aggregates before the release would compute exact statistics of the "
+    "private table"
+)
+
+
 def refuse_shape(select: Any, where: str, *, top: bool) -> None:
     """Refuse the clauses a row-level step (a WITH clause, a subquery) cannot have, or
     that no release has."""
@@ -332,8 +338,8 @@ def refuse_shape(select: Any, where: str, *, top: bool) -> None:
     ]
     if not top:
         checks += [
-            ("group", "GROUP BY", "a subquery that aggregates releases nothing private"),
-            ("having", "HAVING", "a subquery that aggregates releases nothing private"),
+            ("group", "GROUP BY", _EXACT),
+            ("having", "HAVING", _EXACT),
             ("order", "ORDER BY", "row order in a subquery is not kept"),
             ("limit", "LIMIT", "which rows a limit keeps depends on other rows"),
             ("offset", "OFFSET", "which rows an offset keeps depends on other rows"),
