@@ -14,8 +14,6 @@ import dpkit as dp
 from dpkit.cli.main import main
 from dpkit.datasets import load_adult
 
-pytest.importorskip("sqlglot")
-
 #: the analyst's task: count per Education, mean Age per Sex, median hours, deciles of Age
 TASK = [
     ("SELECT Education, COUNT(*) AS n FROM data GROUP BY Education", ["--keys", "EDU"], 0.25),

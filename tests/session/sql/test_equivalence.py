@@ -24,8 +24,6 @@ import dpkit as dp
 
 from .conftest import REGIONS, private_table
 
-pytest.importorskip("sqlglot")
-
 DATA = private_table()
 SEX = ["F", "M"]
 EDU = ["BA", "HS", "MA", "PhD"]

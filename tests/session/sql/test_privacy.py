@@ -21,8 +21,6 @@ from dpkit.session._sql import compile_query
 
 from .conftest import REGIONS, private_table
 
-pytest.importorskip("sqlglot")
-
 BASE = private_table(120)
 #: one more person (pid 17 is taken: this is pid 1000), whose record an adversarial query
 #: singles out: a value that no cast converts, a float past 2**63, a new group

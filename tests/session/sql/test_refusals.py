@@ -13,8 +13,6 @@ import dpkit as dp
 
 from .conftest import REGIONS, private_table
 
-pytest.importorskip("sqlglot")
-
 DATA = private_table(60)
 AGE = {"Age": (0, 100)}
 DUPLICATED = pl.DataFrame({"id": [1, 1, 2], "name": ["a", "b", "c"]})
