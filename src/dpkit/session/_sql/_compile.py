@@ -455,30 +455,24 @@ class SelectCompiler:
     def _request(self, call: Call, node: Any, alias: str | None) -> Request:
         """The Session aggregate for one call (shared by equal calls; quantiles of one
         value and bounds merged into one multi-quantile release)."""
+        text = sql_text(node)
+        label = f"the argument of {text}"
         if call.kind == "count":
             if call.arg is None:
-                return self._register(
-                    ("count",), Request("count", None, sql=sql_text(node)), alias, "count"
-                )
+                return self._register(("count",), Request("count", None, sql=text), alias, "count")
             val = self.compiler_for(node).value(call.arg)
             if not val.reads:
-                return self._register(
-                    ("count",), Request("count", None, sql=sql_text(node)), alias, "count"
-                )
-            column = self._derive(val, f"the argument of {sql_text(node)}")
-            default = (
-                f"{self._base_name(call)}_count"
-                if isinstance(call.arg, exp.Column)
-                else sql_text(node)
-            )
+                return self._register(("count",), Request("count", None, sql=text), alias, "count")
+            column = self._derive(val, label)
+            default = f"{self._base_name(call)}_count" if isinstance(call.arg, exp.Column) else text
             return self._register(
-                ("count", column), Request("count", val, sql=sql_text(node)), alias, default, column
+                ("count", column), Request("count", val, sql=text), alias, default, column
             )
         arg, clamp = clamped(call.arg)
         val = self.compiler_for(node).value(arg)
         if not val.reads:
             raise refuse(
-                f"{sql_text(node)}",
+                text,
                 "the aggregate reads no column",
                 "aggregate a column (a constant's sum is the constant times COUNT(*))",
             )
@@ -488,11 +482,11 @@ class SelectCompiler:
             val = dataclasses.replace(
                 val, expr=val.as_expr().cast(nw.Int64()), column=None, key=f"int({val.key})"
             )
-        column = self._derive(val, f"the argument of {sql_text(node)}")
+        column = self._derive(val, label)
         if call.kind == "quantile":
             if bounds == "auto":
                 raise refuse(
-                    f"{sql_text(node)} with bounds 'auto'",
+                    f"{text} with bounds 'auto'",
                     "quantile bounds are public: the mechanism chooses among the values "
                     "between them",
                     "give numeric bounds (lower, upper), or CLAMP(x, lower, upper)",
@@ -501,7 +495,7 @@ class SelectCompiler:
             req = self.requests.get(key)
             base = self._base_name(call)
             if req is None:
-                req = Request("quantile", val, (), bounds, sql_text(node))
+                req = Request("quantile", val, (), bounds, text)
                 req.columns = ()
                 self.requests[key] = req
                 req_name = self._unique(base)
@@ -514,15 +508,13 @@ class SelectCompiler:
         default = (
             f"{self._base_name(call)}_{_BOUNDED_SUFFIX[call.kind]}"
             if isinstance(arg, exp.Column)
-            else sql_text(node)
+            else text
         )
-        req = Request(
-            call.kind, dataclasses.replace(val, column=column), bounds=bounds, sql=sql_text(node)
-        )
+        req = Request(call.kind, dataclasses.replace(val, column=column), bounds=bounds, sql=text)
         return self._register((call.kind, column, bounds), req, alias, default, column)
 
     def compiler_for(self, node: Any) -> Compiler:
-        return Compiler(self.scope, f"the argument of {sql_text(node)}")
+        return Compiler(self.scope, node)
 
     def _register(
         self,

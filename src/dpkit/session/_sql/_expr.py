@@ -216,10 +216,19 @@ class Compiler:
     where it is met without a hook (a refusal by default).
     """
 
-    def __init__(self, scope: Scope, clause: str, hook: Hook | None = None) -> None:
+    def __init__(self, scope: Scope, clause: str | Any, hook: Hook | None = None) -> None:
         self.scope = scope
-        self.clause = clause
+        self._clause = clause
         self.hook = hook
+        self._keys: dict[int, tuple[Any, str]] = {}
+
+    @property
+    def clause(self) -> str:
+        """Where the expression stands (for refusals): given as text, or as the aggregate
+        node whose argument it is (its text made only when a refusal needs it)."""
+        if isinstance(self._clause, str):
+            return self._clause
+        return f"the argument of {sql_text(self._clause)}"
 
     # -- entry
 
@@ -244,13 +253,24 @@ class Compiler:
             node = node.this
         if isinstance(node, exp.Column):
             return self.scope.lookup(node).key
+        seen = self._keys.get(id(node))
+        if seen is not None and seen[0] is node:
+            return seen[1]
+        parts = []
+        for name, arg in node.args.items():
+            if isinstance(arg, list):
+                shown = ",".join(self._part(a) for a in arg)
+                parts.append(f"{name}=[{shown}]")
+            elif arg is not None and arg is not False:
+                parts.append(f"{name}={self._part(arg)}")
+        out = f"{type(node).__name__}({';'.join(parts)})"
+        self._keys[id(node)] = (node, out)
+        return out
 
-        def sub(n: Any) -> Any:
-            if isinstance(n, exp.Column):
-                return exp.Var(this=f"<{self.scope.lookup(n).key}>")
-            return n
-
-        return sql_text(node.transform(sub, copy=True))
+    def _part(self, arg: Any) -> str:
+        if isinstance(arg, exp.Expression):
+            return self.key(arg)
+        return repr(arg)
 
     # -- helpers
 

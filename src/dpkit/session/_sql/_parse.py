@@ -98,7 +98,9 @@ def parse(text: Any) -> Parsed:
         raise ParameterError("Session.sql: the query is empty; write SELECT ... FROM data")
     explain = tokens[0].token_type.name == "COMMAND" and tokens[0].text.upper() == "EXPLAIN"
     body = text[tokens[0].end + 1 :] if explain else text
-    for tok in _tokens(body) if explain else tokens:
+    if explain:
+        tokens = _tokens(body)
+    for tok in tokens:
         name = tok.text.upper()
         if name in _SAMPLE:
             raise refuse(
@@ -108,8 +110,11 @@ def parse(text: Any) -> Parsed:
                 f"use {_SAMPLE[name]}",
             )
     try:
-        with _quiet():
-            trees = [t for t in sqlglot.parse(body, read="duckdb") if t is not None]
+        from sqlglot.dialects.duckdb import DuckDB
+
+        with _quiet():  # the tokens read above, parsed (the text is not read twice)
+            parsed = DuckDB().parser().parse(tokens, body)
+            trees = [t for t in parsed if t is not None]
     except sqlglot.errors.ParseError as err:
         raise ParameterError(
             f"Session.sql: the query does not parse ({_first_line(err)}); dpkit reads one "
