@@ -223,6 +223,14 @@ class SelectCompiler:
                     f"{o.name}: computed from released values after the release "
                     "(post-processing, no privacy cost, no interval)"
                 )
+        shown = {o.source for o in outputs if o.source is not None}
+        for req in self.requests.values():
+            if not shown & set(req.columns):
+                what = req.sql if req.kind == "quantile" else f"{req.columns[0]} = {req.sql}"
+                post.notes.append(
+                    f"{what}: released and charged for HAVING, ORDER BY or arithmetic, "
+                    "not in the output"
+                )
         self._check_post(post, groups)
         return Program(self.derived, rel.filters, by, keys, aggregates, post, self.notes)
 

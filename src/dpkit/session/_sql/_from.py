@@ -141,6 +141,10 @@ def relation(tables: Tables, select: Any, where: str) -> Relation:
     if cond is not None:
         val = Compiler(rel.scope, "WHERE").value(cond.this)
         rel.filters.append(val.as_expr())
+        rel.notes.append(
+            f"WHERE {sql_text(cond.this)}: a row condition ({where}; a row where it is NULL "
+            "is dropped)"
+        )
     return rel
 
 
