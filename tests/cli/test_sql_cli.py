@@ -192,3 +192,20 @@ def test_spark_reads_a_csv_as_text_so_one_record_cannot_change_a_type(
         released = _json([*argv, "--schema", "x:float", "--json", "--seed", "3"], capsys)
         outcomes.append((refused, "--schema" in err, released["columns"]))
     assert outcomes[0] == outcomes[1] == (2, True, ["x_mean", "x_mean_low", "x_mean_high"])
+
+
+def test_the_privacy_unit_and_its_bounds_are_the_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "visits.parquet"
+    df = pl.DataFrame(
+        {"pid": [i // 4 for i in range(400)], "Age": [20 + i % 50 for i in range(400)]}
+    )
+    df.write_parquet(data)
+    sql = "SELECT COUNT(*) AS n, AVG(Age) AS a FROM data"
+    argv = ["sql", str(data), sql, "--epsilon", "1", "--bounds", "Age:0:100", "--seed", "8"]
+    got = _json([*argv, "--unit", "pid", "--max-rows", "2", "--json"], capsys)
+    s = dp.Session(df, privacy_unit="pid", max_rows_per_unit=2, budget=dp.PureDP(1.0), rng=8)
+    want = s.sql(sql, epsilon=1.0, bounds={"Age": (0, 100)})
+    assert got["rows"] == [list(r) for r in want.rows()]
+    assert got["privacy_unit"] == "pid"

@@ -334,3 +334,21 @@ def test_an_overspend_is_refused_before_anything_is_drawn() -> None:
     with pytest.raises(dp.BudgetExceededError):
         s.sql("SELECT COUNT(*) FROM data", epsilon=0.5)
     assert len(s.accountant.history) == 1
+
+
+def test_the_tables_names_are_the_sessions() -> None:
+    s = dp.Session(DATA, budget=dp.PureDP(1.0), name="people", public={"regions": REGIONS})
+    assert s.sql("SELECT COUNT(*) AS n FROM people", epsilon=0.5).columns == [
+        "n",
+        "n_low",
+        "n_high",
+    ]
+    with pytest.raises(dp.ParameterError, match=r"table 'data'.*'people', 'regions'"):
+        s.sql("SELECT COUNT(*) FROM data", epsilon=0.5)
+    with pytest.raises(dp.ParameterError, match="`name` must be an SQL name"):
+        dp.Session(DATA, budget=dp.PureDP(1.0), name="my table")
+    with pytest.raises(dp.ParameterError, match="'Data' is taken"):
+        dp.Session(DATA, budget=dp.PureDP(1.0), public={"Data": REGIONS})
+    with pytest.raises(TypeError, match=r"public table 'r' must be a frame"):
+        dp.Session(DATA, budget=dp.PureDP(1.0), public={"r": [1, 2]})
+    assert len(s.accountant.history) == 1
