@@ -44,7 +44,9 @@ def _reworded(err: Exception, clause: str) -> Exception:
         text = text.replace(owner, "")
     if "nothing was spent" not in text:
         text += " (nothing was spent)"
-    return type(err)(f"Session.sql ({clause}): {text}")
+    from dpkit.session._sql._parse import sql_words
+
+    return type(err)(f"Session.sql ({clause}): {sql_words(text)}")
 
 
 def _build(session: Any, program: Program, rows: Any, groups: Any) -> Any:

@@ -31,7 +31,7 @@ from dpkit.session._sql._aggregate import (
 )
 from dpkit.session._sql._expr import Compiler, Val, literal_number, sql_text
 from dpkit.session._sql._from import Tables, refuse_shape, relation, with_clauses
-from dpkit.session._sql._parse import refuse, sqlglot_modules
+from dpkit.session._sql._parse import refuse, sql_words, sqlglot_modules
 from dpkit.session._total import total_expression, total_predicate
 
 __all__ = ["Post", "Program", "compile_select"]
@@ -485,7 +485,7 @@ class SelectCompiler:
                 "aggregate a column (a constant's sum is the constant times COUNT(*))",
             )
         bounds = clamp if clamp is not None else self._bounds_for(call, arg, val, alias, node)
-        typed_dtype = self._dtype(val)
+        typed_dtype = self._dtype(val, label)
         if isinstance(typed_dtype, nw.Boolean):  # SUM(x > 5): the number of true values
             val = dataclasses.replace(
                 val, expr=val.as_expr().cast(nw.Int64()), column=None, key=f"int({val.key})"
@@ -542,10 +542,10 @@ class SelectCompiler:
         self.requests[key] = req
         return req
 
-    def _dtype(self, val: Val) -> Any:
+    def _dtype(self, val: Val, label: str) -> Any:
         if val.column is not None:
             return self.schema[val.column]
-        typed, _ = _total(val.as_expr(), self.schema, "an aggregate's argument")
+        typed, _ = _total(val.as_expr(), self.schema, label)
         return typed.dtype
 
     def _bounds_for(self, call: Call, arg: Any, val: Val, alias: str | None, node: Any) -> Any:
@@ -679,7 +679,7 @@ def _total(expr: Any, schema: dict[str, Any], label: str) -> Any:
     try:
         return total_expression(expr, schema, f"Session.sql ({label})")
     except ParameterError as err:
-        raise ParameterError(f"{err} (nothing was spent)") from None
+        raise ParameterError(f"{sql_words(str(err))} (nothing was spent)") from None
 
 
 def _count(node: Any, what: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 from dpkit.errors import MissingDependencyError, ParameterError
 
-__all__ = ["MAX_LENGTH", "Parsed", "parse", "refuse", "sqlglot_modules"]
+__all__ = ["MAX_LENGTH", "Parsed", "parse", "refuse", "sql_words", "sqlglot_modules"]
 
 #: The longest query text accepted (characters).
 MAX_LENGTH = 100_000
@@ -157,3 +157,34 @@ def parse(text: Any) -> Parsed:
 def _first_line(err: Exception) -> str:
     lines = str(err).strip().splitlines()
     return lines[0][:300] if lines else type(err).__name__
+
+
+#: The Session's hints, which speak narwhals, in SQL's words
+_SQL_WORDS = (
+    (
+        "(nw.col(...).cast(nw.Int64) gives null where it is not a number)",
+        "(CAST(x AS BIGINT) gives NULL where it is not a number; or declare the column's "
+        "type: schema= or --schema COL:int)",
+    ),
+    (
+        "apply it to numbers",
+        "apply it to numbers (CAST(x AS DOUBLE) gives NULL where text is not a number; or "
+        "declare the column's type: schema= or --schema COL:float)",
+    ),
+    ("cast to nw.Float64 first", "CAST(x AS DOUBLE) first"),
+    ("cast to nw.String first", "CAST(x AS VARCHAR) first"),
+    ("(__add__)", "(+)"),
+    ("(__sub__)", "(-)"),
+    ("(__mul__)", "(*)"),
+    ("(__truediv__)", "(/)"),
+    ("(__floordiv__)", "(//)"),
+    ("(__mod__)", "(%)"),
+    ("(__pow__)", "(^)"),
+)
+
+
+def sql_words(message: str) -> str:
+    """A Session message about a row expression, its narwhals hints said in SQL."""
+    for old, new in _SQL_WORDS:
+        message = message.replace(old, new)
+    return message
