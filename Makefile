@@ -14,6 +14,9 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 # OpenDP's polars extra pins an exact Polars; its Session-benchmark rows run in their own venv
 OPENDP_VENV := .venv-bench-opendp
 OPENDP_STAMP := $(OPENDP_VENV)/.installed
+# SmartNoise SQL pins its own pandas and SQLAlchemy: the SQL benchmark's comparison runs there
+SMARTNOISE_VENV := .venv-bench-smartnoise
+SMARTNOISE_STAMP := $(SMARTNOISE_VENV)/.installed
 DEMO_OUT ?= demo-output
 
 .PHONY: demo test bench lint format typecheck clean mutation audit docs docs-test docs-snapshot
@@ -110,9 +113,15 @@ $(OPENDP_STAMP):
 	$(OPENDP_VENV)/bin/python -m pip install --quiet 'opendp[polars]>=0.14,<0.17' 'numpy>=2,<3'
 	touch $(OPENDP_STAMP)
 
+$(SMARTNOISE_STAMP):
+	$(PYTHON) -m venv $(SMARTNOISE_VENV)
+	$(SMARTNOISE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SMARTNOISE_VENV)/bin/python -m pip install --quiet 'smartnoise-sql>=1.0.10,<2'
+	touch $(SMARTNOISE_STAMP)
+
 # `make bench BENCH_ARGS="mechanisms --json bench.json"` runs a subset and saves the rows.
 BENCH_ARGS ?=
-bench: $(BENCH_STAMP) $(OPENDP_STAMP)
+bench: $(BENCH_STAMP) $(OPENDP_STAMP) $(SMARTNOISE_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks $(BENCH_ARGS)
 
 # Wrong variants of the privacy-relevant code, each of which its listed tests must reject
@@ -124,5 +133,5 @@ mutation: $(STAMP)
 	$(PY) tests/mutation/mutate.py $(MUTATION_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache \
+	rm -rf $(VENV) $(BENCH_VENV) $(OPENDP_VENV) $(SMARTNOISE_VENV) $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache \
 	  docs/_build docs/_site docs/_screenshots

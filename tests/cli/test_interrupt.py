@@ -75,6 +75,7 @@ def test_every_subcommand_stops_with_one_line_and_130(
         "sensitivity": ["sensitivity"],
         "compare": ["compare"],
         "query": ["query", "adult"],
+        "sql": ["sql", "adult", "SELECT COUNT(*) FROM data"],
         "audit": ["audit", "laplace"],
     }[name]
     assert main(argv) == EXIT_INTERRUPTED
@@ -111,6 +112,20 @@ def test_an_interrupt_after_the_spend_says_the_budget_was_charged(
     err = _one_line(captured.err)
     assert "interrupted after the spend: the budget was charged PureDP(epsilon=1.0)" in err
     assert "nothing was released" in err and str(ledger) in err
+    assert captured.out == "" and _spent(ledger) == 1
+
+
+def test_an_sql_interrupt_after_the_spend_says_the_budget_was_charged(
+    data: Path, ledger: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dpkit.session import query
+
+    monkeypatch.setattr(query, "execute", _interrupt)
+    argv = ["sql", str(data), "SELECT COUNT(*) FROM data", "--epsilon", "1"]
+    assert main([*argv, "--ledger", str(ledger)]) == EXIT_INTERRUPTED
+    captured = capsys.readouterr()
+    err = _one_line(captured.err)
+    assert "interrupted after the spend: the budget was charged PureDP(epsilon=1.0)" in err
     assert captured.out == "" and _spent(ledger) == 1
 
 

@@ -25,7 +25,7 @@ class _ClosedPipe:
         raise OSError("no file descriptor")
 
 
-NAMES = ["demo", "budget", "sensitivity", "compare", "audit", "query"]
+NAMES = ["demo", "budget", "sensitivity", "compare", "audit", "query", "sql"]
 
 
 def _argv(name: str, tmp_path: Path) -> list[str]:
@@ -37,6 +37,7 @@ def _argv(name: str, tmp_path: Path) -> list[str]:
         "compare": ["compare", "--bounds", "0,100", "--trials", "5", "--methods", "global"],
         "audit": ["audit", "laplace", "--samples", "1000", "--seed", "1", "--no-progress"],
         "query": ["query", "adult", "--epsilon", "1", "--delta", "1e-6", "--count"],
+        "sql": ["sql", "adult", "SELECT COUNT(*) FROM data", "--epsilon", "1"],
     }[name]
 
 

@@ -54,6 +54,8 @@ def test_spark_engine_gives_the_default_engines_release(
         "Hours per week:0:100",
         "--median",
         "Hours per week:0:100",
+        "--schema",
+        "Hours per week:float",
         "--seed",
         "4",
         "--json",

@@ -204,6 +204,22 @@ CASES: dict[str, tuple[nw.Expr, list[Any]]] = {
         [1 / 1.5, -0.5, N, 0.0, -0.0, math.nan, N, 1e-300, N, 1 / 3, 2.0**-63, math.inf],
     ),
     "power": (nw.col("i") ** 2, [1, 1, 0, N, N, N, N, N, 90000, 16641, 49, 9]),
+    # floor and ceil of floats: Spark's 64-bit result overflows (ANSI mode) on NaN, the
+    # infinities and values past 2**63, which are whole already and pass as they are
+    "floor": (
+        nw.col("f").floor(),
+        [1.0, -2.0, 0.0, math.inf, -math.inf, math.nan, N, 1e300, 0.0, 3.0, 2.0**63, 0.0],
+    ),
+    "ceil": (
+        nw.col("f").ceil(),
+        [2.0, -2.0, 0.0, math.inf, -math.inf, math.nan, N, 1e300, 0.0, 3.0, 2.0**63, 1.0],
+    ),
+    # a lookup with a default: every value has an image (the default is the rebuilt node's
+    # argument, as narwhals holds it)
+    "lookup": (
+        nw.col("i").replace_strict([1, 300], ["one", "300"], default=None, return_dtype=nw.String),
+        ["one", N, N, N, N, N, N, N, "300", N, N, N],
+    ),
     # logarithm and square root on their domains only
     "log": (
         nw.col("f").log(),

@@ -295,3 +295,79 @@ def test_a_key_twice_or_a_bin_column_named_like_a_key_is_refused_before_the_spen
     with pytest.raises(dp.ParameterError, match="bin column 'city' would replace a group key"):
         q.agg(dp.histogram("city", bins=["a", "b"])).release(epsilon=1.0)
     assert s.accountant.spent == dp.ApproxDP(0.0, 0.0)
+
+
+def test_a_filter_on_no_column_keeps_every_row_or_none(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """A condition on no column is decided from its form (a literal, or 1 / 0 = 1, which is
+    null, so false); engines refuse a filter by one value, so it is kept as a row-by-row
+    condition that holds on every row or on none, and releases as such."""
+
+    def release(*conds: nw.Expr) -> pl.DataFrame:
+        s = dp.Session(engine(_df()), schema=_df().schema, budget=dp.PureDP(10.0), rng=3)
+        return to_polars(s.query().filter(*conds).agg(dp.count()).release(epsilon=1.0))
+
+    assert release(nw.lit(1) == 1).equals(release())
+    assert release(nw.lit(1) == 0).equals(release(nw.col("Age") > 1e9))
+    assert release(nw.lit(1) / 0 == 1).equals(release(nw.col("Age") > 1e9))
+
+
+def test_with_columns_refuses_before_the_spend() -> None:
+    s = _session()
+    q = s.query()
+    with pytest.raises(dp.ParameterError, match="already has a column 'Age'"):
+        q.with_columns(Age=nw.col("Age") * 2)
+    with pytest.raises(dp.ParameterError, match="reserved"):
+        q.with_columns(__dpkit_x=nw.col("Age") * 2)
+    with pytest.raises(TypeError, match="must be a narwhals expression"):
+        q.with_columns(a2=pl.col("Age") * 2)
+    with pytest.raises(dp.ParameterError, match="reads no column"):
+        q.with_columns(one=nw.lit(1))
+    with pytest.raises(dp.ParameterError, match="row-by-row"):
+        q.with_columns(m=nw.col("Age") - nw.col("Age").mean())
+    with pytest.raises(dp.ParameterError, match="unknown column 'Nope'"):
+        q.with_columns(m=nw.col("Nope") * 2)
+    with pytest.raises(dp.ParameterError, match="already has a column 'a2'"):
+        q.with_columns(a2=nw.col("Age") * 2).with_columns(a2=nw.col("Age") * 3)
+    assert s.accountant.history == ()
+
+
+def test_with_columns_releases_as_the_column_in_the_data(
+    engine: Callable[[pl.DataFrame], Any], to_polars: Callable[[Any], pl.DataFrame]
+) -> None:
+    """A column added by the query releases exactly as the same column held by the data
+    (same seed): it is computed per row, before the filters and the bounding, and a
+    division by zero gives null rather than an error."""
+    df = pl.DataFrame(
+        {
+            "pid": [1, 1, 2, 3, 3, 3, 4, 5] * 5,
+            "Age": [30, 41, 0, 60, 18, 77, 25, 52] * 5,
+            "Sex": ["F", "M", "F", "M", "F", "F", "M", "M"] * 5,
+        }
+    )
+    decade = (nw.col("Age") / 10).floor() * 10
+    ratio = 100 / nw.col("Age")
+    unit = {"privacy_unit": "pid", "max_rows_per_unit": 2, "budget": dp.PureDP(10.0), "rng": 4}
+    added = dp.Session(engine(df), schema=df.schema, **unit)
+    q = (
+        added.query()
+        .with_columns(decade=decade, ratio=ratio)
+        .filter(nw.col("decade") >= 20)
+        .group_by("decade", keys=[20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
+        .agg(dp.count(), dp.mean("ratio", bounds=(0, 10)))
+    )
+    got = to_polars(q.release(epsilon=1.0))
+    native = df.with_columns(
+        decade=(pl.col("Age") / 10).floor() * 10,
+        ratio=pl.when(pl.col("Age") != 0).then(100 / pl.col("Age")),
+    )
+    held = dp.Session(engine(native), schema=native.schema, **unit)
+    want = to_polars(
+        held.query()
+        .filter(nw.col("decade") >= 20)
+        .group_by("decade", keys=[20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
+        .agg(dp.count(), dp.mean("ratio", bounds=(0, 10)))
+        .release(epsilon=1.0)
+    )
+    assert got.equals(want)

@@ -10,6 +10,8 @@
   any work or spends any budget, when it is a folder or has no name before its suffix.
 * :func:`terminal_width`, the width a printed table must fit to be shown wide.
 * :func:`note_figure`, the line saying where a figure went, after the table it belongs to.
+* :func:`add_schema` and :func:`schema_of`, ``--schema COL:TYPE`` (repeatable): declared
+  column types for a release's Session (a CSV file declares none: its columns are text).
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from dpkit.errors import ParameterError
 
 __all__ = [
     "MAX_DELTA",
+    "SCHEMA_TYPES",
     "Once",
+    "add_schema",
     "check_delta_limit",
     "check_figure_path",
     "memory_size",
     "note_figure",
     "once_each",
+    "schema_of",
     "terminal_width",
 ]
 
@@ -167,3 +172,50 @@ def note_figure(path: Path, json_output: bool) -> None:
     flushed in blocks) the line never lands inside the table."""
     sys.stdout.flush()
     print(f"figure written to {path}", file=sys.stderr if json_output else sys.stdout)
+
+
+#: ``--schema`` type names and the Session's names for them
+SCHEMA_TYPES = {
+    "int": "int64",
+    "float": "float64",
+    "str": "string",
+    "bool": "bool",
+    "date": "date",
+    "datetime": "datetime",
+}
+
+
+def add_schema(parser: argparse.ArgumentParser) -> None:
+    """Add ``--schema COL:TYPE`` (repeatable) to ``parser``."""
+    parser.add_argument(
+        "--schema",
+        action="append",
+        default=[],
+        metavar="COL:TYPE",
+        help="declare a column's type (repeatable; TYPE one of "
+        + ", ".join(SCHEMA_TYPES)
+        + "): a CSV file declares none, so its columns are text until declared; a value "
+        "that does not convert counts as missing",
+    )
+
+
+def schema_of(command: str, specs: Sequence[str]) -> dict[str, str] | None:
+    """``--schema`` values as the Session's ``schema=`` (None when none is given).
+
+    Raises
+    ------
+    ParameterError
+        A value not of the form ``COL:TYPE`` with a known type, or a column named twice.
+    """
+    out: dict[str, str] = {}
+    for spec in specs:
+        col, _, kind = spec.rpartition(":")
+        if not col or kind not in SCHEMA_TYPES:
+            raise ParameterError(
+                f"{command}: --schema takes COL:TYPE with TYPE one of "
+                f"{', '.join(SCHEMA_TYPES)}; got {spec!r}"
+            )
+        if col in out:
+            raise ParameterError(f"{command}: --schema declares {col!r} twice; give it once")
+        out[col] = SCHEMA_TYPES[kind]
+    return out or None

@@ -19,6 +19,17 @@ _AGGREGATES = "sum|mean|var|std|median|quantile|histogram|count"
 
 #: (pattern, replacement), applied in order: the specific phrases before the general ones.
 _QUERY_RULES: tuple[tuple[str, str], ...] = (
+    # dpkit sql: the Session.sql parameters as its options
+    (r"bounds=\{'([^']*)': \(lower, upper\)\}", r"--bounds \1:LOWER:UPPER"),
+    (r"bounds=\{'([^']*)': 'auto'\}", r"--bounds \1:auto"),
+    (r"keys=\{[^}]*\}", "--keys FILE"),
+    (r"dp\.Session\(\.\.\., public=\{[^}]*\}\)", "--public NAME=FILE"),
+    (r"^Session\.sql( \([^)]*\))?: ", ""),
+    # a text column where a number is needed: a CSV file declares no types
+    (
+        r"(must be numeric \(integer, float or decimal\); got String)",
+        r"\1 (declare its type with --schema COLUMN:float)",
+    ),
     (r"group_by\(\.\.\., keys=(\[\.\.\.\]|\.\.\.)\)", "--keys FILE"),
     (r"\bwith delta = 0\b", "without --delta"),
     (r"\bdelta > 0\b", "--delta > 0"),

@@ -42,6 +42,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.sensitivity",
     "dpkit.cli.compare",
     "dpkit.cli.query",
+    "dpkit.cli.sql",
     "dpkit.cli.audit",
 )
 

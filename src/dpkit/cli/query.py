@@ -7,6 +7,7 @@ Examples::
         --group-by Sex --count --mean Age:0:100 --median "Hours per week":0:100
     dpkit query data.parquet --epsilon 1 --count --explain
     dpkit query data.parquet --engine spark --epsilon 1 --group-by Sex --keys sex.csv --count
+    dpkit query data.csv --schema Age:int --epsilon 1 --mean Age:0:100
 
 ``DATA`` is a .csv or .parquet path, or ``adult`` for the bundled UCI Adult table. Aggregates
 are written ``COLUMN:LOWER:UPPER`` (``--quantile COLUMN:Q1,Q2:LOWER:UPPER``; ``--histogram
@@ -34,6 +35,10 @@ error (a histogram is released in a query of its own), as is a second ``--epsilo
 (:data:`dpkit.cli._args.MAX_DELTA`: above it, delta is above 1/n for every table of two or
 more people), and should be far below 1/n.
 
+A CSV file declares no types: its columns are text, which numeric aggregates parse (text
+that is not a plain number counts as missing); ``--schema COL:TYPE`` declares a column's type
+(``int``, ``float``, ``str``, ``bool``, ``date``, ``datetime``), as ``Session(schema=...)``.
+
 ``--engine spark`` reads the file with a local Spark (``local[2]``, 127.0.0.1, see
 :func:`dpkit.session.engines.spark.local_session`) and runs the query there; only the
 aggregates and the released table come back. On a cluster, use the Python API under
@@ -48,7 +53,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import Once, check_delta_limit, once_each, terminal_width
+from dpkit.cli._args import (
+    Once,
+    add_schema,
+    check_delta_limit,
+    once_each,
+    schema_of,
+    terminal_width,
+)
 from dpkit.cli._errors import query_message
 from dpkit.cli._interrupt import Interrupted, InterruptWatch, settled
 from dpkit.errors import ParameterError
@@ -130,6 +142,7 @@ def register(sub: Any) -> None:
         "comma-separated edges E0 < E1 < ... (at least two; Age:0,18,65,100), or BINS "
         "equal-width bins from LOWER to UPPER (Age:0:100:10)",
     )
+    add_schema(p)
     p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
     p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
     p.add_argument(
@@ -284,7 +297,12 @@ def _data(text: str, engine: str) -> Any:
 
 
 def _spark_read(path: Path) -> Any:
-    """The file as a Spark DataFrame, read by a local Spark (nothing read by Python)."""
+    """The file as a Spark DataFrame, read by a local Spark (nothing read by Python).
+
+    A CSV file's columns are read as text, as the default engine reads them: Spark's
+    ``inferSchema`` would choose each column's type from its values, so one record could
+    change a type (and with it the query's outcome). ``--schema`` declares the types, which
+    the Session applies with its total cast."""
     from dpkit.session.engines.spark import local_session
 
     suffix = path.suffix.lower()
@@ -294,7 +312,7 @@ def _spark_read(path: Path) -> Any:
         )
     spark = local_session(app_name="dpkit query")
     if suffix == ".csv":
-        return spark.read.csv(str(path), header=True, inferSchema=True)
+        return spark.read.csv(str(path), header=True, inferSchema=False)
     return spark.read.parquet(str(path))
 
 
@@ -479,6 +497,7 @@ def run(args: argparse.Namespace) -> int:
         rng=args.seed,
         max_rows_per_unit=_max_rows(args.max_rows),
         max_groups_per_unit=args.max_groups,
+        schema=schema_of("query", args.schema),
     )
     q = session.query()
     if args.group_by:

@@ -416,6 +416,8 @@ class _Walker:
                 raise self.refuse("round with decimals outside 0..15", "round to 0..15 digits")
             if acc.dtype.is_integer():
                 return acc  # already whole: every engine returns the value itself
+            if name != "round" and acc.dtype.is_float():
+                return self.whole(acc, node)
             return self.rebuild(acc, node, [])
         if name in ("log", "sqrt", "exp", "sin", "cos"):
             return self.domain(acc, node)
@@ -436,7 +438,9 @@ class _Walker:
                 )
             return self.rebuild(acc, node, [])
         if name == "replace_strict" and node.kwargs.get("default") is not _no_default():
-            return self.rebuild(acc, node, [])
+            # narwhals holds a given default among the node's arguments, not its kwargs
+            others = [self.arg(v, node.str_as_lit) for v in node.exprs]
+            return self.rebuild(acc, node, others)
         if name in ("str.contains", "str.replace", "str.replace_all"):
             return self.regex(acc, node)
         if name in ("str.to_date", "str.to_datetime"):
@@ -530,6 +534,23 @@ class _Walker:
             raise self.refuse("negating an unsigned integer", "cast to a signed type first")
         masked = when(acc.expr != rng[0], acc.expr)  # -(min) does not exist in the type
         return self.typed(masked._append_node(_node(node.kind, node.name, [], node)))
+
+    def whole(self, acc: Typed, node: ExprNode) -> Typed:
+        """``floor`` or ``ceil`` of a float. Spark computes them as a 64-bit integer, which
+        fails (ANSI mode) on NaN, an infinity or a value beyond ``2**63``; a float of at
+        least ``2**52`` in magnitude (``2**23`` in Float32) is whole already, so only
+        smaller ones are rounded (the others masked to null first) and the rest pass as
+        they are. The result keeps the float type on every engine, with -0.0 as 0.0
+        (Spark's integer has no sign of zero)."""
+        x = acc.expr
+        top = float(2**23) if isinstance(acc.dtype, nw.Float32) else float(2**52)
+        small = x.abs() < top  # false for NaN and the infinities
+        masked = when(small, x)
+        rounded = masked._append_node(_node(node.kind, node.name, [], node, **node.kwargs))
+        rounded = rounded.cast(acc.dtype)
+        zero = nw.lit(0.0, acc.dtype)  # -0.0 as 0.0 (Polars simplifies away x + 0.0)
+        rounded = nw.when(rounded == 0).then(zero).otherwise(rounded)
+        return self.typed(nw.when(small).then(rounded).otherwise(x))
 
     def domain(self, acc: Typed, node: ExprNode) -> Typed:
         self.check_number(acc, node.name)

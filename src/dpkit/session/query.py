@@ -33,7 +33,7 @@ from dpkit.session._plan import (
     split,
 )
 from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
-from dpkit.session._total import total_predicate
+from dpkit.session._total import total_expression, total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 from dpkit.statistics._input import check_alpha
@@ -65,7 +65,16 @@ def _check_filter(expr: Any, schema: Any) -> nw.Expr:
             f"Query.filter: expected a narwhals expression (import narwhals as nw); got "
             f"{type(expr).__module__}.{type(expr).__name__}{hint}"
         )
-    return total_predicate(expr, schema, "Query.filter")[0]
+    cond, read = total_predicate(expr, schema, "Query.filter")
+    if read:
+        return cond
+    # a condition on no column (nw.lit(1) == 1) holds on every row or on none: decided now
+    # from the expression alone (no data), and kept as a row-by-row condition, since engines
+    # refuse a filter by a single value
+    one = nw.from_native(pl.DataFrame({"__dpkit_one": [0]}))
+    holds = bool(one.select(cond.alias("__dpkit_holds")).to_native()["__dpkit_holds"][0])
+    anchor = nw.col(next(iter(schema)))
+    return anchor.is_null() | ~anchor.is_null() if holds else anchor.is_null() & ~anchor.is_null()
 
 
 def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
@@ -80,8 +89,8 @@ def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
     else:
         return lf
     raise ParameterError(
-        f"Query.filter: the filter cannot run on this data's schema ({failed}); the engine's "
-        "message is not shown. Check the columns the filter names and their types"
+        f"Query: a filter or added column cannot run on this data's schema ({failed}); the "
+        "engine's message is not shown. Check the columns they name and their types"
     )
 
 
@@ -256,6 +265,7 @@ class Query:
         "_aggs",
         "_auto_rows",
         "_by",
+        "_derived",
         "_filters",
         "_groups_given",
         "_keys",
@@ -276,6 +286,8 @@ class Query:
     ) -> None:
         self._s = session
         self._filters: tuple[nw.Expr, ...] = ()
+        #: row-level columns, one group per with_columns call: ((name, total expr, type), ...)
+        self._derived: tuple[tuple[tuple[str, nw.Expr, Any], ...], ...] = ()
         self._by: tuple[str, ...] = ()
         self._keys: Any = None
         self._aggs: tuple[Aggregate, ...] = ()
@@ -358,10 +370,96 @@ class Query:
         other than ISO, windows) are refused with a hint. The filter runs on the data only
         in a release, after its cost is charged; ``explain()`` never evaluates it.
         """
-        schema = self._s._schema
+        schema = self._schema()
         return self._copy(
             _filters=self._filters + tuple(_check_filter(p, schema) for p in predicates)
         )
+
+    def with_columns(self, **columns: nw.Expr) -> Query:
+        """Add columns computed from each row's own values, for :meth:`filter`,
+        :meth:`group_by` and the aggregates to use by name.
+
+        Parameters
+        ----------
+        **columns : narwhals.Expr
+            ``name=expression``: row-by-row expressions on the table's columns and on
+            columns added before (``decade=(nw.col("Age") / 10).floor() * 10``). The
+            expressions of one call see the table as it was before the call.
+
+        Returns
+        -------
+        Query
+            A new query.
+
+        Raises
+        ------
+        TypeError
+            Not a narwhals expression.
+        ParameterError
+            A name the table (or an earlier ``with_columns``) already has, a name starting
+            with dpkit's reserved prefix, an expression that reads no column, has no type,
+            looks at other rows or is not total (as for :meth:`filter`); from the
+            expressions and the schema alone, before anything is spent.
+
+        Notes
+        -----
+        Each expression is rebuilt as a total expression (:mod:`dpkit.session._total`): a
+        cast that cannot convert a value, a division by zero or an overflowing integer
+        operation gives null, never an error. The columns are computed in the engine, in
+        every release, before the filters and the bounding.
+
+        Privacy
+        -------
+        A column computed from each row alone is a row-by-row (1-stable) transformation:
+        adding or removing a unit adds or removes the same rows with their new columns, so
+        every sensitivity of the query is unchanged.
+        """
+        return self._with_columns(columns, internal=False)
+
+    def _with_columns(self, columns: dict[str, Any], *, internal: bool) -> Query:
+        """:meth:`with_columns`; ``internal=True`` lets dpkit's own front ends (SQL) name
+        their working columns with the reserved prefix, which no data column can have."""
+        owner = "Query.with_columns"
+        schema = self._schema()
+        group: list[tuple[str, nw.Expr, Any]] = []
+        for name, expr in columns.items():
+            if name in schema:
+                raise ParameterError(
+                    f"{owner}: the table already has a column {name!r}; give the new column "
+                    "another name"
+                )
+            if name.startswith(ex.RESERVED) and not internal:
+                raise ParameterError(
+                    f"{owner}: names starting with {ex.RESERVED!r} are reserved for dpkit's "
+                    f"working columns; rename {name!r}"
+                )
+            if not isinstance(expr, nw.Expr):
+                raise TypeError(
+                    f"{owner}: {name}= must be a narwhals expression (import narwhals as nw); "
+                    f"got {type(expr).__module__}.{type(expr).__name__}"
+                )
+            typed, read = total_expression(expr, schema, owner)
+            if not read:
+                raise ParameterError(
+                    f"{owner}: {name}= reads no column; a constant is the same on every row "
+                    "(use it in the aggregate's parameters instead)"
+                )
+            if isinstance(typed.dtype, nw.Unknown):
+                raise ParameterError(
+                    f"{owner}: {name}= has no type (a bare null); cast it, for example "
+                    "nw.lit(None).cast(nw.Float64)"
+                )
+            group.append((name, typed.expr, typed.dtype))
+        if not group:
+            return self
+        return self._copy(_derived=(*self._derived, tuple(group)))
+
+    def _schema(self) -> dict[str, Any]:
+        """The public schema the query's steps see: the table's, then the added columns."""
+        schema = dict(self._s._schema)
+        for group in self._derived:
+            schema.update((name, dtype) for name, _, dtype in group)
+        return schema
 
     def group_by(
         self,
@@ -471,7 +569,7 @@ class Query:
             raise ParameterError("query: nothing to release; add aggregates with .agg(...)")
         s._check_unchanged()
         lf = s._table(rows=False)
-        schema = s._schema
+        schema = self._schema()
         parsed = self._parsed()
         for c in parsed:
             if c in self._by or c == s.privacy_unit:
@@ -522,9 +620,12 @@ class Query:
                             "distinct name=..."
                         )
                     names.append(col)
+        # the table-wide facts of table_clean hold for the table's own columns only
+        added = {name for group in self._derived for name, _, _ in group}
+        shared = not any(a.column in added for a in self._aggs)
         return ex.Context(
             ex.Guarded(s._engine),  # engine errors quote no data
-            _checked(self._rows_of(lf)) if self._filters else self._rows_of(lf),
+            _checked(self._rows_of(lf)) if self._filters or added else self._rows_of(lf),
             schema,
             s.privacy_unit,
             self._max_rows,
@@ -532,8 +633,8 @@ class Query:
             self._by,
             keys,
             self._aggs,
-            table=s._frame if s._known_clean is not None else None,
-            known_clean=s._known_clean,
+            table=s._frame if s._known_clean is not None and shared else None,
+            known_clean=s._known_clean if shared else None,
         )
 
     def _rows_of(self, table: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
@@ -546,6 +647,10 @@ class Query:
         ``max_rows_per_unit`` rows): the release is the same function of the named units'
         rows whatever the unnamed rows are."""
         s = self._s
+        schema = dict(s._schema)
+        for group in self._derived:  # each call's columns, from the columns before it
+            table = s._engine.converted(table, {n: e for n, e, _ in group}, schema)
+            schema.update((n, t) for n, _, t in group)
         conds = list(self._filters)
         if s.privacy_unit is not None:
             unit = nw.col(s.privacy_unit)
@@ -554,7 +659,7 @@ class Query:
             if public_float and table.collect_schema()[s.privacy_unit].is_float():
                 named = named & ~unit.is_nan()  # a pandas unit keeps its own (int) type
             conds.append(named.fill_null(False))
-        rows = s._engine.where(table, conds, s._schema)
+        rows = s._engine.where(table, conds, schema)
         parsed = self._parsed()
         if parsed:  # text with no declared type, as numbers for the aggregates (total parse)
             numbers = {c: parse_number(nw.col(c)) for c in parsed}
@@ -635,7 +740,7 @@ class Query:
             selection_weight=self._sel_w,
             reuse=self._reuse(aggs, k),
             private=private,
-            schema=self._s._schema,
+            schema=self._schema(),
             pre_threshold=self._pre,
         )
         return dataclasses.replace(

@@ -67,6 +67,12 @@ class Session:
         value that does not convert is null. Needed where the data declares no type a query
         relies on: a CSV file's columns are text, a pandas column of NumPy integers is
         Float64 (see *Public* below).
+    name : str, default "data"
+        The table's name in SQL queries (``FROM data``; see :meth:`sql`).
+    public : mapping of table name to frame, optional
+        Public tables SQL queries may join to the private rows by one equality on a key
+        (``JOIN regions r ON data.region = r.id``), whose columns can then be group keys
+        with public values. Read into Polars here: their rows are public.
 
     Raises
     ------
@@ -152,7 +158,13 @@ class Session:
         max_rows_level: float = 0.95,
         max_rows_cap: int = 1000,
         schema: Any = None,
+        name: str = "data",
+        public: Any = None,
     ) -> None:
+        from dpkit.session._sql._public import check_name, check_public
+
+        self._sql_name = check_name(name)
+        self._sql_public = check_public(public, self._sql_name)
         self._auto_rows = auto_rows("Session", max_rows_share, max_rows_level, max_rows_cap)
         self._engine = engine_for(data)
         if (budget is None) == (accountant is None):
@@ -334,6 +346,113 @@ class Session:
     def _spend(self, cost: PrivacyLoss, label: str) -> None:
         # add/remove one row or one unit: the relation every Session guarantee holds under
         self.accountant.spend(cost, label=label, relation="unbounded")
+
+    def sql(
+        self,
+        query: str,
+        *,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        rho: float | None = None,
+        bounds: Any = None,
+        keys: Any = None,
+        alpha: float = 0.05,
+        explain: bool = False,
+        measure: bool = False,
+        noise: str | None = None,
+        rng: Any = None,
+        label: str | None = None,
+        max_rows_per_unit: int | str | None = None,
+        max_groups_per_unit: int | None = None,
+    ) -> Any:
+        """Release one SQL SELECT, compiled into this Session's own query plan.
+
+        The query is parsed (sqlglot, DuckDB's dialect) and compiled into
+        ``query().with_columns(...).filter(...).group_by(..., keys=...).agg(...)``: the
+        same plan, checks, engines, bounding and noise as a query written in Python. The
+        SQL text is never run by an engine. The grammar, each construct's mechanism and
+        the refusals are in ``docs/sql.md``.
+
+        Parameters
+        ----------
+        query : str
+            One ``SELECT ... FROM <name> [JOIN public ...] [WHERE ...] [GROUP BY ...]
+            [HAVING ...] [ORDER BY ...] [LIMIT n]``, with optional ``WITH`` clauses of
+            row-level steps; a leading ``EXPLAIN`` returns the plan and spends nothing.
+        epsilon, delta, rho, alpha, noise, rng, label
+            As for :meth:`Query.measure`.
+        bounds : dict, optional
+            ``{column or alias: (lower, upper) or "auto"}`` for sums, means, variances
+            and quantiles (``CLAMP(x, lower, upper)`` in the query works too).
+        keys : dict or frame, optional
+            Public group keys: ``{GROUP BY column: [values, ...]}`` (every combination is
+            a group) or a frame of the GROUP BY columns; otherwise a joined public table's
+            values, or groups chosen privately (needs ``delta > 0``).
+        explain : bool, default False
+            Return the plan (a :class:`~dpkit.session._plan.Plan` whose notes say what the
+            SQL compiled into, and what is post-processing); spend nothing.
+        measure : bool, default False
+            Return the :class:`QueryRelease` (frame, cost, plan, releases) instead of the
+            frame.
+        max_rows_per_unit, max_groups_per_unit : optional
+            As for :meth:`query`.
+
+        Returns
+        -------
+        DataFrame, QueryRelease or Plan
+            The released table: the SELECT list in order, each aggregate with its
+            ``_low`` / ``_high`` interval; pandas for pandas data, Spark for Spark data,
+            Polars otherwise.
+
+        Raises
+        ------
+        ParameterError, TypeError
+            A construct with no private counterpart (``MIN``, ``SELECT *``, a window, a
+            join of private tables, a bare column, an aggregate without bounds, ...),
+            refused with a hint before anything is spent; the errors of
+            :meth:`Query.measure`.
+        BudgetExceededError
+            The release would overspend: nothing is spent.
+
+        Privacy
+        -------
+        That of :meth:`Query.measure` for the compiled query (one accountant entry,
+        add/remove one unit). What SQL asks after the aggregates (HAVING, ORDER BY,
+        LIMIT, arithmetic between released values) runs on the released table:
+        post-processing, with no further cost.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import dpkit as dp
+        >>> df = pl.DataFrame({"Sex": ["F", "M"] * 100, "Age": [30, 50] * 100})
+        >>> s = dp.Session(df, budget=dp.PureDP(1.0), rng=7)
+        >>> s.sql(
+        ...     "SELECT Sex, COUNT(*) AS n FROM data GROUP BY Sex",
+        ...     epsilon=0.5,
+        ...     keys={"Sex": ["F", "M"]},
+        ... ).columns
+        ['Sex', 'n', 'n_low', 'n_high']
+        """
+        from dpkit.session._sql import run
+
+        return run(
+            self,
+            query,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            bounds=bounds,
+            keys=keys,
+            alpha=alpha,
+            explain=explain,
+            measure=measure,
+            noise=noise,
+            rng=rng,
+            label=label,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
+        )
 
     # -- one-statistic shortcuts -----------------------------------------------------------
 

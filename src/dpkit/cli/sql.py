@@ -1,0 +1,253 @@
+"""``dpkit sql``: a differentially private SELECT on a CSV or Parquet file (or 'adult').
+
+Examples::
+
+    dpkit sql adult "SELECT Sex, COUNT(*), AVG(Age) FROM data GROUP BY Sex" \\
+        --epsilon 1 --keys sex.csv --bounds Age:0:100
+    dpkit sql data.csv "SELECT MEDIAN(income) FROM data WHERE Age >= 18" \\
+        --schema Age:int --schema income:float --bounds income:0:200000 --epsilon 0.5
+    dpkit sql data.parquet "SELECT r.name, COUNT(*) FROM data d JOIN regions r
+        ON d.region = r.id GROUP BY r.name" --public regions=regions.csv --epsilon 1
+    dpkit sql adult "EXPLAIN SELECT QUANTILE_CONT(Age, [0.1, 0.5, 0.9]) FROM data" \\
+        --epsilon 1 --bounds Age:0:100
+
+The query is compiled into the Session's own plan (:meth:`dpkit.Session.sql`; the grammar,
+each construct's mechanism and the refusals are in ``docs/sql.md``); it never reaches an
+engine as SQL. ``DATA`` is read as ``dpkit query`` reads it (``--engine spark`` included),
+and is the table ``data`` (``--name`` renames it). ``--bounds COL:LOWER:UPPER`` or
+``COL:auto`` bounds an aggregated column (or an aggregate's alias); ``--keys FILE`` is a CSV
+of public group keys, one column per GROUP BY key (named as in the output); ``--public
+NAME=FILE`` registers a public table for joins. ``EXPLAIN SELECT ...`` or ``--explain``
+prints the plan and spends nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from dpkit.cli._args import add_schema, check_delta_limit, once_each, schema_of, terminal_width
+from dpkit.cli._errors import query_message
+from dpkit.cli.query import (
+    ENGINES,
+    LAYOUTS,
+    _accountant,
+    _data,
+    _json_number,
+    _max_rows,
+    _measure,
+    _number,
+    _polars,
+    _table,
+)
+from dpkit.errors import ParameterError
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``sql`` subcommand."""
+    p = sub.add_parser(
+        "sql",
+        help="release a differentially private SELECT (counts, means, quantiles, ...)",
+        description="Release one SQL SELECT on a CSV or Parquet file (or 'adult', the bundled "
+        "data), compiled into the same private plan as `dpkit query`: each aggregate with its "
+        "confidence interval. EXPLAIN SELECT ... (or --explain) prints the plan and spends "
+        "nothing.",
+    )
+    once_each(p)
+    p.add_argument("data", metavar="DATA", help="a .csv or .parquet file, or 'adult'")
+    p.add_argument("query", metavar="QUERY", help='one SELECT, such as "SELECT COUNT(*) FROM data"')
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="polars",
+        help="where the query runs: polars (default) or spark (a local Spark)",
+    )
+    p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=0.0,
+        help="delta (default 0: pure DP; > 0 lets GROUP BY choose its groups privately)",
+    )
+    p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
+    p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
+    p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
+    p.add_argument(
+        "--max-rows",
+        default=None,
+        metavar="K",
+        help="rows kept per unit (an int), or 'auto' to choose it privately",
+    )
+    p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
+    p.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="COL:LOWER:UPPER|COL:auto",
+        help="bounds of an aggregated column or alias (repeatable); COL:auto chooses them "
+        "privately (sums, means, variances)",
+    )
+    p.add_argument(
+        "--keys", default=None, help="CSV file of public group keys (the GROUP BY columns)"
+    )
+    p.add_argument(
+        "--public",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="register a public table (CSV or Parquet) that the query may JOIN (repeatable)",
+    )
+    p.add_argument("--name", default="data", help="the table's name in the query (default data)")
+    add_schema(p)
+    p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
+    p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (a value past the float range is null)"
+    )
+    p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
+    p.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="auto",
+        help="the printed table: wide, long or auto (long when wide is wider than the terminal)",
+    )
+    p.set_defaults(
+        func=run,
+        error_text=query_message,
+        interrupted="interrupted before the spend: nothing was charged or released",
+    )
+
+
+def _bounds(specs: list[str]) -> dict[str, Any] | None:
+    """``--bounds COL:LOWER:UPPER`` or ``COL:auto`` (split from the right: a column name may
+    hold colons) as the ``bounds=`` of :meth:`Session.sql`."""
+    out: dict[str, Any] = {}
+    for spec in specs:
+        col, _, last = spec.rpartition(":")
+        if last == "auto" and col:
+            out[col] = "auto"
+            continue
+        parts = spec.rsplit(":", 2)
+        if len(parts) != 3 or not parts[0]:
+            raise ParameterError(
+                f"sql: --bounds takes COLUMN:LOWER:UPPER or COLUMN:auto; got {spec!r}"
+            )
+        out[parts[0]] = (_number(parts[1], "--bounds lower"), _number(parts[2], "--bounds upper"))
+    return out or None
+
+
+def _read_table(path: str, what: str) -> Any:
+    import polars as pl
+
+    p = Path(path)
+    if not p.is_file():
+        raise ParameterError(f"sql: no such file {path!r} for {what}")
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            return pl.read_parquet(p)
+        return pl.read_csv(p, infer_schema_length=10_000)
+    except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
+        raise ParameterError(f"sql: cannot read {what} {path!r} ({type(err).__name__})") from None
+
+
+def _public(specs: list[str]) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for spec in specs:
+        name, eq, path = spec.partition("=")
+        if not eq or not name or not path:
+            raise ParameterError(f"sql: --public takes NAME=FILE; got {spec!r}")
+        if name in out:
+            raise ParameterError(f"sql: --public names {name!r} twice")
+        out[name] = _read_table(path, f"the public table {name!r}")
+    return out or None
+
+
+def run(args: argparse.Namespace) -> int:
+    import dpkit as dp
+
+    check_delta_limit("sql", args.delta)
+    bounds = _bounds(args.bounds)
+    keys = None if args.keys is None else _read_table(args.keys, "the --keys file")
+    acct = _accountant(args)
+    session = dp.Session(
+        _data(args.data, args.engine),
+        privacy_unit=args.unit,
+        accountant=acct,
+        rng=args.seed,
+        max_rows_per_unit=_max_rows(args.max_rows),
+        max_groups_per_unit=args.max_groups,
+        schema=schema_of("sql", args.schema),
+        name=args.name,
+        public=_public(args.public),
+    )
+    release = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "rho": args.rho,
+        "alpha": args.alpha,
+        "bounds": bounds,
+        "keys": keys,
+    }
+    text = args.query
+    plan = session.sql(text, **release, explain=True)  # every refusal before any spend
+    if args.explain or text.lstrip()[:7].upper() == "EXPLAIN":
+        print(json.dumps({"plan": str(plan)}) if args.json else plan)
+        return 0
+    rel = _measure(_SqlQuery(session, text, release), {}, acct, args.ledger)
+    args.interrupted = (
+        f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
+        "the output above may be incomplete"
+    )
+    frame = _polars(rel.frame)
+    if args.json:
+        out = {
+            "columns": frame.columns,
+            "rows": [[_json_number(v) for v in r] for r in frame.rows()],
+            "privacy": repr(rel.privacy),
+            "relation": rel.relation,
+            "privacy_unit": rel.privacy_unit,
+            "label": rel.label,
+            "threshold": rel.threshold,
+            "alpha": args.alpha,
+            "bounds": {
+                name: {
+                    "bounds": list(b.bounds),
+                    "clipped_fraction": b.clipped_fraction,
+                    "fallback": b.fallback,
+                }
+                for name, b in rel.bounds.items()
+            },
+            "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
+        }
+        print(json.dumps(out, default=str, allow_nan=False))
+        return 0
+    print(_table(frame, args.layout, terminal_width()))
+    print(
+        f"privacy cost {rel.privacy!r} (add/remove one "
+        f"{'row' if rel.privacy_unit is None else repr(rel.privacy_unit)}); "
+        f"intervals at level {1 - args.alpha:g}"
+    )
+    if rel.threshold is not None:
+        print(f"groups released only if their noisy count of units reached {rel.threshold}")
+    for name, b in rel.bounds.items():
+        print(f"{name}: bounds chosen privately {b.bounds} (global)")
+    if rel.contribution is not None:
+        print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
+    return 0
+
+
+class _SqlQuery:
+    """The release as ``dpkit query`` runs one (``measure(**release)``), for its interrupt
+    handling."""
+
+    def __init__(self, session: Any, text: str, release: dict[str, Any]) -> None:
+        self.session = session
+        self.text = text
+        self.release = release
+
+    def measure(self) -> Any:
+        return self.session.sql(self.text, **self.release, measure=True)
