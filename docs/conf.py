@@ -8,12 +8,16 @@ the network when it is built or read.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import dpkit
 
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+# the pages' kernels inherit this environment: no terminal width, so the command line's
+# tables are laid out as in the snapshots whatever shell runs the build
+os.environ.pop("COLUMNS", None)
 
 project = "dpkit"
 author = "dpkit developers"

@@ -111,6 +111,9 @@ def _page_environment(workdir: Path) -> Iterator[list[str]]:
         plt.close("all")
 
     old_show, old_cwd = plt.show, Path.cwd()
+    # no terminal width: the CLI lays its tables out by $COLUMNS, which pytest-xdist's
+    # workers set to 80 and a shell may export; the site's build unsets it too (conf.py)
+    old_columns = os.environ.pop("COLUMNS", None)
     plt.show = show
     os.chdir(workdir)
     try:
@@ -119,6 +122,8 @@ def _page_environment(workdir: Path) -> Iterator[list[str]]:
         plt.show = old_show
         os.chdir(old_cwd)
         plt.close("all")
+        if old_columns is not None:
+            os.environ["COLUMNS"] = old_columns
 
 
 def run_page(page: Path, workdir: Path | None = None) -> list[str]:
