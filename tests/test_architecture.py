@@ -13,7 +13,7 @@ SRC = Path(dpkit.__file__).parent
 # lower index = lower layer; a module may import only its own layer or lower ones
 LAYERS = [
     {"samplers", "errors", "_validate", "_lattice", "datasets"},
-    {"accounting"},
+    {"accounting", "release"},
     {"mechanisms"},
     {"queries", "sensitivity"},
     {"frameworks"},

@@ -11,8 +11,6 @@ import numpy as np
 from dpkit._lattice import Values, parse_values, round_values, unit_for
 from dpkit._lattice import units as lattice_units
 from dpkit._validate import check_number, describe
-from dpkit.accounting.guard import check_accountant
-from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
 __all__ = [
@@ -26,22 +24,12 @@ __all__ = [
     "on_grid",
     "public_range",
     "quantile_of",
-    "spend",
 ]
 
 #: The output grid of a framework is ``2**(floor(log2(upper - lower)) - GRID_BITS)``: about
 #: ``GRID_BITS`` binary digits below the width of the bounds. It depends on the bounds only
 #: (public), never on the data.
 GRID_BITS = 30
-
-
-def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
-    """Charge ``cost``, which holds under ``relation``, to ``accountant`` (if any) before any
-    noise is drawn. ``accountant`` must be None or an Accountant
-    (:func:`dpkit.accounting.guard.check_accountant`)."""
-    acct = check_accountant(label, accountant)
-    if acct is not None:
-        acct.spend(cost, label=label, relation=relation)
 
 
 def grid_for_bounds(lower: float, upper: float, bits: int = GRID_BITS) -> float:

@@ -67,6 +67,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -74,11 +75,10 @@ from dpkit.frameworks._common import (
     check_grid_bounds,
     grid_for_bounds,
     quantile_of,
-    spend,
 )
 from dpkit.frameworks._inverse_select import select_sample
 from dpkit.frameworks._quantile_em import Counts, Lattice, Measure, cells, draw_cells
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 

@@ -58,6 +58,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -70,10 +71,9 @@ from dpkit.frameworks._common import (
     noise_spacing,
     on_data_lattice,
     public_range,
-    spend,
 )
-from dpkit.mechanisms.release import Release
 from dpkit.queries import statistic_on_grid
+from dpkit.release import Release
 from dpkit.samplers import as_source
 
 __all__ = [

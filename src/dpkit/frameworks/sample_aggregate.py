@@ -33,6 +33,7 @@ from dpkit._validate import (
     describe,
     is_real,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -42,10 +43,9 @@ from dpkit.frameworks._common import (
     grid_for,
     laplace_units,
     mean_on_grid,
-    spend,
 )
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source, permutation, permutations
 
 __all__ = ["chunk_outputs", "sample_and_aggregate", "sample_and_aggregate_sample"]

@@ -61,6 +61,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
@@ -72,10 +73,9 @@ from dpkit.frameworks._common import (
     grid_release,
     on_data_lattice,
     public_range,
-    spend,
 )
-from dpkit.mechanisms.release import Release
 from dpkit.queries import statistic_on_grid
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
 

@@ -10,8 +10,6 @@ import numpy as np
 
 from dpkit._lattice import Values, parse_values, round_values
 from dpkit._validate import as_real_array, check_int
-from dpkit.accounting.guard import check_accountant
-from dpkit.accounting.loss import PrivacyLoss
 from dpkit.errors import ParameterError
 
 __all__ = [
@@ -23,25 +21,12 @@ __all__ = [
     "measured",
     "pow2_at_most",
     "restore_shape",
-    "spend",
     "zero_noise_probability",
 ]
 
 #: Largest |value / grid| a continuous mechanism accepts: the lattice coordinates and the noise
 #: must fit comfortably in int64.
 _MAX_LATTICE = 2.0**61
-
-
-def spend(accountant: Any, privacy: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
-    """Charge ``privacy``, which holds under ``relation``, to ``accountant`` (if any) before
-    any noise is drawn.
-
-    ``accountant`` must be ``None`` or an Accountant (:func:`dpkit.accounting.guard.
-    check_accountant`): anything else is a TypeError naming it, raised before any charge.
-    """
-    acct = check_accountant(label, accountant)
-    if acct is not None:
-        acct.spend(privacy, label=label, relation=relation)
 
 
 def check_size(owner: str, size: Any) -> int:
@@ -182,7 +167,7 @@ def measured(
     ``details(d)`` gives the mechanism's own entries. The interval is given for a scalar only
     (``value +- accuracy``, each coordinate's own for arrays is ``accuracy(alpha, d)``).
     """
-    from dpkit.mechanisms.release import Release
+    from dpkit.release import Release
 
     owner = type(mech).__name__
     mech.accuracy(alpha, 1)  # validate `alpha` before anything is spent

@@ -16,6 +16,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -26,7 +27,6 @@ from dpkit.mechanisms._common import (
     grid_round,
     measured,
     restore_shape,
-    spend,
 )
 from dpkit.mechanisms._gaussian_calibration import (
     LatticePlan,
@@ -38,7 +38,7 @@ from dpkit.mechanisms._gaussian_calibration import (
     integer_plan,
     lattice_plan,
 )
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers._discrete import discrete_gaussian, discrete_gaussian_tc
 

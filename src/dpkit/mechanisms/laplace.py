@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_int, check_positive, check_relation
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms._common import (
@@ -21,9 +22,8 @@ from dpkit.mechanisms._common import (
     lattice_grid,
     measured,
     restore_shape,
-    spend,
 )
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace
 

@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import as_real_array, check_choice, check_positive, check_relation
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import MIN_GRID, check_size, pow2_at_most, spend
+from dpkit.mechanisms._common import MIN_GRID, check_size, pow2_at_most
 from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
 from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace, bernoulli_exp_pairs
 from dpkit.samplers.heavy_tailed import uniform_below

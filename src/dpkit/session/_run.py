@@ -18,7 +18,7 @@ import polars as pl
 
 from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.session import _execute as ex
 from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan

@@ -51,9 +51,9 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_bounds, check_choice, check_number, check_positive, is_real
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
 from dpkit.frameworks._quantile_view import draw_view_many, root_view
 from dpkit.samplers import MAX_NOISE_SCALE, BitSource, as_source

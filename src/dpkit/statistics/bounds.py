@@ -51,9 +51,9 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import (
     as_rational_level,

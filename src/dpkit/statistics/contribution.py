@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_choice, check_int, check_positive, describe
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import (
     as_rational_level,

@@ -38,11 +38,11 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
 from dpkit.frameworks._quantile_em import Lattice
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
 from dpkit.statistics._input import check_alpha, record_array
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
