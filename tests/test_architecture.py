@@ -14,6 +14,7 @@ SRC = Path(dpkit.__file__).parent
 LAYERS = [
     {"samplers", "errors", "_validate", "_lattice", "datasets"},
     {"accounting", "release"},
+    {"noise"},
     {"mechanisms"},
     {"queries", "sensitivity"},
     {"frameworks"},

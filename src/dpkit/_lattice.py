@@ -47,6 +47,7 @@ from dpkit._validate import as_real_array
 from dpkit.errors import ParameterError
 
 __all__ = [
+    "GRID_BITS",
     "MAX_UNITS",
     "Values",
     "check_unit",
@@ -60,6 +61,11 @@ __all__ = [
 
 #: Every ``|bound / unit|`` is below this, so float64 holds every lattice point exactly.
 MAX_UNITS = 2**52
+
+#: Binary digits of a lattice below the width of its bounds: the unit of ``(lower, upper)``
+#: is ``2**(floor(log2(upper - lower)) - GRID_BITS)`` (:func:`unit_for`), and an output grid
+#: is about ``2**-GRID_BITS`` of its noise scale. It depends on public figures only.
+GRID_BITS = 30
 
 #: Integers below this magnitude convert to float64 exactly.
 _EXACT_FLOAT_INT = 2**53
@@ -108,7 +114,12 @@ def check_unit(owner: str, unit: Any, lower: float, upper: float) -> tuple[int, 
 
 
 def unit_for(
-    lower: float, upper: float, bits: int = 30, *, owner: str = "unit_for", name: str = "bounds"
+    lower: float,
+    upper: float,
+    bits: int = GRID_BITS,
+    *,
+    owner: str = "unit_for",
+    name: str = "bounds",
 ) -> float:
     """The lattice unit dpkit uses for ``bounds``: a power of two from the bounds alone.
 

@@ -632,7 +632,8 @@ class _Task:
 
 def _run_global(t: _Task) -> _Out:
     from dpkit import queries
-    from dpkit.frameworks._common import grid_for, laplace_units, noise_spacing, on_data_lattice
+    from dpkit.frameworks._common import on_data_lattice
+    from dpkit.noise.grid import grid_for, laplace_units, noise_spacing
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     # the statistics are exact: records mapped onto the lattice of the bounds (a per-record
@@ -701,8 +702,8 @@ def _run_smooth(t: _Task) -> _Out:
 
 
 def _run_saa(t: _Task) -> _Out:
-    from dpkit.frameworks._common import grid_for
     from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
+    from dpkit.noise.grid import grid_for
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     k = t.chunks  # validated by compare: 1 <= chunks <= n

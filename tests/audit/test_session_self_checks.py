@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 
 from dpkit.audit import targets
+from dpkit.noise import Noise
 from dpkit.session import _execute, _plan
-from dpkit.session._noise import Noise
 from dpkit.statistics import QuantileStage
 
 SEED = 20260101

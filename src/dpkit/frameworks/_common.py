@@ -8,10 +8,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpkit._lattice import Values, parse_values, round_values, unit_for
+from dpkit._lattice import GRID_BITS, unit_for
 from dpkit._lattice import units as lattice_units
 from dpkit._validate import check_number, describe
 from dpkit.errors import ParameterError
+from dpkit.noise.grid import MAX_FLOAT
 
 __all__ = [
     "EXACT_QUERIES",
@@ -21,30 +22,14 @@ __all__ = [
     "clamp_to_range",
     "grid_for_bounds",
     "on_data_lattice",
-    "on_grid",
     "public_range",
     "quantile_of",
 ]
-
-#: The output grid of a framework is ``2**(floor(log2(upper - lower)) - GRID_BITS)``: about
-#: ``GRID_BITS`` binary digits below the width of the bounds. It depends on the bounds only
-#: (public), never on the data.
-GRID_BITS = 30
 
 
 def grid_for_bounds(lower: float, upper: float, bits: int = GRID_BITS) -> float:
     """The power-of-two grid spacing used for outputs between ``lower`` and ``upper``."""
     return math.ldexp(1.0, math.floor(math.log2(upper - lower)) - bits)
-
-
-def on_grid(value: float, spacing: float) -> int:
-    """``round(value / spacing)`` as a Python int (half to even; ``spacing`` a power of two)."""
-    return round(Fraction(value) / Fraction(spacing))
-
-
-def grid_value(units: int, spacing: float) -> float:
-    """``units * spacing`` correctly rounded to float (exact while ``|units| < 2**53``)."""
-    return float(Fraction(units) * Fraction(spacing))
 
 
 #: The query names with an exact ``A(f, x, k)`` (``dpkit.sensitivity.at_distance.SUPPORTED``).
@@ -127,82 +112,6 @@ def as_sorted(arr: np.ndarray, lower: float, upper: float) -> np.ndarray:
     return out
 
 
-def spacing_for(scale: float, bits: int = GRID_BITS) -> float:
-    """Power-of-two grid about ``2**-bits`` times a public ``scale`` (never data-derived)."""
-    return math.ldexp(1.0, math.floor(math.log2(scale)) - bits)
-
-
-#: Largest noise scale a framework accepts. Heavy-tailed noise (Cauchy) exceeds ``2**62``
-#: times its scale with probability below ``2**-62``, so with scales up to ``2**960`` a
-#: release stays below ``2**1023``: never infinite (the rare excess is clipped to the
-#: largest float, a post-processing). Beyond it epsilon is absurdly small for the bounds.
-MAX_NOISE_SCALE = 2.0**960
-#: Smallest normal float: grids are never subnormal (``value / spacing`` must not overflow).
-_MIN_NORMAL = 2.0**-1022
-MAX_FLOAT = float.fromhex("0x1.fffffffffffffp+1023")
-
-
-def noise_spacing(
-    owner: str,
-    scale: float,
-    *,
-    extent: float,
-    params: str,
-    bits: int = GRID_BITS,
-    exact_bits: int = 52,
-    epsilon: float | None = None,
-) -> float:
-    """The output grid of a release with noise of public ``scale``, checked before spending.
-
-    ``spacing_for(scale)`` (about ``2**-30`` of the scale), made coarser where needed so that
-    every value of magnitude up to ``extent`` (public: the bounds) is below ``2**exact_bits``
-    grid units (exact in float64) and the spacing is a normal float. A coarser grid only adds its
-    own rounding, which the mechanisms charge (``laplace_on_grid`` adds the spacing to the
-    sensitivity), so the guarantee is unchanged; it happens only when epsilon is so large
-    that the noise is below ``2**-22`` of the bounds' magnitude.
-
-    Raises
-    ------
-    ParameterError
-        The scale is not a finite positive float or exceeds :data:`MAX_NOISE_SCALE`
-        (``params`` names the parameters responsible, e.g. epsilon).
-    """
-    if not (math.isfinite(scale) and 0 < scale <= MAX_NOISE_SCALE):
-        raise ParameterError(
-            f"{owner}: {params} give a noise scale of {scale:.3g}, outside (0, 2**960]: "
-            + (
-                "epsilon is too small for this sensitivity (the noise would swamp any value "
-                "and could overflow a float)"
-                if not scale > 0 or scale > MAX_NOISE_SCALE
-                else "the parameters are too extreme"
-            )
-        )
-    g = spacing_for(scale, bits) if scale >= 2.0**-990 else 0.0
-    _m, e = math.frexp(extent)  # extent < 2**e
-    spacing = max(g, math.ldexp(1.0, e - exact_bits), _MIN_NORMAL)
-    # Laplace noise on this grid (laplace_units) has scale (sensitivity + spacing) / epsilon,
-    # that is scale / spacing + 1 / epsilon grid steps: within the exact sampler's 2**50
-    if epsilon is not None and scale / spacing + 1 / epsilon > 2.0**50:
-        raise ParameterError(
-            f"{owner}: {params} give Laplace noise of more than 2**50 steps of its output grid "
-            "(the grid's own rounding is charged as sensitivity, adding 1 / epsilon steps), "
-            "beyond the exact sampler's range: epsilon is too small (about 1e-15 at least)"
-        )
-    return spacing
-
-
-def grid_release(units: Any, k: Any, spacing: float) -> np.ndarray:
-    """``(units + k) * spacing`` as float64, clipped to the finite floats.
-
-    Exact while ``|units + k| < 2**53``. The clip is post-processing and only ever acts with
-    probability below ``2**-62`` (see :data:`MAX_NOISE_SCALE`): no release is infinite.
-    """
-    total = np.asarray(units, dtype=np.float64) + np.asarray(k, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        out = total * spacing
-    return np.clip(out, -MAX_FLOAT, MAX_FLOAT)
-
-
 def check_grid_bounds(owner: str, lower: float, upper: float, *, name: str = "bounds") -> float:
     """The frameworks' data grid ``grid_for_bounds(lower, upper)``, checked to be a normal
     float with the bounds within ``2**52`` grid units of 0 (so grid units are exact)."""
@@ -221,73 +130,6 @@ def check_grid_bounds(owner: str, lower: float, upper: float, *, name: str = "bo
             "straddle or come near 0"
         )
     return spacing
-
-
-def grid_for(
-    scale: float,
-    lower: float,
-    upper: float,
-    bits: int = GRID_BITS,
-    *,
-    owner: str = "framework",
-    params: str = "`epsilon` and the sensitivity",
-    epsilon: float | None = None,
-) -> float:
-    """The output grid of a statistic valued in ``[lower, upper]``: :func:`spacing_for`
-    ``(scale)``, doubled until every value of the bounds is fewer than ``2**51`` grid steps
-    from zero, so that a value on the grid and its noise stay exact in float64 and int64.
-
-    Far from zero relative to the width (bounds ``(1e15, 1e15 + 1)``) the grid is therefore
-    about ``2**-51`` of the bounds' magnitude (0.5 there): float64 itself resolves no finer
-    than ``2**-52`` of it. The rounding is charged in the sensitivity like any grid. The
-    scale is checked (:func:`noise_spacing`; ``owner`` and ``params`` name the caller and
-    the parameters for the error), so this runs before any spend.
-
-    Examples
-    --------
-    >>> grid_for(1.0, 0.0, 100.0), grid_for(1 / 7, 1e15, 1e15 + 1)
-    (9.313225746154785e-10, 0.5)
-    """
-    top = max(abs(lower), abs(upper))
-    return noise_spacing(
-        owner, scale, extent=top, params=params, bits=bits, exact_bits=51, epsilon=epsilon
-    )
-
-
-def laplace_on_grid(
-    value: Any,
-    sensitivity: float,
-    epsilon: float,
-    spacing: float,
-    rng: Any,
-) -> tuple[np.ndarray, float]:
-    """``value`` rounded to the grid plus exactly sampled rounded Laplace noise.
-
-    The statistic rounded to the grid ``g`` has sensitivity at most ``sensitivity + g``;
-    the released ``g * round((f~ + X) / g)`` with ``X ~ Laplace((sensitivity + g) / epsilon)``
-    is a post-processing of the Laplace mechanism on ``f~`` (Dwork et al. 2006), so it is
-    ``epsilon``-DP. ``K = round(X / g)`` comes from
-    :func:`dpkit.samplers.heavy_tailed.rounded_laplace`. ``value`` is a float, an array, or an
-    exact statistic (int, :class:`~fractions.Fraction`, a sequence of them or a
-    :class:`dpkit._lattice.Values`), rounded to the grid exactly (:func:`on_lattice`); one
-    independent draw per value. Returns the released values and the noise scale.
-    """
-    return laplace_units(on_lattice(value, spacing).ravel(), sensitivity, epsilon, spacing, rng)
-
-
-def laplace_units(
-    units: np.ndarray, sensitivity: float, epsilon: float, spacing: float, rng: Any
-) -> tuple[np.ndarray, float]:
-    """:func:`laplace_on_grid` for a statistic already rounded to the grid: ``units`` (int64)
-    are multiples of ``spacing``."""
-    from dpkit.samplers.heavy_tailed import rounded_laplace
-
-    g = Fraction(spacing)
-    scale = (Fraction(sensitivity) + g) / Fraction(epsilon)
-    units = np.asarray(units, dtype=np.int64).ravel()
-    k = rounded_laplace(scale / g, units.size, rng)
-    out = grid_release(units, k, spacing)  # exact while |units + k| < 2**53
-    return out, float(scale)
 
 
 def mean_on_grid(outs: np.ndarray, lower: float, upper: float, spacing: float) -> np.ndarray:
@@ -311,16 +153,6 @@ def mean_on_grid(outs: np.ndarray, lower: float, upper: float, spacing: float) -
     twice = 2 * (num - quo * den)
     up = (twice > den) | ((twice == den) & (quo % 2 == 1))
     return (quo + up.astype(np.int64)).astype(np.int64)
-
-
-def on_lattice(value: Any, spacing: float) -> np.ndarray:
-    """``value / spacing`` rounded to the nearest integer (ties to even) as int64, exactly.
-
-    Floats go through exact power-of-two scaling and ``rint``; exact statistics (ints,
-    Fractions, :class:`dpkit._lattice.Values`) through rational arithmetic.
-    """
-    vals = value if isinstance(value, Values) else parse_values("framework", value)
-    return round_values("framework", vals, spacing, limit=2.0**52)
 
 
 class OnLattice(NamedTuple):

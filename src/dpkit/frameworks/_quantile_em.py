@@ -56,11 +56,10 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._lattice import check_unit, unit_for
+from dpkit._lattice import GRID_BITS, check_unit, unit_for
 from dpkit._lattice import units as lattice_units
 from dpkit._validate import is_real
 from dpkit.errors import InternalError, ParameterError
-from dpkit.frameworks._common import GRID_BITS
 from dpkit.samplers._discrete import uniform_one
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
@@ -81,8 +80,6 @@ __all__ = [
 #: Dyadic grids carrying atoms: spacings ``2**j * g`` for ``j = 0 .. GRID_BITS``.
 LEVELS = GRID_BITS + 1
 SUPPORTS = ("auto", "continuous")
-#: Largest denominator used for quantile levels and relative targets (public rounding).
-MAX_DENOMINATOR = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,12 +65,15 @@ from dpkit.frameworks._common import (
     check_bool,
     check_exact_query,
     clamp_to_range,
+    on_data_lattice,
+    public_range,
+)
+from dpkit.noise.grid import (
     grid_for,
+    grid_laplace_scale,
     laplace_on_grid,
     laplace_units,
     noise_spacing,
-    on_data_lattice,
-    public_range,
 )
 from dpkit.queries import statistic_on_grid
 from dpkit.release import Release
@@ -486,7 +489,7 @@ def _plan(
     distance = distance_to_high_sensitivity(
         q, lat.values, b, bounds=(lower, upper), relation=relation, cap=cap
     )
-    scale = float((Fraction(b) + Fraction(g_rel)) / Fraction(eps_rel))
+    scale = float(grid_laplace_scale(b, eps_rel, g_rel))
     return _Plan(
         b,
         ApproxDP(eps, dlt),

@@ -36,15 +36,9 @@ from dpkit._validate import (
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    check_bool,
-    check_grid_bounds,
-    clamp_to_range,
-    grid_for,
-    laplace_units,
-    mean_on_grid,
-)
+from dpkit.frameworks._common import check_bool, check_grid_bounds, clamp_to_range, mean_on_grid
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
+from dpkit.noise.grid import grid_for, laplace_units
 from dpkit.release import Release
 from dpkit.samplers import as_source, permutation, permutations
 

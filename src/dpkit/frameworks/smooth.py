@@ -65,19 +65,16 @@ from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._common import (
-    MAX_NOISE_SCALE,
     check_bool,
     check_exact_query,
     clamp_to_range,
-    grid_for,
-    grid_release,
     on_data_lattice,
     public_range,
 )
+from dpkit.noise.grid import MAX_GRID_NOISE_SCALE, grid_for, grid_release, heavy_tailed_units
 from dpkit.queries import statistic_on_grid
 from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
 
 __all__ = [
     "smooth_noise_parameters",
@@ -245,7 +242,7 @@ def _check_noise_range(noise: str, ratio: Fraction, spacing: float, params: str)
             f"{_OWNER}: {params} is too small: the Laplace noise would exceed 2**50 steps of "
             "the output grid, the exact sampler's range"
         )
-    if ratio * Fraction(spacing) > MAX_NOISE_SCALE:
+    if ratio * Fraction(spacing) > MAX_GRID_NOISE_SCALE:
         raise ParameterError(
             f"{_OWNER}: {params} give a noise scale above 2**960 for this data's smooth "
             "sensitivity: epsilon is too small for the bounds (the release could overflow)"
@@ -436,11 +433,7 @@ def _smooth_percentile(
 
 
 def _noise_units(p: dict[str, Any], size: int, source: Any) -> np.ndarray:
-    if p["noise"] == "laplace":
-        return rounded_laplace(p["ratio"], size, source)
-    if p["noise"] == "cauchy":
-        return rounded_cauchy(p["ratio"], size, source)
-    return rounded_student_t(p["df"], p["ratio"], size, source)
+    return heavy_tailed_units(p["noise"], p["ratio"], size, source, df=p["df"])
 
 
 def smooth_sensitivity_sample(

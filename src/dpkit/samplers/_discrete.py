@@ -27,7 +27,7 @@ NeurIPS 2020 (arXiv:2004.00010): discrete Laplace and Gaussian, Algorithms 1-3.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -59,11 +59,16 @@ __all__ = [
     "bernoulli_exp_int",
     "bernoulli_exp_pairs",
     "discrete_gaussian",
+    "discrete_gaussian_blocks",
     "discrete_laplace",
+    "discrete_laplace_blocks",
+    "draw_discrete_gaussian",
+    "draw_discrete_laplace",
     "geometric",
     "permutation",
     "random_signs",
     "uniform_int",
+    "uniform_one",
 ]
 
 _MAX_SCALE = Fraction(2**50)  # largest 1/x (geometric) or scale (Laplace): keeps G in int64
@@ -586,11 +591,39 @@ def _discrete_laplace_few(geo: _Geometric, size: int, source: BitSource) -> list
 _FEW = 16
 
 
-def _discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
+def draw_discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
+    """The kernel of :func:`discrete_laplace` for a caller that checked its arguments.
+
+    ``scale`` is a Fraction in ``(0, 2**50]``, ``size`` an int in ``[0, 2**28]`` and
+    ``source`` a :class:`BitSource`; nothing is validated again (the noise core,
+    :mod:`dpkit.noise`, checks the scale from public figures before any spend). The same
+    draws as :func:`discrete_laplace` for the same words.
+    """
     geo = _geometric_sampler(1 / scale)
     if size <= _FEW:
         return np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
     return _blocked(lambda k: _discrete_laplace_block(geo, k, source), size)
+
+
+def discrete_laplace_blocks(scale: Fraction, size: int, source: BitSource) -> Iterator[np.ndarray]:
+    """:func:`draw_discrete_laplace` block by block: the arrays yielded, concatenated, are
+    its draws (the same words in the same requests), so a caller can use each block (add
+    it to its values, write it out) while it is in cache and never hold all the draws at
+    once. A yielded array may be overwritten by the next one: use it before asking for
+    more."""
+    geo = _geometric_sampler(1 / scale)
+    if size <= _FEW:
+        yield np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
+        return
+    if size <= _BLOCK:
+        yield _discrete_laplace_block(geo, size, source)
+        return
+    for start in range(0, size, _BLOCK):
+        yield _discrete_laplace_block(geo, min(_BLOCK, size - start), source)
+
+
+#: the kernel's former private name (the samplers' own tests use it)
+_discrete_laplace = draw_discrete_laplace
 
 
 def discrete_laplace(scale: Any, size: int, rng: Any = None) -> np.ndarray:
@@ -763,13 +796,35 @@ def _discrete_gaussian_block(
     )
 
 
-def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+def draw_discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+    """The kernel of :func:`discrete_gaussian` (variance parameter ``s2``, a Fraction in
+    ``(0, 2**56]``) for a caller that checked its arguments, as :func:`draw_discrete_laplace`:
+    the same draws as :func:`discrete_gaussian` with ``sigma2=s2`` for the same words."""
     if s2 >= _ENVELOPE_MIN_S2:
         return _envelope_sampler(s2).sample(size, source)
     t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
     acc = _gauss_acceptance(s2, t)
     geo = _geometric_sampler(Fraction(1, t))
     return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
+
+
+def discrete_gaussian_blocks(s2: Fraction, size: int, source: BitSource) -> Iterator[np.ndarray]:
+    """:func:`draw_discrete_gaussian` block by block (as :func:`discrete_laplace_blocks`:
+    the blocks concatenated are its draws; use each before asking for the next)."""
+    if s2 >= _ENVELOPE_MIN_S2:
+        yield from _envelope_sampler(s2).blocks(size, source)
+        return
+    t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
+    acc = _gauss_acceptance(s2, t)
+    geo = _geometric_sampler(Fraction(1, t))
+    if size <= _GAUSS_BLOCK:
+        yield _discrete_gaussian_block(geo, acc, size, source)
+        return
+    for start in range(0, size, _GAUSS_BLOCK):
+        yield _discrete_gaussian_block(geo, acc, min(_GAUSS_BLOCK, size - start), source)
+
+
+_discrete_gaussian = draw_discrete_gaussian
 
 
 @lru_cache(maxsize=64)

@@ -75,9 +75,9 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import MAX_LEVEL_DENOMINATOR
 from dpkit.errors import InternalError
 from dpkit.frameworks._quantile_em import (
-    MAX_DENOMINATOR,
     Counts,
     Measure,
     cells,
@@ -217,7 +217,7 @@ def _rescale(t: Fraction, num: Fraction, den: Fraction) -> Fraction:
         return Fraction(0) if t <= num else Fraction(1)
     r = (t - num) / den
     r = min(max(r, Fraction(0)), Fraction(1))
-    return r.limit_denominator(MAX_DENOMINATOR)
+    return r.limit_denominator(MAX_LEVEL_DENOMINATOR)
 
 
 def approximate_quantiles(

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import check_size
 from dpkit.frameworks._quantile_em import Counts, Lattice, Measure
-from dpkit.mechanisms._common import check_size
 from dpkit.samplers import as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,

@@ -42,8 +42,9 @@ from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._quantile_em import Lattice
+from dpkit.noise import DiscreteLaplaceLaw, laplace_law
 from dpkit.release import Release
-from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
+from dpkit.samplers import MAX_NOISE_SCALE, as_source
 from dpkit.statistics._input import check_alpha, record_array
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import (
@@ -63,13 +64,9 @@ _VAR_BITS = 16
 
 
 def _laplace_halfwidth(scale: Fraction, beta: float) -> int:
-    """Smallest ``h`` with ``P[|Z| > h] = 2 a**(h+1) / (1 + a) <= beta`` (discrete Laplace)."""
-    a = math.exp(-1.0 / float(scale))
-    if 1e-300 < a < 1 - 1e-12:
-        h = math.log(beta * (1 + a) / 2) / math.log(a) - 1
-    else:  # a underflows or rounds to 1: log(a) = -1 / scale, finite for every scale
-        h = -float(scale) * (math.log(beta / 2) + math.log1p(a)) - 1
-    return max(0, math.ceil(h)) if h < 2.0**62 else 2**62
+    """Smallest ``h`` with ``P[|Z| > h] <= beta`` for discrete Laplace noise of ``scale``
+    (:meth:`dpkit.noise.DiscreteLaplaceLaw.half_width`)."""
+    return DiscreteLaplaceLaw(scale).half_width(beta)
 
 
 def _prepare(
@@ -195,8 +192,8 @@ def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
 
 
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
-    scale = Fraction(sens) / eps
-    return value + int(discrete_laplace(scale, 1, source)[0]), scale
+    noise = laplace_law(sens, eps)
+    return value + int(noise.draw(1, source)[0]), noise.scale
 
 
 def _moments(

@@ -33,7 +33,7 @@ from scipy import integrate, stats
 from scipy.signal import fftconvolve
 
 import dpkit as dp
-from dpkit.mechanisms._gaussian_calibration import smoothing_losses
+from dpkit.noise.gaussian_calibration import smoothing_losses
 
 # ----------------------------------------------------------------------------- exact curves
 
