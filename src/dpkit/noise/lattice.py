@@ -94,23 +94,25 @@ class LatticeValues:
         held = self.floats if self.floats is not None else self.points
         return 0 if held is None else int(held.size)
 
-    def _points(self, start: int, stop: int) -> np.ndarray:
-        """Lattice coordinates of flat positions ``[start, stop)`` of the values repeated
-        (``start`` and ``stop`` within one repetition or across several)."""
+    def _add_points(self, z: np.ndarray, start: int, scratch: _Scratch) -> None:
+        """Add to ``z`` the lattice coordinates of flat positions ``[start, start + z.size)``
+        of the values repeated (within one repetition or across several)."""
         n = self.size
-        pieces = []
-        while start < stop:
-            i = start % n
-            j = min(n, i + stop - start)
+        done = 0
+        while done < z.size:
+            i = (start + done) % n
+            j = min(n, i + z.size - done)
+            part = z[done : done + j - i]
             if self.points is not None:
-                pieces.append(self.points[i:j])
+                part += self.points[i:j]
             else:
                 assert self.floats is not None
-                scaled = self.floats[i:j] / self.grid  # exact: grid is a power of two
+                scaled, points = scratch.take(j - i)
+                np.divide(self.floats[i:j], self.grid, out=scaled)  # exact: a power of two
                 np.rint(scaled, out=scaled)
-                pieces.append(scaled.astype(np.int64))
-            start += j - i
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+                points[...] = scaled  # integer-valued floats below 2**61: exact
+                part += points
+            done += j - i
 
     def plus_noise(self, noise: Law, size: int | None, source: BitSource) -> Any:
         """``grid * (round(value / grid) + Z)`` with ``Z`` drawn from ``noise``.
@@ -123,11 +125,12 @@ class LatticeValues:
         n = self.size
         total = reps * n
         out = np.empty(total, dtype=np.float64)
+        scratch = _Scratch()
         pos = 0
         for z in noise.blocks(total, source):
             m = z.size
             if m:
-                z += self._points(pos, pos + m)  # the block is the caller's to change
+                self._add_points(z, pos, scratch)  # the block is the caller's to change
                 np.multiply(z, self.grid, out=out[pos : pos + m])  # a power of two: exact
             pos += m
         if size is None:
@@ -135,3 +138,17 @@ class LatticeValues:
                 return float(out.reshape(()))
             return out.reshape(self.shape)
         return out.reshape((size, *self.shape))
+
+
+class _Scratch:
+    """Two buffers reused by every block of one release (fresh large arrays page-fault)."""
+
+    def __init__(self) -> None:
+        self.scaled = np.empty(0, dtype=np.float64)
+        self.points = np.empty(0, dtype=np.int64)
+
+    def take(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.scaled.size < k:
+            self.scaled = np.empty(k, dtype=np.float64)
+            self.points = np.empty(k, dtype=np.int64)
+        return self.scaled[:k], self.points[:k]

@@ -498,6 +498,25 @@ class _Geometric:
             g += part
         return g
 
+    def sample_into(self, n: int, source: BitSource, ws: _LaplaceWorkspace) -> np.ndarray:
+        """:meth:`sample` into the workspace's buffers (``ws.g[:n]``, overwritten by the next
+        call): the same words in the same requests, the same lookups, the same values."""
+        words = source.words(n * (len(self.chunks) + 1))
+        g = ws.g[:n]
+        index = ws.index[:n]
+        g[:] = self.high.lookup_into(words[:n], source, ws.small(self.high.dtype, n), index)
+        tail = np.flatnonzero(g == self.high.size)
+        if tail.size:  # memoryless: H >= K  =>  H = K + fresh H
+            g[tail] += self._sample_high(tail.size, source)
+        g <<= self.m
+        part64 = ws.part64[:n]
+        for i, (lo, table) in enumerate(self.chunks, start=1):
+            u = words[i * n : (i + 1) * n]
+            part = table.lookup_into(u, source, ws.small(table.dtype, n), index)
+            np.left_shift(part, lo, out=part64, dtype=np.int64)
+            g += part64
+        return g
+
     def sample_list(self, n: int, source: BitSource) -> list[int]:
         """:meth:`sample` for a few draws, as Python ints: the same words in the same
         requests (the tail's fresh draws included), the same tables."""
@@ -571,6 +590,41 @@ def _discrete_laplace_block(geo: _Geometric, size: int, source: BitSource) -> np
     return g
 
 
+class _LaplaceWorkspace:
+    """Buffers one call reuses for every block (fresh large temporaries page-fault)."""
+
+    def __init__(self, n: int) -> None:
+        self.g = np.empty(n, dtype=np.int64)
+        self.index = np.empty(n, dtype=np.int64)
+        self.part64 = np.empty(n, dtype=np.int64)
+        self._small: dict[np.dtype, np.ndarray] = {}
+
+    def small(self, dtype: np.dtype, n: int) -> np.ndarray:
+        """A buffer of ``n`` entries of a table lookup's ``dtype`` (int8 or int16)."""
+        buf = self._small.get(dtype)
+        if buf is None:
+            buf = self._small[dtype] = np.empty(self.g.size, dtype=dtype)
+        return buf[:n]
+
+
+def _discrete_laplace_into(
+    geo: _Geometric, size: int, source: BitSource, ws: _LaplaceWorkspace
+) -> np.ndarray:
+    """:func:`_discrete_laplace_block` in the workspace (``ws.g[:size]``, overwritten by the
+    next call): the same words in the same requests (magnitudes, signs, then the redraws of
+    "negative zeros"), the same values."""
+    g = geo.sample_into(size, source, ws)
+    neg = random_signs(size, source)
+    bad = np.flatnonzero(neg & (g == 0))
+    sign = ws.part64[:size]  # 1 - 2 neg, in a buffer the magnitudes no longer need
+    np.multiply(neg.view(np.int8), -2, out=sign, dtype=np.int64)
+    sign += 1
+    g *= sign
+    if bad.size:  # "-0" would double the mass at zero: draw again
+        g[bad] = _discrete_laplace_block(geo, bad.size, source)
+    return g
+
+
 def _discrete_laplace_few(geo: _Geometric, size: int, source: BitSource) -> list[int]:
     """:func:`_discrete_laplace_block` for a few draws in Python ints (same words, same
     order: magnitudes, signs, then the redraws of "negative zeros")."""
@@ -602,7 +656,10 @@ def draw_discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.n
     geo = _geometric_sampler(1 / scale)
     if size <= _FEW:
         return np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
-    return _blocked(lambda k: _discrete_laplace_block(geo, k, source), size)
+    ws = _LaplaceWorkspace(min(size, _BLOCK))
+    if size <= _BLOCK:
+        return _discrete_laplace_into(geo, size, source, ws)
+    return _blocked(lambda k: _discrete_laplace_into(geo, k, source, ws), size)
 
 
 def discrete_laplace_blocks(scale: Fraction, size: int, source: BitSource) -> Iterator[np.ndarray]:
@@ -615,11 +672,9 @@ def discrete_laplace_blocks(scale: Fraction, size: int, source: BitSource) -> It
     if size <= _FEW:
         yield np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
         return
-    if size <= _BLOCK:
-        yield _discrete_laplace_block(geo, size, source)
-        return
+    ws = _LaplaceWorkspace(min(size, _BLOCK))
     for start in range(0, size, _BLOCK):
-        yield _discrete_laplace_block(geo, min(_BLOCK, size - start), source)
+        yield _discrete_laplace_into(geo, min(_BLOCK, size - start), source, ws)
 
 
 #: the kernel's former private name (the samplers' own tests use it)
