@@ -17,8 +17,7 @@ LAYERS = [
     {"noise"},
     {"mechanisms"},
     {"queries", "sensitivity"},
-    {"frameworks"},
-    {"statistics"},
+    {"frameworks", "statistics"},
     {"session", "compare"},
     {"audit"},
     {"plot", "report"},
@@ -76,3 +75,26 @@ def test_imports_flow_downward() -> None:
                 if other is not None and other > own:
                     offenders.append(f"{path.relative_to(SRC)} imports dpkit.{t}")
     assert not offenders, "upward imports:\n" + "\n".join(offenders)
+
+
+#: Packages of one layer that stand side by side: neither imports the other.
+SIBLINGS = [("frameworks", "statistics")]
+
+
+def test_siblings_do_not_import_each_other() -> None:
+    offenders = []
+    for path in _modules():
+        top = _top(path)
+        for a, b in SIBLINGS:
+            other = b if top == a else a if top == b else None
+            if other is None:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names: list[str] = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                if any(n == f"dpkit.{other}" or n.startswith(f"dpkit.{other}.") for n in names):
+                    offenders.append(f"{path.relative_to(SRC)} imports dpkit.{other}")
+    assert not offenders, "siblings importing each other:\n" + "\n".join(offenders)

@@ -43,6 +43,7 @@ __all__ = [
     "as_rational_level",
     "as_real_array",
     "check_alpha",
+    "check_bool",
     "check_bounds",
     "check_choice",
     "check_delta",
@@ -55,6 +56,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_relation",
+    "check_sensitivity",
     "check_size",
     "check_within_bounds",
     "describe",
@@ -480,3 +482,22 @@ def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
                 "use levels at least 2**-20 apart, or merge them"
             )
     return tuple(out), scalar
+
+
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (NumPy's bool too); a TypeError naming it."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}: `{name}` must be True or False; got {describe(value)}")
+    return bool(value)
+
+
+def check_sensitivity(owner: str, value: float) -> float:
+    """A computed sensitivity must be a finite float: one that overflows (a variance over
+    bounds wider than about 1e154, a sum of many huge values) is refused, naming the
+    bounds, rather than returned as infinity."""
+    if not math.isfinite(value):
+        raise ParameterError(
+            f"{owner}: the sensitivity overflows a float ({value!r}) for these `bounds`; "
+            "rescale the data (other units) so the bounds are smaller"
+        )
+    return value

@@ -243,7 +243,7 @@ def test_fast_percentile_scan_equals_the_toolkit_exactly() -> None:
 
 
 # The fast path now finds (S, k) by branch-and-bound over the distances, with A(f, x, k) at
-# one distance from O(k D) candidates (sensitivity._percentile_distance), under both
+# one distance from O(k D) candidates (sensitivity.percentile_distance), under both
 # relations: at a tiny epsilon it visits a few distances instead of all n + 1 (compare's
 # Adult median at epsilon 1e-12: > 900 s -> about 1 s). The toolkit's scan (sens.smooth, every
 # distance, every candidate) is the reference; the tiny betas are the regime where A's last

@@ -24,7 +24,7 @@ import pytest
 
 from dpkit import sensitivity as sens
 from dpkit.sensitivity import _dc_max, _std_distance, _var_distance
-from dpkit.sensitivity._lattice_data import LatticeData
+from dpkit.sensitivity.lattice_data import LatticeData
 
 #: what the search may leave above its value, per unit of W' (its certificate)
 SEARCH = _dc_max.TOL + _dc_max.BOUND_ERROR

@@ -1,6 +1,6 @@
 """The privacy plan of a release: each quantile stage is charged by what it is.
 
-A quantile aggregate runs stages of two kinds (``dpkit.statistics._quantiles``): exponential
+A quantile aggregate runs stages of two kinds (``dpkit.statistics.quantile_release``): exponential
 mechanisms (the values, the interval helpers), which are epsilon-bounded range and so
 ``epsilon**2 / 8``-zCDP (Cesar and Rogers 2021), and discrete Laplace noise (the histogram of
 method ``"cdf"``, the interval cell counts), which is pure epsilon-DP and only
@@ -23,7 +23,7 @@ from scipy.special import logsumexp
 
 import dpkit as dp
 import dpkit.noise.laws as laws_module
-import dpkit.statistics._quantiles as quantiles_module
+import dpkit.statistics.quantile_release as quantiles_module
 from dpkit.accounting import approx_to_zcdp
 from dpkit.session import _plan
 from dpkit.session._sample import QuerySampler

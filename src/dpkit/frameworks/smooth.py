@@ -39,7 +39,7 @@ e^beta S(x') + G`` with ``G = max_k e^(-beta k) R(k)``
 the bound beta-smooth again.
 
 Range: a release outside the statistic's public range (the bounds for a mean or a
-percentile, ``[0, (b - a)**2 / 4]`` for a variance; :func:`dpkit.frameworks._common.public_range`)
+percentile, ``[0, (b - a)**2 / 4]`` for a variance; :func:`dpkit.frameworks._range.public_range`)
 is moved to its nearest end, a post-processing that costs no privacy and never moves it away
 from the true value (``clamp=False`` keeps the draw; ``details["clamped"]`` says which).
 """
@@ -52,7 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import on_data_lattice
 from dpkit._validate import (
+    check_bool,
     check_bounds,
     check_choice,
     check_delta,
@@ -64,13 +66,8 @@ from dpkit._validate import (
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    check_bool,
-    check_exact_query,
-    clamp_to_range,
-    on_data_lattice,
-    public_range,
-)
+from dpkit.frameworks._queries import check_exact_query
+from dpkit.frameworks._range import clamp_to_range, public_range
 from dpkit.noise.grid import MAX_GRID_NOISE_SCALE, grid_for, grid_release, heavy_tailed_units
 from dpkit.queries import statistic_on_grid
 from dpkit.release import Release
@@ -317,8 +314,8 @@ def smooth_upper_bound(
 def _fast_percentile(q: Any, relation: str) -> bool:
     """Whether :func:`_smooth_percentile` computes ``smooth`` of ``q`` (same value, faster):
     a percentile whose level has a denominator ``D <= 16`` (the median, quartiles, ...;
-    :mod:`dpkit.sensitivity._percentile_distance`), under either relation."""
-    from dpkit.sensitivity._percentile_distance import supported
+    :mod:`dpkit.sensitivity.percentile_distance`), under either relation."""
+    from dpkit.sensitivity.percentile_distance import supported
 
     return (
         q.kind == "percentile"
@@ -355,7 +352,7 @@ def _smooth_percentile(
       range its bound is at most the value at its left, so flat stretches of ``A`` cost
       nothing;
     - ``A(k)`` at one distance is exact in ``O(k D)`` (:class:`~dpkit.sensitivity.
-      _percentile_distance.PercentileDistances`: two diagonals, each from ``O(D)`` candidates
+      percentile_distance.PercentileDistances`: two diagonals, each from ``O(D)`` candidates
       per shape instead of ``O(k)``).
 
     So the cost is ``O(k D)`` per distance visited, and the distances visited are ``O(log K)``
@@ -367,10 +364,10 @@ def _smooth_percentile(
     """
     import heapq
 
+    from dpkit._validate import check_sensitivity
     from dpkit.sensitivity import at_distance
-    from dpkit.sensitivity._common import check_sensitivity
-    from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
-    from dpkit.sensitivity._percentile_distance import PercentileDistances
+    from dpkit.sensitivity.lattice_data import LatticeData, ceil_float
+    from dpkit.sensitivity.percentile_distance import PercentileDistances
 
     ld = LatticeData(x, lower, upper)
     unit = Fraction(ld.unit)
@@ -524,7 +521,7 @@ def smooth_sensitivity_release(
     Release
         ``value``, ``privacy`` (``ApproxDP(epsilon, delta)`` for Laplace, ``PureDP(epsilon)``
         otherwise); ``details``: ``beta``, ``noise``, ``spacing``, ``range`` (the public
-        range of the statistic, :func:`dpkit.frameworks._common.public_range`: the bounds
+        range of the statistic, :func:`dpkit.frameworks._range.public_range`: the bounds
         for a mean or a percentile, ``[0, (b - a)**2 / 4]`` for a variance, ``[0, (b - a) /
         2]`` for a deviation; for a count or a sum ``n``-dependent under ``"bounded"``, only
         its sign otherwise) and ``clamped`` (the drawn value lay outside it and was moved to

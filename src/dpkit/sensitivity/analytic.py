@@ -9,16 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds
+from dpkit._validate import check_bounds, check_sensitivity
 from dpkit.errors import ParameterError
 from dpkit.queries import Query
-from dpkit.sensitivity._common import (
-    check_distance,
-    check_norm,
-    check_relation,
-    check_sensitivity,
-    query_of,
-)
+from dpkit.sensitivity._checks import check_distance, check_norm, check_relation, query_of
 
 __all__ = ["global_sensitivity"]
 

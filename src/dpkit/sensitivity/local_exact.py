@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import check_sensitivity
 from dpkit.errors import InternalError, ParameterError
 from dpkit.queries import Query
 from dpkit.sensitivity import _order, _var_distance
-from dpkit.sensitivity._common import (
+from dpkit.sensitivity._checks import (
     check_distance,
     check_norm,
     check_relation,
-    check_sensitivity,
     needs_bounds,
     query_of,
     sorted_data,

@@ -7,8 +7,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dpkit._validate import check_sensitivity
 from dpkit.sensitivity import at_distance
-from dpkit.sensitivity._common import check_beta, check_relation, check_sensitivity, query_of
+from dpkit.sensitivity._checks import check_beta, check_relation, query_of
 
 __all__ = ["SmoothSensitivity", "smooth"]
 

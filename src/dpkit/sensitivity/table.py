@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpkit.errors import ParameterError
-from dpkit.sensitivity._common import check_distance, check_relation, query_of
+from dpkit.sensitivity._checks import check_distance, check_relation, query_of
 from dpkit.sensitivity.empirical import DEFAULT_MAX_DATASETS, empirical_global, empirical_local
 
 __all__ = ["SweepRow", "sweep"]

@@ -16,8 +16,8 @@ from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.noise import Noise, law, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
-from dpkit.statistics._quantiles import QuantileSpend, quantile_method, quantile_stages
 from dpkit.statistics.bounds import default_fallback
+from dpkit.statistics.quantile_release import QuantileSpend, quantile_method, quantile_stages
 
 __all__ = [
     "CUT_DIVISOR",
@@ -419,7 +419,7 @@ def _quantile_plan(
 ) -> QuantilePlan:
     """The quantile aggregate's plan: its support from the column's type
     (:func:`~dpkit.session._run.quantile_support`), the method the statistics layer will
-    run (:func:`dpkit.statistics._quantiles.quantile_method`, the function the release's
+    run (:func:`dpkit.statistics.quantile_release.quantile_method`, the function the release's
     own resolution is; the release then runs this method, never resolving again) and each
     stage's epsilon (:func:`quantile_spend`)."""
     from dpkit.session._run import check_quantile, quantile_support  # _run imports this module
@@ -440,7 +440,7 @@ def quantile_spend(
 ) -> QuantileSpend:
     """Each stage's epsilon per group of a quantile aggregate with ``share`` of ``budget``.
 
-    The stages (:func:`dpkit.statistics._quantiles.quantile_stages`) are exponential
+    The stages (:func:`dpkit.statistics.quantile_release.quantile_stages`) are exponential
     mechanisms (the values, the interval helpers) or discrete Laplace noise (the histogram of
     ``"cdf"``, the interval cell counts). Laplace budgets: the aggregate's ``epsilon * share
     / k`` (rounded down to a float), split by the stages' shares (what the statistics layer

@@ -43,9 +43,9 @@ from dpkit._validate import check_bounds, check_level, check_number, check_posit
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
-from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import check_moments_lower, representable
+from dpkit.statistics.quantile_release import METHODS as QUANTILE_METHODS
 
 __all__ = [
     "Aggregate",
@@ -946,10 +946,10 @@ def _with_grids(owner: str, agg: Quantile) -> Quantile:
     """``agg`` once the bounds are known to carry both of its grids (refused here, before
     any release: the engine's grid and the mechanism's lattice, which a release builds after
     the spend)."""
-    from dpkit.frameworks._quantile_em import Lattice as EmLattice
+    from dpkit.mechanisms.quantile_em import QuantileLattice
 
     agg.grid()
-    EmLattice.for_bounds(owner, *agg.bounds)
+    QuantileLattice.for_bounds(owner, *agg.bounds)
     return agg
 
 

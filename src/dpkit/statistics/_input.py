@@ -17,7 +17,7 @@ from dpkit._validate import (
 )
 from dpkit._validate import check_alpha as _check_alpha
 from dpkit.errors import ParameterError
-from dpkit.frameworks._quantile_em import Counts, Lattice
+from dpkit.mechanisms.quantile_em import Counts, QuantileLattice
 
 __all__ = [
     "MAX_RECORDS",
@@ -105,7 +105,7 @@ def check_count_array(
     return arr.astype(np.int64)
 
 
-def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
+def counts_from_data(owner: str, data: Any, lattice: QuantileLattice) -> Counts:
     """Records (finite reals in a 1-D array, :func:`record_array`; clipped to the bounds) as
     sorted lattice values with counts."""
     arr = check_finite_array(owner, "data", record_array(owner, data))
@@ -130,7 +130,7 @@ def check_total(owner: str, counts: np.ndarray, what: str = "records") -> None:
         raise ParameterError(f"{owner}: more than 2**40 {what} are not supported")
 
 
-def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) -> Counts:
+def counts_from_summary(owner: str, points: Any, counts: Any, lattice: QuantileLattice) -> Counts:
     """A compact summary: sorted distinct finite ``points`` with int ``counts >= 0``.
 
     Points outside the bounds are clipped (records there count at the bound, as for data);

@@ -75,8 +75,8 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure
-from dpkit.frameworks._quantile_view import View, draw_view
+from dpkit.mechanisms.quantile_em import Counts, Measure
+from dpkit.mechanisms.quantile_view import View, draw_view
 from dpkit.noise import laplace_law
 
 __all__ = [

@@ -42,8 +42,8 @@ from dpkit.statistics._input import (
     check_level,
     check_total,
 )
-from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
+from dpkit.statistics.quantile_release import quantiles_from_counts
 
 __all__ = ["ContributionBound", "contribution_bound", "contribution_bound_from_counts"]
 

@@ -41,7 +41,7 @@ from dpkit._validate import (
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._quantile_em import Lattice
+from dpkit.mechanisms.quantile_em import QuantileLattice
 from dpkit.noise import DiscreteLaplaceLaw, laplace_law
 from dpkit.release import Release
 from dpkit.samplers import MAX_NOISE_SCALE, as_source
@@ -167,7 +167,7 @@ def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     parts = {"sum": 1, "mean": 2}.get(kind, 3)
     r: int = 2**bits + 1
     if kind == "sum" and not isinstance(bounds, str):
-        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
+        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
         r = max(abs(lat.lo), abs(lat.hi), 1)
     sens = r * r if kind in ("var", "std") else r
     if rest == 0 or sens * parts / rest > MAX_NOISE_SCALE:
@@ -188,7 +188,7 @@ def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
             f"{owner}: `bounds` {bounds!r} are out of range for a variance (squares "
             "overflow): they must lie within 2**500 (about 3e150) in magnitude; rescale the data"
         )
-    Lattice.for_bounds(owner, lo, hi, _bits(kind))
+    QuantileLattice.for_bounds(owner, lo, hi, _bits(kind))
 
 
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
@@ -218,7 +218,7 @@ def _moments(
         _check_given_bounds(owner, bounds, kind)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     if kind == "sum" and not isinstance(bounds, str):  # as the Session's dp.sum
-        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
+        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
         scale = Fraction(max(abs(lat.lo), abs(lat.hi), 1)) / (Fraction(eps) * (1 - Fraction(share)))
         what = "narrow the `bounds` (rescale the data) or raise `epsilon`"
         check_sum_interval(owner, _laplace_halfwidth(scale, a), lat.spacing, what)
@@ -233,7 +233,7 @@ def _moments(
         )
         details["bounds"] = (lo_v, hi_v)
     rest = total - eps_b
-    lat = Lattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
+    lat = QuantileLattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
     u = lat.units(arr)
     g = lat.spacing
     half = g / 2

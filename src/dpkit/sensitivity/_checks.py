@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -33,18 +32,6 @@ def check_distance(owner: str, distance: Any, *, name: str = "distance", minimum
 
 def check_norm(owner: str, norm: Any) -> str:
     return check_choice(owner, "norm", norm, NORMS)
-
-
-def check_sensitivity(owner: str, value: float) -> float:
-    """A computed sensitivity must be a finite float: one that overflows (a variance over
-    bounds wider than about 1e154, a sum of many huge values) is refused, naming the
-    bounds, rather than returned as infinity."""
-    if not math.isfinite(value):
-        raise ParameterError(
-            f"{owner}: the sensitivity overflows a float ({value!r}) for these `bounds`; "
-            "rescale the data (other units) so the bounds are smaller"
-        )
-    return value
 
 
 def check_beta(owner: str, beta: Any) -> float:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure
+from dpkit.mechanisms.quantile_em import Counts, Measure
 from dpkit.noise import laplace_law
 from dpkit.statistics._input import as_rational_level
 from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statement_betas
