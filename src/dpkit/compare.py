@@ -413,7 +413,7 @@ def compare(
     -------
     Comparison
         Printing it shows :meth:`Comparison.table`; :meth:`Comparison.summary` gives the
-        figures; plot it with :func:`dpkit.plot.compare.plot_comparison`.
+        figures; plot it with :func:`dpkit.plot.comparison.plot_comparison`.
 
     Raises
     ------
@@ -631,9 +631,9 @@ class _Task:
 
 
 def _run_global(t: _Task) -> _Out:
-    from dpkit import queries
     from dpkit._lattice import on_data_lattice
     from dpkit.noise.grid import grid_for, laplace_units, noise_spacing
+    from dpkit.sensitivity import catalogue as queries
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     # the statistics are exact: records mapped onto the lattice of the bounds (a per-record

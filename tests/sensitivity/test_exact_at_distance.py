@@ -1,4 +1,4 @@
-"""A(f, x, k) for the mean and percentiles is exact (issue 10 item 3, the class of item 2).
+"""A(f, x, k) for the mean and percentiles is exact (rational values on the integer lattice).
 
 The values scale noise (smooth sensitivity) and decide propose-test-release's distance, so
 they must be exact or certified upper bounds. An exact rational brute force is the oracle:

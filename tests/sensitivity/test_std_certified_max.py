@@ -1,4 +1,4 @@
-"""A(std, x, k) no longer trusts root locations (issue 10 item 3, last gap).
+"""A(std, x, k) trusts no root location: its maximum over t is certified.
 
 Where records are added at a free value ``t``, the deviation's term is ``h(t) = sqrt(A(t)) -
 lam sqrt(B(t))`` with ``A``, ``B`` quadratics (variances). Its maximum used to be taken at the

@@ -6,8 +6,8 @@ from typing import Any
 
 from dpkit._validate import check_number, describe
 from dpkit.errors import ParameterError
-from dpkit.queries import Query
 from dpkit.sensitivity.at_distance import SUPPORTED
+from dpkit.sensitivity.catalogue import Statistic
 
 __all__ = ["EXACT_QUERIES", "check_exact_query", "quantile_of"]
 
@@ -28,7 +28,7 @@ def check_exact_query(
     """
     if resolved.kind in SUPPORTED:
         return
-    if callable(query) and not isinstance(query, Query):
+    if callable(query) and not isinstance(query, Statistic):
         what = f"a callable named {describe(getattr(query, '__name__', type(query).__name__))}"
         hint = (
             "; a callable is not a supported query name, even one that computes a supported "
@@ -49,15 +49,17 @@ def quantile_of(owner: str, query: Any, percentile: Any) -> tuple[str, float]:
     Accepts ``"median"``, ``"percentile"`` with ``percentile=`` in [0, 100], or a
     :mod:`dpkit.queries` percentile query (``kind == "percentile"``, ``q = p / 100``).
     """
-    if not isinstance(query, str | Query):
+    if not isinstance(query, str | Statistic):
         raise TypeError(
             f"{owner}: `query` must be 'median', 'percentile' or a dpkit.queries percentile; "
             f"got {type(query).__name__} {describe(query)}"
         )
     name = query if isinstance(query, str) else query.name
-    is_quantile = isinstance(query, Query) and query.kind == "percentile" and query.q is not None
+    is_quantile = (
+        isinstance(query, Statistic) and query.kind == "percentile" and query.q is not None
+    )
     if is_quantile and percentile is None:  # a dpkit.queries percentile: q = p / 100
-        assert isinstance(query, Query) and query.q is not None
+        assert isinstance(query, Statistic) and query.q is not None
         return ("median", 0.5) if query.q == 0.5 else ("percentile", float(query.q))
     if name == "median":
         if percentile is not None and check_number(owner, "percentile", percentile) != 50:

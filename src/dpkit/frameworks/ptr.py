@@ -72,9 +72,9 @@ from dpkit.noise.grid import (
     laplace_units,
     noise_spacing,
 )
-from dpkit.queries import statistic_on_grid
 from dpkit.release import Release
 from dpkit.samplers import as_source
+from dpkit.sensitivity.catalogue import statistic_on_grid
 
 __all__ = [
     "distance_to_high_sensitivity",
@@ -173,7 +173,7 @@ _PTR_QUERIES = "'count', 'sum', 'mean', 'median' or a percentile ('pNN')"
 
 
 def _query(query: Any) -> Any:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     return resolve(query, owner=_OWNER)
 
@@ -191,7 +191,7 @@ def distance_to_high_sensitivity(
 
     Parameters
     ----------
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a percentile, ``"sum"`` or ``"count"``.
     data : array_like
         Finite values, clipped to ``bounds``.
@@ -218,7 +218,7 @@ def distance_to_high_sensitivity(
     it never will. For the median and the percentiles whose level has a denominator at most
     16 it does not visit every ``k``: a galloping search finds the same first ``k`` from
     ``O(log k)`` exact values of ``A``, each ``O(k D)`` (``_percentile_first_above``), so an
-    epsilon so small that the cap is far away no longer costs ``O(n^3)``. Other queries scan
+    epsilon so small that the cap is far away does not cost ``O(n^3)``. Other queries scan
     ``k = 0, 1, ...`` (the mean in ``O(log k)`` per distance).
 
     Examples
@@ -314,7 +314,7 @@ def propose_test_release(
     ----------
     data : array_like
         Finite values (one per person), clipped to ``bounds``.
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a :func:`dpkit.queries.percentile`, ``"sum"``, ``"count"``.
     proposed_bound : float
         The proposed local-sensitivity bound ``b > 0``, chosen without looking at the data.

@@ -69,9 +69,9 @@ from dpkit.errors import ParameterError
 from dpkit.frameworks._queries import check_exact_query
 from dpkit.frameworks._range import clamp_to_range, public_range
 from dpkit.noise.grid import MAX_GRID_NOISE_SCALE, grid_for, grid_release, heavy_tailed_units
-from dpkit.queries import statistic_on_grid
 from dpkit.release import Release
 from dpkit.samplers import as_source
+from dpkit.sensitivity.catalogue import statistic_on_grid
 
 __all__ = [
     "smooth_noise_parameters",
@@ -158,7 +158,7 @@ def _prepare(
     df: Any,
     exact_k: Any = None,
 ) -> dict[str, Any]:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta)
@@ -273,8 +273,8 @@ def smooth_upper_bound(
     toolkit's exact :func:`dpkit.sensitivity.smooth` over every ``k`` that can matter; a
     finite ``K0`` bounds the cost where that scan is long.
     """
-    from dpkit.queries import resolve
     from dpkit.sensitivity import at_distance, smooth
+    from dpkit.sensitivity.catalogue import resolve
 
     q = resolve(query, owner=_OWNER)
     check_exact_query("smooth_upper_bound", query, q)
@@ -487,7 +487,7 @@ def smooth_sensitivity_release(
     ----------
     data : array_like
         Finite values (one per person), clipped to ``bounds``.
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a :func:`dpkit.queries.percentile`, ``"sum"``, ``"count"``.
     epsilon : float
         Finite and > 0.

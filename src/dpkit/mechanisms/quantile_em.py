@@ -108,7 +108,7 @@ class QuantileLattice:
         return cls(lower, upper, g, lo, hi, origin)
 
     def units(self, x: np.ndarray) -> np.ndarray:
-        """The per-record lattice map of :mod:`dpkit._lattice` (contract 2), as int64."""
+        """The per-record lattice map (:func:`dpkit._lattice.units`), as int64."""
         return lattice_units(x, self.spacing, self.lower, self.upper)
 
     def values(self, u: np.ndarray) -> np.ndarray:

@@ -49,7 +49,7 @@ def sensitivity_by_distance(
 
     Parameters
     ----------
-    queries : iterable of Query, str or callable
+    queries : iterable of Statistic, str or callable
         Default: the parameterless catalogue.
     universe : array_like
         Default: the seed's universe ``{1, 2, 3, 10, 11}``.
@@ -151,7 +151,7 @@ def median_neighbours(
         The multiset of records.
     relation : {"bounded", "unbounded"}, default "unbounded"
         Neighbour relation.
-    query : Query, str or callable, default "median"
+    query : Statistic, str or callable, default "median"
         A scalar query.
     ax : matplotlib Axes, optional
         Where to draw; a new figure when omitted.
@@ -177,8 +177,8 @@ def median_neighbours(
     'median of the 5 unbounded neighbours of [1, 2, 10]: LS_1 = 4'
     """
     from dpkit._validate import check_relation
-    from dpkit.queries import resolve
     from dpkit.sensitivity import empirical as emp
+    from dpkit.sensitivity.catalogue import resolve
 
     owner = "median_neighbours"
     q = resolve(query, owner=owner)

@@ -15,7 +15,7 @@ from dpkit._validate import (
 )
 from dpkit._validate import check_relation as _check_relation
 from dpkit.errors import ParameterError
-from dpkit.queries import Query, resolve
+from dpkit.sensitivity.catalogue import Statistic, resolve
 
 NORMS = ("l1", "l2")
 
@@ -38,12 +38,12 @@ def check_beta(owner: str, beta: Any) -> float:
     return check_positive(owner, "beta", beta)
 
 
-def query_of(owner: str, query: Any) -> Query:
+def query_of(owner: str, query: Any) -> Statistic:
     return resolve(query, owner=owner)
 
 
 def sorted_data(
-    owner: str, data: Any, bounds: tuple[float, float] | None, query: Query
+    owner: str, data: Any, bounds: tuple[float, float] | None, query: Statistic
 ) -> np.ndarray:
     """The data as a sorted float array, checked finite, non-empty and within ``bounds``."""
     arr = check_finite_array(owner, "data", data, ndim=1)
@@ -64,7 +64,7 @@ def sorted_data(
     return np.sort(arr)
 
 
-def needs_bounds(owner: str, query: Query, bounds: Any) -> tuple[float, float] | None:
+def needs_bounds(owner: str, query: Statistic, bounds: Any) -> tuple[float, float] | None:
     """Bounds are required for every catalogue query except ``count``."""
     if query.kind == "count" and bounds is None:
         return None

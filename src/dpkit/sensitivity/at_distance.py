@@ -17,7 +17,6 @@ import numpy as np
 
 from dpkit._validate import check_sensitivity
 from dpkit.errors import InternalError, ParameterError
-from dpkit.queries import Query
 from dpkit.sensitivity import _exact_diagonal, _order, _std_distance, _var_distance
 from dpkit.sensitivity._checks import (
     check_distance,
@@ -27,6 +26,7 @@ from dpkit.sensitivity._checks import (
     sorted_data,
 )
 from dpkit.sensitivity._moves import exact_moves
+from dpkit.sensitivity.catalogue import Statistic
 from dpkit.sensitivity.lattice_data import LatticeData, ceil_float
 
 __all__ = ["local_at_distance"]
@@ -46,7 +46,7 @@ def local_at_distance(
 
     Parameters
     ----------
-    query : Query or str
+    query : Statistic or str
         ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std`` or a
         :func:`~dpkit.queries.percentile`.
     data : array_like
@@ -149,7 +149,7 @@ def local_at_distance(
     return check_sensitivity(owner, out)
 
 
-def stable_distance(q: Query, n: int, relation: str) -> int:
+def stable_distance(q: Statistic, n: int, relation: str) -> int:
     """A distance ``K`` with ``A(f, x, k) = A(f, x, K)`` for every ``k >= K`` (``|x| = n``).
 
     ``A(f, x, k)`` is non-decreasing in ``k`` and at most ``G``, the largest ``LS_1`` of any
@@ -178,7 +178,7 @@ def stable_distance(q: Query, n: int, relation: str) -> int:
     return n if relation == "bounded" else n + 1
 
 
-def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, float, float]:
+def prepare(owner: str, q: Statistic, data: Any, bounds: Any) -> tuple[np.ndarray, float, float]:
     """Validate for the A / smooth functions; returns sorted data and bounds."""
     if q.kind not in SUPPORTED:
         hint = (
@@ -197,7 +197,7 @@ def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, f
 
 
 def sequence(
-    q: Query,
+    q: Statistic,
     x: np.ndarray,
     relation: str,
     lower: float,
@@ -455,7 +455,7 @@ def _percentile_envelope(
 
 
 def upper_envelope(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, kmax: int
+    q: Statistic, x: np.ndarray, relation: str, lower: float, upper: float, kmax: int
 ) -> np.ndarray:
     """An upper bound ``B[k] >= A(f, x, k)`` for ``k = 0..kmax``, non-decreasing in ``k``.
 

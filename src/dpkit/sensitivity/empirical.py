@@ -22,8 +22,8 @@ import numpy as np
 
 from dpkit._validate import check_finite_array, check_int, check_sensitivity, describe
 from dpkit.errors import ParameterError
-from dpkit.queries import Query
 from dpkit.sensitivity._checks import check_distance, check_norm, check_relation, query_of
+from dpkit.sensitivity.catalogue import Statistic
 
 __all__ = ["DEFAULT_MAX_DATASETS", "empirical_at_distance", "empirical_global", "empirical_local"]
 
@@ -130,7 +130,7 @@ def _rows(vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def evaluate_counts(
-    q: Query, vals: np.ndarray, counts: np.ndarray, owner: str = "empirical"
+    q: Statistic, vals: np.ndarray, counts: np.ndarray, owner: str = "empirical"
 ) -> np.ndarray:
     """Query values for every count vector, or a ParameterError naming ``query``.
 
@@ -156,7 +156,7 @@ def evaluate_counts(
     return out
 
 
-def _evaluate_rows(q: Query, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _evaluate_rows(q: Statistic, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Query values for every count vector (grouped by size, vectorised within a size)."""
     sizes = counts.sum(axis=1)
     out: np.ndarray | None = None
@@ -247,7 +247,7 @@ def _progress(total: int, show: bool | None, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="chunk", file=sys.stderr, leave=False)
 
 
-def _vector_norm(owner: str, q: Query, norm: str | None) -> str | None:
+def _vector_norm(owner: str, q: Statistic, norm: str | None) -> str | None:
     if q.vector:
         if norm is None:
             raise ParameterError(
@@ -272,7 +272,7 @@ def empirical_global(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query, including user callables ``f(array) -> float`` and vector-valued ones.
     universe : array_like
         The multiset of records datasets and added records are drawn from.
@@ -432,7 +432,7 @@ def empirical_local(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query, including user callables and vector-valued ones.
     data : array_like
         The dataset ``x``; a sub-multiset of ``universe``.
@@ -512,7 +512,7 @@ def empirical_at_distance(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query.
     data : array_like
         The dataset ``x``, a sub-multiset of ``universe``.

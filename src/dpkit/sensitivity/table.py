@@ -68,7 +68,7 @@ def sweep(
 
     Parameters
     ----------
-    queries : iterable of Query, str or callable
+    queries : iterable of Statistic, str or callable
         The queries (rows of the table).
     universe : array_like
         The multiset records are drawn from.

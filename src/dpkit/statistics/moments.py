@@ -11,7 +11,7 @@ statistic.
 
 Exactness: records are clipped to the bounds and mapped to the integer lattice
 ``u = clip(floor(x / g + 1/2), ceil(lower / g), floor(upper / g))`` (``g`` a power of two
-fixed by the bounds: the per-record map of the cross-stream contract), so counts, sums and
+fixed by the bounds: the per-record map of :mod:`dpkit._lattice`), so counts, sums and
 sums of squares are exact integers, and exact discrete Laplace noise is added to them
 (Ghosh, Roughgarden and Sundararajan 2009; Canonne, Kamath and Steinke 2020). The
 statistics are then ratios of noisy integers (post-processing).
