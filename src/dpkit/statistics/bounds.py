@@ -558,7 +558,7 @@ def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, F
     """Discrete Laplace scales of AboveThreshold: threshold ``D / (eps/2)``, queries
     ``2 D / (eps/2)`` (Lyu, Su and Li 2017, Algorithm 1, ``eps_1 = eps_2 = eps / 2``)."""
     half = eps / 2
-    return Fraction(sensitivity) / half, Fraction(2 * sensitivity) / half
+    return laplace_law(sensitivity, half).scale, laplace_law(2 * sensitivity, half).scale
 
 
 def threshold_noise_scale(level: float, eps: Fraction) -> Fraction:
