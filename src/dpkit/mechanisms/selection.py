@@ -45,7 +45,7 @@ from dpkit._validate import (
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.noise import MAX_LAPLACE_SCALE, MIN_GRID, DiscreteLaplaceLaw, pow2_at_most
+from dpkit.noise import MAX_LAPLACE_SCALE, MIN_GRID, DiscreteLaplaceLaw, laplace_law, pow2_at_most
 from dpkit.samplers import as_source, bernoulli_exp_int, bernoulli_exp_pairs, uniform_int
 from dpkit.samplers.heavy_tailed import uniform_below
 
@@ -683,7 +683,9 @@ class ReportNoisyMax(_Selection):
             )
 
     def _t(self, lattice_sens: int) -> Fraction:
-        return Fraction(self._factor * lattice_sens) / Fraction(self.epsilon)
+        """The discrete Laplace scale of the noise on the score lattice (the noise core's
+        calibration of ``factor * lattice_sens`` at ``epsilon``)."""
+        return laplace_law(self._factor * lattice_sens, self.epsilon).scale
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
