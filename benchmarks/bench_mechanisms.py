@@ -11,6 +11,10 @@ Tasks (see benchmarks/README.md for the caveats):
     One private selection among 10^5 candidates with integer scores in [0, 10^5), epsilon 1,
     sensitivity 1.
 
+Peak memory: the dpkit and NumPy noise rows also report the peak of the memory allocated
+during one call (``tracemalloc``, which sees NumPy's arrays) as a multiple of the input's size;
+the output itself is one input's worth.
+
 Error column: for the noise tasks, the root-mean-square of (output - input), i.e. the
 empirical noise standard deviation; it should read sqrt(2) * b = 1.414 for Laplace and the
 calibrated sigma (3.73 for the analytic Gaussian) for Gaussian, so a library adding the wrong
@@ -27,6 +31,7 @@ to the task size; the note says so.
 from __future__ import annotations
 
 import math
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -95,8 +100,10 @@ def _timed_noise(
     repeat: int = 5,
     warmup: int = 1,
     note: str = "",
+    peak: bool = False,
 ) -> None:
-    """Time ``fn(x)``; when ``x`` is shorter than the task, scale the time linearly."""
+    """Time ``fn(x)``; when ``x`` is shorter than the task, scale the time linearly. With
+    ``peak``, the note also gives one call's peak memory as a multiple of the input."""
     last: list[Any] = []
 
     def call() -> None:
@@ -108,7 +115,19 @@ def _timed_noise(
         seconds *= factor
         scaled = f"on {_sci(x.size)} values, time x{factor:g}"
         note = f"{scaled}; {note}" if note else scaled
+    if peak:
+        note = f"{note}; peak {_peak(fn, x) / x.nbytes:.2f}x the input"
     table.add(task, impl, seconds, error=_rms_noise(last[0], x), note=note)
+
+
+def _peak(fn: Callable[[np.ndarray], Any], x: np.ndarray) -> int:
+    """Bytes allocated at the peak of one call ``fn(x)`` (``tracemalloc``; its result kept)."""
+    tracemalloc.start()
+    try:
+        fn(x)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def _guard(table: Table, task: str, impl: str, body: Callable[[], None]) -> None:
@@ -145,6 +164,7 @@ def bench_laplace(table: Table, x: np.ndarray) -> None:
         x,
         n_target=N_NOISE,
         note="Generator.laplace: insecure floating-point noise",
+        peak=True,
     )
 
     def dpkit_row() -> None:
@@ -159,6 +179,7 @@ def bench_laplace(table: Table, x: np.ndarray) -> None:
             x,
             n_target=N_NOISE,
             note="exact, secure default rng",
+            peak=True,
         )
 
     _guard(table, LAPLACE, "dpkit", dpkit_row)
@@ -251,6 +272,7 @@ def bench_gaussian(table: Table, x: np.ndarray) -> None:
         x,
         n_target=N_NOISE,
         note=f"Generator.normal, analytic sigma {sigma:.4f}: insecure floating-point noise",
+        peak=True,
     )
 
     def dpkit_row() -> None:
@@ -267,6 +289,7 @@ def bench_gaussian(table: Table, x: np.ndarray) -> None:
             x,
             n_target=N_NOISE,
             note=f"exact, secure default rng; its .scale is {float(mech.scale):.4f}",
+            peak=True,
         )
 
     _guard(table, GAUSSIAN, "dpkit", dpkit_row)

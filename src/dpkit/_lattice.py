@@ -39,7 +39,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,11 +47,14 @@ from dpkit._validate import as_real_array
 from dpkit.errors import ParameterError
 
 __all__ = [
+    "GRID_BITS",
     "MAX_UNITS",
+    "OnLattice",
     "Values",
     "check_unit",
     "exact_mean",
     "exact_sum",
+    "on_data_lattice",
     "parse_values",
     "round_values",
     "unit_for",
@@ -60,6 +63,11 @@ __all__ = [
 
 #: Every ``|bound / unit|`` is below this, so float64 holds every lattice point exactly.
 MAX_UNITS = 2**52
+
+#: Binary digits of a lattice below the width of its bounds: the unit of ``(lower, upper)``
+#: is ``2**(floor(log2(upper - lower)) - GRID_BITS)`` (:func:`unit_for`), and an output grid
+#: is about ``2**-GRID_BITS`` of its noise scale. It depends on public figures only.
+GRID_BITS = 30
 
 #: Integers below this magnitude convert to float64 exactly.
 _EXACT_FLOAT_INT = 2**53
@@ -108,7 +116,12 @@ def check_unit(owner: str, unit: Any, lower: float, upper: float) -> tuple[int, 
 
 
 def unit_for(
-    lower: float, upper: float, bits: int = 30, *, owner: str = "unit_for", name: str = "bounds"
+    lower: float,
+    upper: float,
+    bits: int = GRID_BITS,
+    *,
+    owner: str = "unit_for",
+    name: str = "bounds",
 ) -> float:
     """The lattice unit dpkit uses for ``bounds``: a power of two from the bounds alone.
 
@@ -300,3 +313,33 @@ def round_values(owner: str, values: Values, grid: float, *, limit: float = 2.0*
     if out and max(abs(v) for v in out) >= limit:
         raise _too_far(owner, limit, grid)
     return np.asarray(out, dtype=np.int64).reshape(values.shape)
+
+
+class OnLattice(NamedTuple):
+    """Data mapped record by record onto the lattice of its bounds (:func:`units`).
+
+    ``units`` (sorted int64) and ``unit`` define the records a framework's statistic is
+    computed from, exactly; ``values = units * unit`` (exact floats) are the same records for
+    the sensitivity analysis.
+    """
+
+    units: np.ndarray
+    unit: float
+    values: np.ndarray
+
+
+def on_data_lattice(
+    arr: np.ndarray, lower: float, upper: float, *, owner: str = "framework"
+) -> OnLattice:
+    """Map clipped records onto the lattice ``unit_for(lower, upper)`` (a per-record map).
+
+    The frameworks release ``f(R(x))`` with ``R`` this map: ``R`` sends neighbours to
+    neighbours (or equal datasets) and every ``R(x_i)`` lies in the bounds, so the
+    sensitivity of ``f`` over the bounds, evaluated at ``R(x)``, bounds that of ``f o R`` at
+    ``x``; and ``f(R(x))`` is computed exactly (:func:`dpkit.queries.statistic_on_grid`), so
+    no floating-point error of the statistic escapes the charged sensitivity.
+    """
+    unit = unit_for(lower, upper, owner=owner)
+    u = units(arr, unit, lower, upper)
+    u.sort()
+    return OnLattice(u, unit, u.astype(np.float64) * unit)

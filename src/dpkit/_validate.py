@@ -1,8 +1,8 @@
 """Validation at the boundary: one place for the checks every public entry point makes.
 
-Messages follow STYLE.md: they name the object, the parameter, what is allowed and what was
-received, for example ``Laplace: `epsilon` must be a finite number > 0; got -1.0``.
-Wrong types raise :class:`TypeError`; wrong values raise :class:`~dpkit.errors.ParameterError`.
+Messages name the object, the parameter, what is allowed and what was received, for
+example ``Laplace: `epsilon` must be a finite number > 0; got -1.0``. Wrong types raise
+:class:`TypeError`; wrong values raise :class:`~dpkit.errors.ParameterError`.
 
 The checks, by class of input:
 
@@ -26,6 +26,7 @@ The checks, by class of input:
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Sequence
@@ -37,20 +38,30 @@ import numpy as np
 from dpkit.errors import ParameterError
 
 __all__ = [
+    "MAX_LEVEL_DENOMINATOR",
+    "MIN_ALPHA",
+    "as_rational_level",
     "as_real_array",
+    "check_alpha",
+    "check_bool",
     "check_bounds",
     "check_choice",
     "check_delta",
     "check_finite_array",
     "check_finite_result",
     "check_int",
+    "check_level",
+    "check_levels",
     "check_number",
     "check_positive",
     "check_probability",
     "check_relation",
+    "check_sensitivity",
+    "check_size",
     "check_within_bounds",
     "describe",
     "is_real",
+    "series_like",
     "to_fraction",
 ]
 
@@ -170,6 +181,26 @@ def check_int(
             f"{owner}: `{name}` must be {_int_requirement(minimum, maximum)}; got {describe(value)}"
         )
     return out
+
+
+def check_size(owner: str, size: Any) -> int:
+    """The number of releases a ``sample`` method draws: an int >= 1."""
+    return check_int(owner, "size", size, minimum=1)
+
+
+def check_alpha(owner: str, alpha: Any, *, smallest: float | None = None) -> float:
+    """An error probability ``alpha`` in ``(0, 1)`` (at least ``smallest`` when given: the
+    statistics' intervals divide ``alpha`` over union bounds and take its logarithm, so
+    they refuse one that would underflow there)."""
+    a = check_positive(owner, "alpha", alpha)
+    if not a < 1:
+        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
+    if smallest is not None and a < smallest:
+        raise ParameterError(
+            f"{owner}: `alpha` must be at least {smallest:g}: smaller error probabilities "
+            f"underflow in the intervals' union bounds; got {alpha!r}"
+        )
+    return a
 
 
 def _int_requirement(minimum: int | None, maximum: int | None) -> str:
@@ -356,3 +387,117 @@ def check_within_bounds(
 def to_fraction(value: float) -> Fraction:
     """The exact rational value of a finite float (floats are dyadic rationals)."""
     return Fraction(value)
+
+
+#: Largest denominator of a quantile level (and of the exponential mechanism's relative
+#: targets): levels are rounded to the nearest fraction with denominator at most ``2**20``.
+MAX_LEVEL_DENOMINATOR = 1 << 20
+#: Smallest ``alpha`` of the statistics' intervals: they divide it over their union bounds
+#: (by up to a few thousand times the number of levels) and take its logarithm, which must
+#: not underflow.
+MIN_ALPHA = 1e-250
+
+
+def as_rational_level(q: float) -> Fraction:
+    """The level as the nearest fraction with denominator at most ``2**20`` (public rounding).
+
+    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; the change is at most
+    ``2**-21`` (neighbouring fractions of denominators up to ``N`` are ``1 / (q q') <= 1 / N``
+    apart), and below ``2**-40`` when the nearest fraction's denominator is near ``2**20``.
+    Exact rationals keep the mechanism's exponents integers. Levels within about ``2**-21``
+    of 0 or 1 would round onto them: :func:`check_level` refuses those.
+    """
+    if type(q) is float:  # a function of the float alone: cached (a Session asks for the
+        return _rational_level(q)  # same few levels in every group; Fractions are immutable)
+    return Fraction(q).limit_denominator(MAX_LEVEL_DENOMINATOR)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rational_level(q: float) -> Fraction:
+    return Fraction(q).limit_denominator(MAX_LEVEL_DENOMINATOR)
+
+
+def check_level(owner: str, name: str, value: Any, low: float = 0.0) -> float:
+    """A level in ``(low, 1)`` that stays there after :func:`as_rational_level` (TypeError for
+    non-numbers, ParameterError naming ``name`` otherwise, hinting the median for 0.5).
+
+    Without the second check, ``1e-9`` would silently become the level 0 (the minimum)."""
+    v = check_number(owner, name, value)
+    if not low < v < 1:
+        hint = " (0.5 is the median)" if low == 0 else ""
+        raise ParameterError(f"{owner}: `{name}` must be in ({low:g}, 1){hint}; got {value!r}")
+    r = as_rational_level(v)
+    if not low < r < 1:
+        edge = f"{low:g}" if r <= low else "1"
+        raise ParameterError(
+            f"{owner}: `{name}` {value!r} is too close to {edge}: levels are rounded to the "
+            f"nearest fraction with denominator at most 2**20, which would make it {edge}; "
+            "use a level at least 2**-20 away from it"
+        )
+    return v
+
+
+def series_like(value: Any) -> bool:
+    """Whether ``value`` is a pandas or polars Series (or another sized array-like that is
+    neither a sequence nor a NumPy array or scalar)."""
+    return (
+        not isinstance(value, Sequence | np.ndarray | np.generic | str | bytes)
+        and hasattr(value, "__array__")
+        and hasattr(value, "__len__")
+    )
+
+
+def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
+    """Levels as a tuple of floats in (0, 1), strictly increasing; and whether a scalar came in.
+
+    Raises TypeError for non-numbers (bool included) and ParameterError for values outside
+    (0, 1), NaN, an empty sequence, unsorted or repeated levels.
+    """
+    if series_like(levels):  # its values, as for an ndarray
+        levels = np.asarray(levels)
+    scalar = not isinstance(levels, Sequence | np.ndarray) or isinstance(levels, str | bytes)
+    if isinstance(levels, np.ndarray) and levels.ndim == 0:
+        scalar = True
+        levels = levels.item()
+    items = [levels] if scalar else list(levels)
+    if not items:
+        raise ParameterError(f"{owner}: `levels` is empty; give one level or more in (0, 1)")
+    out: list[float] = []
+    for i, q in enumerate(items):
+        out.append(check_level(owner, "levels" if scalar else f"levels[{i}]", q))
+    for i in range(1, len(out)):
+        if out[i] == out[i - 1]:
+            raise ParameterError(f"{owner}: `levels` must not repeat a level; got {out[i]!r} twice")
+        if out[i] < out[i - 1]:
+            raise ParameterError(
+                f"{owner}: `levels` must be sorted in increasing order; got {out[i - 1]!r} "
+                f"before {out[i]!r}"
+            )
+    rational = [as_rational_level(q) for q in out]
+    for i in range(1, len(rational)):
+        if rational[i] <= rational[i - 1]:  # the rounding is monotone: equal after it
+            raise ParameterError(
+                f"{owner}: levels {out[i - 1]!r} and {out[i]!r} both round to {rational[i]} "
+                "(levels are rounded to the nearest fraction with denominator at most 2**20); "
+                "use levels at least 2**-20 apart, or merge them"
+            )
+    return tuple(out), scalar
+
+
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (NumPy's bool too); a TypeError naming it."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{owner}: `{name}` must be True or False; got {describe(value)}")
+    return bool(value)
+
+
+def check_sensitivity(owner: str, value: float) -> float:
+    """A computed sensitivity must be a finite float: one that overflows (a variance over
+    bounds wider than about 1e154, a sum of many huge values) is refused, naming the
+    bounds, rather than returned as infinity."""
+    if not math.isfinite(value):
+        raise ParameterError(
+            f"{owner}: the sensitivity overflows a float ({value!r}) for these `bounds`; "
+            "rescale the data (other units) so the bounds are smaller"
+        )
+    return value

@@ -413,7 +413,7 @@ def compare(
     -------
     Comparison
         Printing it shows :meth:`Comparison.table`; :meth:`Comparison.summary` gives the
-        figures; plot it with :func:`dpkit.plot.compare.plot_comparison`.
+        figures; plot it with :func:`dpkit.plot.comparison.plot_comparison`.
 
     Raises
     ------
@@ -631,12 +631,13 @@ class _Task:
 
 
 def _run_global(t: _Task) -> _Out:
-    from dpkit import queries
-    from dpkit.frameworks._common import grid_for, laplace_units, noise_spacing, on_data_lattice
+    from dpkit._lattice import on_data_lattice
+    from dpkit.noise.grid import grid_for, laplace_units, noise_spacing
+    from dpkit.sensitivity import catalogue as queries
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     # the statistics are exact: records mapped onto the lattice of the bounds (a per-record
-    # map), then summed or interpolated in integers (dpkit.frameworks._common.on_data_lattice)
+    # map), then summed or interpolated in integers (dpkit._lattice.on_data_lattice)
     lat = on_data_lattice(arr, lower, upper, owner="compare")
     if statistic == "mean":
         s_sens = max(abs(lower), abs(upper))
@@ -669,10 +670,10 @@ def _run_global(t: _Task) -> _Out:
 
 
 def _run_ptr(t: _Task) -> _Out:
-    from dpkit.frameworks.ptr import _draw, _plan
+    from dpkit.frameworks.ptr import draw_release, plan_release
 
-    p = _plan(t.arr, t.statistic, t.b, t.eps, t.dlt, (t.lower, t.upper), "unbounded", 0.5)
-    _noisy, vals = _draw(p, t.trials, t.source)
+    p = plan_release(t.arr, t.statistic, t.b, t.eps, t.dlt, (t.lower, t.upper), "unbounded", 0.5)
+    _noisy, vals = draw_release(p, t.trials, t.source)
     assert vals is not None
     det = {
         "proposed_bound": t.b,
@@ -701,8 +702,8 @@ def _run_smooth(t: _Task) -> _Out:
 
 
 def _run_saa(t: _Task) -> _Out:
-    from dpkit.frameworks._common import grid_for
     from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
+    from dpkit.noise.grid import grid_for
 
     arr, statistic, lower, upper = t.arr, t.statistic, t.lower, t.upper
     k = t.chunks  # validated by compare: 1 <= chunks <= n

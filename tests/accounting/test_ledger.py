@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
 import sqlite3
 import tempfile
 import threading
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dpkit as dp
 from dpkit import (
     ZCDP,
     Accountant,
@@ -417,3 +419,43 @@ def test_forked_child_opens_its_own_connection(path: Path) -> None:
         assert [s.label for s in acct.history] == ["parent before", "child", "parent after"]
     finally:
         acct.close()
+
+
+def _corrupt_copies(src: Path, count: int) -> list[Path]:
+    raw = src.read_bytes()
+    out = []
+    for seed in range(count):
+        rnd = random.Random(seed)  # test data, fixed seed
+        data = bytearray(raw)
+        for _ in range(rnd.randint(1, 8)):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+        path = src.with_name(f"c{seed}.sqlite")
+        path.write_bytes(bytes(data))
+        out.append(path)
+    return out
+
+
+def test_every_ledger_failure_is_a_ledger_error(tmp_path: Path) -> None:
+    # random byte corruptions of a ledger (a label, a timestamp, a PRAGMA's answer): every
+    # failure to read or write it is a LedgerError, never a raw UnicodeDecodeError or ValueError
+    src = tmp_path / "src.sqlite"
+    acct = dp.Accountant.create(src, dp.ApproxDP(5.0, 1e-5))
+    for i in range(5):
+        acct.spend(dp.PureDP(0.1), label=f"q{i}é")
+    acct.close()
+    raw_errors = []
+    for path in _corrupt_copies(src, 400):
+        try:
+            a = dp.Accountant.open(path)
+            a.spend(dp.PureDP(0.1), label="x")
+            _ = (a.history, a.remaining, a.summary())
+            a.close()
+        except (LedgerError, BudgetExceededError):
+            pass
+        except Exception as exc:
+            raw_errors.append(f"{type(exc).__name__}: {exc}")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            p = Path(f"{path}{suffix}")
+            if p.exists():
+                os.unlink(p)
+    assert raw_errors == []

@@ -1,4 +1,4 @@
-"""Neighbour relations in the accountant and the ledger (contract 1, issue 10 item 4)."""
+"""Neighbour relations in the accountant and the ledger."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10 item 2 as a real-world self-check: far from zero, the float mean of bounded values
+"""A real-world self-check: far from zero, the float mean of bounded values
 moves by more than the sensitivity sample-and-aggregate and smooth sensitivity charge.
 
 On the float-rounding worst pair at bounds (1e15, 1e15 + 1) the audit measured epsilon of about

@@ -18,7 +18,7 @@ Expected privacy loss of each broken variant against the claim of epsilon = 1:
 * quantiles of an integer column released by one noisy histogram (method "cdf") but charged
   as an exponential mechanism under zCDP (epsilon**2 / 8 instead of epsilon**2 / 2): the
   histogram runs at epsilon sqrt(8 rho share) instead of sqrt(2 rho share), and its
-  0.999-quantile is randomized response on the removed person's count (dpkit.audit.queries):
+  0.999-quantile is randomized response on the removed person's count (dpkit.audit.session_query):
   at rho 0.5, tested at delta 0.3 (claimed epsilon 0.82), the best event gives
   log((1 / (1 + e^-2) - 0.3) / (e^-2 / (1 + e^-2))) = 1.58 (correct charge 0.47); under
   (epsilon, delta) = (1, 0.3), rho 0.59, 1.77 against 1 (correct 0.58); with two thirds of
@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 
 from dpkit.audit import targets
+from dpkit.noise import Noise
 from dpkit.session import _execute, _plan
-from dpkit.session._noise import Noise
 from dpkit.statistics import QuantileStage
 
 SEED = 20260101

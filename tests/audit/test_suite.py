@@ -33,7 +33,7 @@ SUITE = [
     ("inverse_sensitivity", {}, 50_000),
     ("inverse_sensitivity", {"query": "percentile", "percentile": 25.0}, 50_000),
     ("inverse_sensitivity", {"query": "mean"}, 50_000),
-    # the Session's queries on worst-case tables (dpkit.audit.queries): one bounding salt, or
+    # the Session's queries on worst-case tables (dpkit.audit.session_query): one bounding salt, or
     # a pool of 16 salts drawn uniformly per release; Polars, DuckDB and pandas
     ("session_count", {}, 50_000),
     ("session_count", {"salts": 16, "engine": "duckdb"}, 20_000),

@@ -1,6 +1,6 @@
-"""Issue 10 item 2: the frameworks compute the statistic whose sensitivity they charge exactly.
+"""The frameworks compute the statistic whose sensitivity they charge exactly.
 
-The black-box case of the issue: bounds (1e15, 1e15 + 1), seven records at the bounds and in
+The black-box case: bounds (1e15, 1e15 + 1), seven records at the bounds and in
 between, one record replaced. In float64 the mean of these records moves by 0.375 where the
 sensitivity is 1/7; the frameworks now release the exact mean of the records mapped onto the
 lattice of the bounds (a per-record map), so the released distributions respect epsilon.

@@ -4,11 +4,14 @@ D15 of the hostile-input sweep)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
 import dpkit
+import dpkit as dp
+from dpkit.errors import ParameterError
 from dpkit.frameworks import (
     distance_to_high_sensitivity,
     propose_test_release,
@@ -130,3 +133,118 @@ def test_huge_chunks_is_abridged_in_the_message() -> None:
     assert len(str(info.value)) < 300
     with pytest.raises(dpkit.ParameterError, match=r"got 1000$"):
         sample_and_aggregate(X, "mean", chunks=1000, output_bounds=(0.0, 100.0), epsilon=1.0)
+
+
+@pytest.mark.parametrize(
+    "make_and_call",
+    [
+        lambda a: dp.sample_and_aggregate(
+            [1.0, 2.0, 3.0, 10.0, 11.0],
+            np.mean,
+            chunks=3,
+            output_bounds=(0, 100),
+            epsilon=5e-324,
+            accountant=a,
+        ),
+        lambda a: dp.propose_test_release(
+            [1.0, 2.0, 3.0],
+            "median",
+            5.0,
+            epsilon=0.5,
+            delta=5e-324,
+            bounds=(0, 100),
+            accountant=a,
+        ),
+        lambda a: dp.smooth_sensitivity_release(
+            [1.0, 2.0, 3.0, 10.0, 11.0],
+            "median",
+            epsilon=1e-15,
+            delta=1e-6,
+            bounds=(0, 100),
+            accountant=a,
+        ),
+        lambda a: dp.inverse_sensitivity(
+            [1.0, 2.0, 3.0], "median", epsilon=1.0, bounds=(0, 1e-320), accountant=a
+        ),
+        lambda a: dp.sample_and_aggregate(
+            [1.0, 2.0, 3.0, 10.0, 11.0],
+            "mean",
+            chunks=3,
+            output_bounds=(0, 1e-320),
+            epsilon=1.0,
+            accountant=a,
+        ),
+        lambda a: dp.propose_test_release(
+            [1.0, 2.0, 3.0],
+            "median",
+            5.0,
+            epsilon=1e-45,
+            delta=1e-6,
+            bounds=(0, 100),
+            accountant=a,
+        ),
+    ],
+)
+def test_a_refused_framework_parameter_spends_nothing(make_and_call: Any) -> None:
+    # a parameter the sampler or the lattice cannot take is refused before the accountant is
+    # charged; a supported one (DiscreteGaussian at epsilon 10) releases finite values, once
+    acct = dp.Accountant(dp.ApproxDP(1e6, 0.5), relation="bounded")
+    try:
+        out = make_and_call(acct)
+    except ParameterError:
+        assert acct.history == ()  # refused before the spend
+    else:
+        assert np.all(np.isfinite(np.asarray(out, dtype=float)))
+        assert len(acct.history) == 1
+
+
+def test_no_framework_release_is_infinite() -> None:
+    # at an epsilon so large the noise is far below the output grid, every framework's
+    # release is finite and inside the bounds
+    x = [1.0, 2.0, 3.0, 10.0, 11.0]
+    outs = [
+        dp.propose_test_release(
+            x, "median", 5.0, epsilon=1e300, delta=1e-6, bounds=(0, 100), rng=1
+        ),
+        dp.smooth_sensitivity_release(
+            x, "median", epsilon=1e308, delta=1e-6, bounds=(0, 100), rng=1
+        ),
+        dp.sample_and_aggregate(x, np.mean, chunks=3, output_bounds=(0, 100), epsilon=1e308, rng=1),
+        dp.inverse_sensitivity(x, "median", epsilon=1e300, bounds=(0, 100), rng=1),
+    ]
+    for rel in outs:
+        assert rel.value is None or math.isfinite(rel.value)
+        if rel.value is not None:
+            assert 0 <= rel.value <= 100
+
+
+#: Helpers whose names must never be the subject of a message to the user.
+_INTERNAL = (
+    "grid:",
+    "discrete_gaussian_tc",
+    "distance_to_high_sensitivity",
+    "geometric: `x`",
+    "analytic_gaussian_sigma",
+    "_exp_decimal",
+    "pow2_at_most",
+    "rounded_laplace",
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dp.propose_test_release(
+            [1.0, 2.0, 3.0], "median", 5.0, epsilon=5e-324, delta=1e-6, bounds=(0, 100)
+        ),
+        lambda: dp.smooth_sensitivity_release(
+            [1.0, 2.0, 3.0], "median", epsilon=1e-15, delta=1e-6, bounds=(0, 100)
+        ),
+    ],
+)
+def test_framework_messages_name_the_users_parameter_not_a_helper(call: Any) -> None:
+    with pytest.raises(ParameterError) as info:
+        call()
+    msg = str(info.value)
+    assert "`epsilon`" in msg or "`sensitivity`" in msg
+    assert not any(name in msg for name in _INTERNAL), msg

@@ -1,4 +1,4 @@
-"""The brute-force inverse-sensitivity mechanism (issue 10 item 1): true distances, capped."""
+"""The brute-force inverse-sensitivity mechanism: true distances, capped."""
 
 from __future__ import annotations
 

@@ -167,9 +167,9 @@ def test_support_errors(kwargs, match) -> None:
 def test_counts_from_units_equal_np_unique(bounds: tuple[float, float]) -> None:
     """The sorted distinct lattice values and counts (32-bit offsets from the lattice's low
     end) are np.unique's, with values at both ends of the lattice and many ties."""
-    from dpkit.frameworks._quantile_em import Counts, Lattice
+    from dpkit.mechanisms.quantile_em import Counts, QuantileLattice
 
-    lat = Lattice.for_bounds("q", *bounds)
+    lat = QuantileLattice.for_bounds("q", *bounds)
     rng = np.random.default_rng(3)
     lo, hi = bounds
     x = np.concatenate((rng.uniform(lo, hi, 5000), np.round(rng.uniform(lo, hi, 5000)), [lo, hi]))

@@ -13,15 +13,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpkit.frameworks._quantile_em import (
+from dpkit.mechanisms.quantile_em import (
     Counts,
-    Lattice,
     Measure,
+    QuantileLattice,
     cells,
     sample_in_range,
     sample_in_ranges,
 )
-from dpkit.frameworks._quantile_view import (
+from dpkit.mechanisms.quantile_view import (
     View,
     _cell_range,
     _exponents,
@@ -34,11 +34,11 @@ from dpkit.samplers.heavy_tailed import exp_weighted_choice
 BOUNDS = [(0.0, 100.0), (-50.0, 150.0), (-1000.5, -3.0), (10.0, 10.5), (-7.0, 3.0)]
 
 
-def _measures(lat: Lattice) -> list[Measure]:
+def _measures(lat: QuantileLattice) -> list[Measure]:
     return [Measure(lat, s) for s in ("auto", "continuous", 4 * lat.spacing, 1.0) if _fits(lat, s)]
 
 
-def _fits(lat: Lattice, support: object) -> bool:
+def _fits(lat: QuantileLattice, support: object) -> bool:
     try:
         Measure(lat, support)
     except Exception:
@@ -50,7 +50,7 @@ def _random_views(seed: int) -> list[tuple[View, Measure]]:
     """Views of random data (ties, the bounds, integers) over random value and output ranges."""
     rng = np.random.default_rng(seed)
     lower, upper = BOUNDS[seed % len(BOUNDS)]
-    lat = Lattice.for_bounds("test", lower, upper)
+    lat = QuantileLattice.for_bounds("test", lower, upper)
     n = int(rng.integers(0, 60))
     kind = seed % 3
     if kind == 0:
@@ -95,7 +95,7 @@ def test_plain_cells_are_the_cells_of_the_view(seed: int) -> None:
 
 @pytest.mark.parametrize("bounds", BOUNDS)
 def test_point_atoms_and_prefix_at_match_the_level_sums(bounds) -> None:
-    lat = Lattice.for_bounds("test", *bounds)
+    lat = QuantileLattice.for_bounds("test", *bounds)
     rng = np.random.default_rng(5)
     u = np.concatenate(
         [
@@ -114,7 +114,7 @@ def test_point_atoms_and_prefix_at_match_the_level_sums(bounds) -> None:
 
 
 def test_one_range_draws_match_the_array_draws() -> None:
-    lat = Lattice.for_bounds("test", 0.0, 100.0)
+    lat = QuantileLattice.for_bounds("test", 0.0, 100.0)
     rng = np.random.default_rng(9)
     for measure in _measures(lat):
         for seed in range(300):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from scipy import stats
 
 import dpkit
+import dpkit as dp
 from dpkit import sensitivity as sens
 from dpkit.frameworks import (
     smooth_noise_parameters,
@@ -243,7 +245,7 @@ def test_fast_percentile_scan_equals_the_toolkit_exactly() -> None:
 
 
 # The fast path now finds (S, k) by branch-and-bound over the distances, with A(f, x, k) at
-# one distance from O(k D) candidates (sensitivity._percentile_distance), under both
+# one distance from O(k D) candidates (sensitivity.percentile_distance), under both
 # relations: at a tiny epsilon it visits a few distances instead of all n + 1 (compare's
 # Adult median at epsilon 1e-12: > 900 s -> about 1 s). The toolkit's scan (sens.smooth, every
 # distance, every candidate) is the reference; the tiny betas are the regime where A's last
@@ -328,3 +330,13 @@ def test_noise_out_of_the_samplers_range_is_refused_before_the_scan(monkeypatch)
         smooth_sensitivity_release(
             x, "median", epsilon=1e-300, bounds=(0.0, 1e300), noise="cauchy", delta=0.0
         )
+
+
+def test_smooth_release_at_small_epsilon_is_quick() -> None:
+    # n = 100 at epsilon 1e-4: the scan stops at n + 1, the distance past which A is constant
+    t0 = time.perf_counter()
+    rel = dp.smooth_sensitivity_release(
+        np.arange(100.0), "median", epsilon=1e-4, delta=1e-6, bounds=(0, 100), rng=1
+    )
+    assert time.perf_counter() - t0 < 10
+    assert math.isfinite(rel.value)

@@ -385,16 +385,6 @@ def test_selection_accuracy_bound_holds(mech: object) -> None:
         mech.accuracy(1.5, n=50)
 
 
-@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
-@pytest.mark.parametrize("scale", [1e-3, 0.3, 0.9, 1.0, 2.5, 40.0])
-def test_zero_noise_probability_matches_the_pmf(kind: str, scale: float) -> None:
-    from dpkit.mechanisms._common import zero_noise_probability
-
-    z = np.arange(-4000, 4001)
-    pmf = _dlap_pmf(scale, z) if kind == "laplace" else _dgauss_pmf(scale, z)
-    assert zero_noise_probability(kind, scale) == pytest.approx(pmf[4000], rel=1e-12)
-
-
 @pytest.mark.parametrize(
     "make",
     [

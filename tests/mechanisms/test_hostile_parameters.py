@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import dpkit
+import dpkit as dp
+from dpkit.errors import ParameterError
 from dpkit.mechanisms import Gaussian, Laplace, discrete_gaussian_delta
 
 
@@ -79,3 +81,68 @@ def test_the_number_of_coordinates_is_validated(call: Any, owner: str) -> None:
         call(-3)
     with pytest.raises(TypeError, match=rf"^{owner}: `d`"):
         call(1.5)
+
+
+@pytest.mark.parametrize(
+    "make_and_call",
+    [
+        lambda a: dp.ReportNoisyMax(epsilon=1e-10).select(["a", "b"], [1.0, 2.0], accountant=a),
+        lambda a: dp.DiscreteGaussian(epsilon=3, delta=1e-5, sensitivity=2**62).release(
+            10, accountant=a
+        ),
+        lambda a: dp.DiscreteGaussian(epsilon=10.0, delta=1e-5).release(
+            np.zeros(2, dtype=np.int64), accountant=a, rng=1
+        ),
+        lambda a: dp.Laplace(epsilon=1.0).measure(3.0, alpha=2.0, accountant=a),
+        lambda a: dp.Geometric(epsilon=1.0).measure(3, alpha=2.0, accountant=a),
+    ],
+)
+def test_a_refused_mechanism_parameter_spends_nothing(make_and_call: Any) -> None:
+    # a parameter the sampler or the lattice cannot take is refused before the accountant is
+    # charged; a supported one (DiscreteGaussian at epsilon 10) releases finite values, once
+    acct = dp.Accountant(dp.ApproxDP(1e6, 0.5), relation="bounded")
+    try:
+        out = make_and_call(acct)
+    except ParameterError:
+        assert acct.history == ()  # refused before the spend
+    else:
+        assert np.all(np.isfinite(np.asarray(out, dtype=float)))
+        assert len(acct.history) == 1
+
+
+def test_no_mechanism_release_is_infinite() -> None:
+    # a lattice whose points could overflow a float is refused; the largest one accepted
+    # releases finite values and intervals
+    with pytest.raises(ParameterError, match="`sensitivity`=1e\\+308 is too large"):
+        dp.Laplace(epsilon=1.0, sensitivity=1e308)
+    m = dp.Laplace(epsilon=1.0, sensitivity=1e290).measure(3.0, rng=1)
+    assert math.isfinite(m.value) and all(map(math.isfinite, m.interval))
+
+
+#: Helpers whose names must never be the subject of a message to the user.
+_INTERNAL = (
+    "grid:",
+    "discrete_gaussian_tc",
+    "distance_to_high_sensitivity",
+    "geometric: `x`",
+    "analytic_gaussian_sigma",
+    "_exp_decimal",
+    "pow2_at_most",
+    "rounded_laplace",
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dp.Laplace(epsilon=1.0, sensitivity=5e-324).release(3.0),
+        lambda: dp.DiscreteGaussian(epsilon=3, delta=1e-5, sensitivity=2**62).release(10),
+        lambda: dp.Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1e308),
+    ],
+)
+def test_mechanism_messages_name_the_users_parameter_not_a_helper(call: Any) -> None:
+    with pytest.raises(ParameterError) as info:
+        call()
+    msg = str(info.value)
+    assert "`epsilon`" in msg or "`sensitivity`" in msg
+    assert not any(name in msg for name in _INTERNAL), msg

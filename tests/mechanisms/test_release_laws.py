@@ -15,7 +15,7 @@ with the scale the mechanism reports:
   sensitivity ``floor(s / g) + 1`` must be at most ``delta`` and must exceed it when ``V`` is
   2**-8 smaller (so ``V`` is tight, not inflated); for ``d`` coordinates, the exact curve of
   the multivariate law at several shifts and the smoothing bound are checked in
-  test_gaussian_calibration.py, and the law drawn (``N_Z(0, V)`` per coordinate) here.
+  tests/noise/test_gaussian_calibration.py, and the law drawn (``N_Z(0, V)`` per coordinate) here.
 
 Each law is tested two ways:
 
@@ -183,7 +183,8 @@ def test_gaussian_vector_release_is_the_exact_lattice_law() -> None:
     gau = dp.Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
     g, v = _gaussian_figures(gau, N)
     # the variance is calibrated for the charged L2 sensitivity s / g + sqrt(d) (its privacy
-    # is checked in test_gaussian_calibration.py): within 2**-10 + 1e-6 of the analytic one
+    # is checked in tests/noise/test_gaussian_calibration.py): within 2**-10 + 1e-6 of the
+    # analytic one
     steps = gau.sensitivity / g + math.sqrt(N)
     analytic = dp.mechanisms.analytic_gaussian_sigma(gau.epsilon, gau.delta, steps)
     assert analytic**2 <= v <= (analytic * (1 + 1e-6)) ** 2
@@ -221,7 +222,7 @@ def test_discrete_gaussian_variance_is_private_and_tight(
     v1 = float(mech._s2(1))  # the variance a scalar release draws with
     assert _dg_delta(v1, sens, eps) <= delta
     assert _dg_delta(v1 * (1 - 2**-8), sens, eps) > delta
-    d = 1000  # d coordinates: checked at every shift in test_gaussian_calibration.py
+    d = 1000  # d coordinates: checked at every shift in tests/noise/test_gaussian_calibration.py
     out = mech.release(np.zeros(d, dtype=np.int64), rng=6)
     assert np.array_equal(out, dp.samplers.discrete_gaussian(0, d, rng=6, sigma2=mech._s2(d)))
 

@@ -15,8 +15,10 @@ import itertools
 import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -159,3 +161,17 @@ def test_exact_gaps_split_every_gap_exactly(sensitivity: float, case: int) -> No
 def test_scores_on_the_lattice_take_the_integer_path() -> None:
     gaps = _exact_gaps("test", 1.0, np.array([3.0, 0.5, -2.0, 2.0**-20]))
     assert gaps.r_hi is None and gaps.k.tolist() == [0, 5 * 2**19, 5 * 2**20, 3 * 2**20 - 1]
+
+
+@pytest.mark.parametrize(
+    "mech", [dp.Exponential(1.0), dp.ReportNoisyMax(1.0), dp.PermuteAndFlip(1.0)]
+)
+def test_selection_reads_candidates_by_position(mech: Any) -> None:
+    # a Series with a shuffled index used to be read by label: 'c' (label 1) every time
+    cands = pd.Series(["a", "b", "c"], index=[2, 0, 1])
+    # exp(-500) odds against the others: the best (position 1) is returned every time
+    assert {mech.select(cands, [0.0, 1000.0, 0.0], rng=i) for i in range(20)} == {"b"}
+    with pytest.raises(TypeError, match="`candidates`"):
+        mech.select({"a": 1, "b": 2, "c": 3}, [1.0, 50.0, 2.0])
+    with pytest.raises(TypeError, match="`candidates` must be 1-D"):
+        mech.select(np.array(5.0), [1.0])

@@ -183,3 +183,69 @@ def test_one_draw_of_exp_weighted_choice_matches_the_batched_loop(monkeypatch) -
         assert [int(v[0]) for v in got] == [int(v[0]) for v in want]
         assert _same_place(a, b)
     assert exp_weighted_choice(np.ones(3), np.zeros(3, dtype=np.int64), Fraction(1), 0, 1).size == 0
+
+
+@pytest.mark.parametrize(
+    "scale",
+    [Fraction(1, 64), Fraction(1, 3), Fraction(7, 2), Fraction(1000), Fraction(2**36 + 10**7)],
+)
+@pytest.mark.parametrize("size", [1, 17, 4096, 65536])
+def test_discrete_laplace_in_a_workspace_is_the_fresh_block(scale: Fraction, size: int) -> None:
+    # the workspace path (buffers reused, guides looked up with take) against the block that
+    # allocates its arrays: the same values from the same words, the source left alike
+    from dpkit.samplers._discrete import _discrete_laplace_into, _LaplaceWorkspace
+
+    geo = _geometric_sampler(1 / scale)
+    ws = _LaplaceWorkspace(size)
+    for seed in range(3):
+        a, b = SeededSource(seed), SeededSource(seed)
+        first = _discrete_laplace_into(geo, size, a, ws).copy()
+        assert np.array_equal(first, _discrete_laplace_block(geo, size, b))
+        again = _discrete_laplace_into(geo, size, a, ws)  # the buffers reused
+        assert np.array_equal(again, _discrete_laplace_block(geo, size, b))
+        assert _same_place(a, b)
+
+
+@pytest.mark.parametrize("boundaries", [3, 41, 126, 127, 511, 1023])
+def test_a_table_lookup_into_a_buffer_is_the_lookup_of_fresh_arrays(boundaries: int) -> None:
+    # boundaries on either side of the guide's dtype change (int8 below 127): the counts and
+    # the ambiguous buckets' searches are those of sample_from_words, ties included
+    rng = np.random.default_rng(boundaries)
+    prefixes = np.unique(rng.integers(1, 2**63, size=boundaries, dtype=np.uint64))[::-1]
+    table = SurvivalTable([int(p) for p in prefixes], lambda j: RationalReal(Fraction(1, 2)))
+    words = SeededSource(1).words(50_000)
+    words[: min(20, prefixes.size)] = prefixes[:20]  # exact ties: decided by the deep comparison
+    out = np.empty(words.size, dtype=table.dtype)
+    index = np.empty(words.size, dtype=np.int64)
+    a, b = SeededSource(2), SeededSource(2)
+    got = table.lookup_into(words, a, out, index)
+    assert np.array_equal(got.astype(np.int64), table.sample_from_words(words, b))
+    assert _same_place(a, b)
+
+
+class _ZerosFirst(SeededSource):
+    """A seeded source whose first request is all zero words: every table lookup of it lands
+    past the table's last boundary (U below every survival probability)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self._first = True
+
+    def words(self, n: int) -> np.ndarray:
+        if self._first:
+            self._first = False
+            return np.zeros(n, dtype=np.uint64)
+        return super().words(n)
+
+
+def test_discrete_laplace_in_a_workspace_extends_the_high_digit_past_its_table() -> None:
+    # the high digit's table stops where its survival falls below 2**-60; zero words select
+    # that end for every draw, and memorylessness adds a fresh high digit (as the fresh block)
+    from dpkit.samplers._discrete import _discrete_laplace_into, _LaplaceWorkspace
+
+    geo = _geometric_sampler(1 / Fraction(1000))
+    ws = _LaplaceWorkspace(64)
+    got = _discrete_laplace_into(geo, 64, _ZerosFirst(5), ws)
+    want = _discrete_laplace_block(geo, 64, _ZerosFirst(5))
+    assert np.array_equal(got, want)
+    assert np.all(np.abs(want) >= geo.high.size << geo.m)  # every draw went past the table

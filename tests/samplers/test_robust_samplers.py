@@ -1,4 +1,4 @@
-"""Samplers at the edges of their parameters (issue 10, items 5, 6 and 10).
+"""Samplers at the edges of their parameters.
 
 Distribution tests follow tests/samplers/test_distributions.py: a fixed seed, a chi-square
 goodness-of-fit against the exact pmf that must give p > 1e-3 (a correct sampler fails with
@@ -41,7 +41,7 @@ def _dgauss_pmf(sigma2: float, support: np.ndarray) -> np.ndarray:
     return np.exp(-(support.astype(float) ** 2) / (2 * sigma2)) / z
 
 
-# ----------------------------------------------------------------------------- item 5
+# ----------------------------------------------------------------- discrete Gaussian, small sigma
 
 
 @pytest.mark.parametrize("sigma", [0.3, 0.45])
@@ -65,7 +65,7 @@ def test_discrete_gaussian_tiny_sigma_is_zero() -> None:
     assert not discrete_gaussian(0, 1000, rng=3, sigma2=Fraction(1, 10**30)).any()
 
 
-# ----------------------------------------------------------------------------- item 10
+# ----------------------------------------------------------------- exp(-x) and its zero digits
 
 
 def test_exp_neg_zero_digits_are_exact_at_the_threshold() -> None:
@@ -129,7 +129,7 @@ def test_sizes_beyond_the_limit_are_refused_before_allocating() -> None:
             call()
 
 
-# ----------------------------------------------------------------------------- item 6
+# ----------------------------------------------------------------- rounded heavy tails
 
 
 class _Words:

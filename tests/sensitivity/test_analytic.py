@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import pytest
 
+import dpkit as dp
 from dpkit import ParameterError, queries
 from dpkit import sensitivity as sens
 from dpkit.sensitivity.analytic import _mean_unbounded, _var_change, _var_change_table
@@ -244,3 +246,27 @@ def test_percentile_sensitivity_at_any_size_in_constant_memory() -> None:
     assert sens.global_sensitivity("median", bounds=(0, 100), relation="bounded", n=big + 2) == 50
     huge = sens.global_sensitivity("median", bounds=(0, 1), relation="unbounded", n=10**30)
     assert huge == 0.5
+
+
+def test_global_sensitivity_at_huge_distance_saturates_at_once() -> None:
+    t0 = time.perf_counter()
+    w = 100.0
+    q10 = dp.queries.percentile(10)
+    assert sens.global_sensitivity(q10, bounds=(0, 100), relation="unbounded", distance=10**6) == w
+    assert (
+        sens.global_sensitivity("mean", bounds=(0, 100), relation="unbounded", distance=10**6) == w
+    )
+    assert (
+        sens.global_sensitivity("mean", bounds=(0, 100), relation="unbounded", n=5, distance=10**6)
+        == w
+    )
+    assert sens.global_sensitivity(
+        "var", bounds=(0, 10), relation="unbounded", n=5, distance=10**6
+    ) == pytest.approx(25.0)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_sum_bounds_too_far_apart_are_refused() -> None:
+    # their width overflows a float: the sensitivity would be infinite
+    with pytest.raises(ParameterError, match=r"`bounds` .* are too far apart"):
+        sens.global_sensitivity("sum", bounds=(-1e308, 1e308), relation="bounded", n=10)

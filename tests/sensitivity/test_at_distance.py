@@ -398,3 +398,19 @@ def test_std_zero_is_local_on_a_million(relation: str) -> None:
     a0 = sens.local_at_distance("std", x, 0, relation=relation, bounds=(0, 100))
     _certified_moment(a0, sens.local("std", x, relation=relation, bounds=(0, 100)), "std", 0, 100)
     assert sens.local_at_distance("std", x, 5, relation=relation, bounds=(0, 100)) >= a0
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+@pytest.mark.parametrize("query", ["median", "mean", "p25", "var", "std"])
+def test_local_at_distance_is_constant_past_the_stable_distance(query: str, relation: str) -> None:
+    # A(f, x, k) reaches its supremum by K* = n (replace) or n + 1 (add/remove), the distance
+    # at which the scans stop (at_distance.stable_distance); checked one and five steps past
+    x = [1.0, 2.0, 7.0, 7.0, 9.5]
+    k_star = len(x) + (1 if relation == "unbounded" else 0)
+    at = [
+        sens.local_at_distance(query, x, k, relation=relation, bounds=(0, 10))
+        for k in (k_star, k_star + 1, k_star + 5)
+    ]
+    assert at[0] == at[1] == at[2]
+    big = sens.local_at_distance(query, x, 10**6, relation=relation, bounds=(0, 10))
+    assert big == at[0]

@@ -1,4 +1,4 @@
-"""A(var, x, k) and A(std, x, k) are certified upper bounds (issue 10 item 3).
+"""A(var, x, k) and A(std, x, k) are certified upper bounds.
 
 The float algorithms for the moments lose precision where a variance nearly cancels, and the
 square root of the deviation amplifies that: the issue's counterexample returned 4.1136206558

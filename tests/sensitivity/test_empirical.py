@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
+from typing import Any
 
 import numpy as np
 import pytest
 
+import dpkit as dp
 from dpkit import ParameterError, queries
 from dpkit import sensitivity as sens
 
@@ -115,3 +118,40 @@ def test_progress_bar_only_when_asked_or_long_on_a_terminal(
     value = sens.empirical_global("mean", SEED_UNIVERSE, 3, relation="unbounded", progress=True)
     assert "empirical_global" in capsys.readouterr().err
     assert value == sens.empirical_global("mean", SEED_UNIVERSE, 3, relation="unbounded")
+
+
+def test_empirical_limits_are_checked_before_any_work() -> None:
+    t0 = time.perf_counter()
+    # 1.3 M datasets would take minutes and gigabytes: refused at once, naming the memory and
+    # the comparisons the enumeration would need
+    with pytest.raises(ParameterError, match="max_datasets"):
+        sens.empirical_global("median", np.arange(200.0), 3, relation="bounded")
+    with pytest.raises(ParameterError, match=r"compare .* pairs of datasets"):
+        sens.empirical_global("median", np.arange(40.0), 3, relation="bounded")
+    # distances far beyond what the universe can reach are clamped, not enumerated
+    assert sens.empirical_local(
+        "median", [1, 2, 3], [1, 2, 3, 10, 11], distance=10**6, relation="unbounded"
+    ) == sens.empirical_local(
+        "median", [1, 2, 3], [1, 2, 3, 10, 11], distance=5, relation="unbounded"
+    )
+    with pytest.raises(ParameterError, match="max_datasets"):
+        sens.empirical_at_distance(
+            dp.queries.percentile(10), np.arange(5.0), np.arange(40.0), 2**63, relation="unbounded"
+        )
+    assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("limit", [None, float("nan"), 2.5, "abc", np.array([1, 2])])
+def test_a_bad_limit_never_disables_it(limit: Any) -> None:
+    with pytest.raises(TypeError, match="`max_datasets` must be an int >= 1"):
+        sens.empirical_global(
+            "median", [1, 2, 3, 10, 11], 3, relation="bounded", max_datasets=limit
+        )
+
+
+def test_a_universe_of_a_thousand_values_has_no_recursion_limit() -> None:
+    # the sub-multisets are enumerated without recursion (one level per distinct value would
+    # pass Python's limit); replacing one record of [1, 2, 3] moves the median by 1 at most
+    u = np.arange(1000.0)
+    got = sens.empirical_local("median", [1.0, 2.0, 3.0], u, relation="bounded")
+    assert got == sens.local("median", [1.0, 2.0, 3.0], relation="bounded", bounds=(0, 999)) == 1

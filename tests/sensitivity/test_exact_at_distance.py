@@ -1,4 +1,4 @@
-"""A(f, x, k) for the mean and percentiles is exact (issue 10 item 3, the class of item 2).
+"""A(f, x, k) for the mean and percentiles is exact (rational values on the integer lattice).
 
 The values scale noise (smooth sensitivity) and decide propose-test-release's distance, so
 they must be exact or certified upper bounds. An exact rational brute force is the oracle:
@@ -17,7 +17,7 @@ import pytest
 
 from dpkit import sensitivity as sens
 from dpkit._lattice import unit_for
-from dpkit.sensitivity._lattice_data import ceil_float
+from dpkit.sensitivity.lattice_data import ceil_float
 
 
 def _stat(y: tuple[Fraction, ...], query: str) -> Fraction:
@@ -162,7 +162,7 @@ def test_mean_diagonals_match_every_dataset_shape() -> None:
     # every r and every candidate dataset, LS_1 computed from its definition, on data with
     # ties, records at the bounds, a single record and distances past n.
     from dpkit.sensitivity import _exact_diagonal
-    from dpkit.sensitivity._lattice_data import LatticeData
+    from dpkit.sensitivity.lattice_data import LatticeData
 
     rng = np.random.default_rng(11)
     for case in range(300):

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from dpkit.sensitivity import at_distance
-from dpkit.sensitivity._lattice_data import LatticeData
-from dpkit.sensitivity._percentile_distance import PercentileDistances, supported
+from dpkit.sensitivity._moves import exact_moves
+from dpkit.sensitivity.lattice_data import LatticeData
+from dpkit.sensitivity.percentile_distance import PercentileDistances, supported
 
 # every denominator the fast path takes (1, 2, 4, 8, 16), both tails and the ends
 LEVELS = (0.5, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0, 0.375, 0.0625, 0.9375, 0.3125)
@@ -63,13 +64,11 @@ def test_only_small_denominators_are_taken() -> None:
 
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_moves_equal_the_exact_moves(relation: str) -> None:
-    """The int64 moves are :func:`at_distance._exact_moves` (Python ints), entry for entry."""
+    """The int64 moves are :func:`_moves.exact_moves` (Python ints), entry for entry."""
     sizes = np.arange(1, 200, dtype=np.int64)
     for q in LEVELS:
         pd = PercentileDistances(LatticeData(np.zeros(3), 0.0, 1.0), q, relation)
-        for mine, ref in zip(
-            pd._moves(sizes), at_distance._exact_moves(q, sizes, relation), strict=True
-        ):
+        for mine, ref in zip(pd._moves(sizes), exact_moves(q, sizes, relation), strict=True):
             for a, b in zip(mine, ref, strict=True):
                 assert np.array_equal(a, b.astype(a.dtype)) and np.array_equal(a, b)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -135,3 +136,19 @@ def test_moments_over_bounds_near_the_float_limit_are_finite_or_refused(relation
         sens.smooth("var", x, beta=0.1, relation=relation, bounds=(0, 1e308))
     with pytest.raises(ParameterError, match="overflows a float"):
         sens.local_at_distance("var", x, 2, relation=relation, bounds=(0, 1e308))
+
+
+def test_smooth_sensitivity_at_tiny_beta_equals_the_full_scan() -> None:
+    # beta = 1e-6 on 5 values: the answer is max_k exp(-beta k) A(k) over k <= K*, which
+    # the scan computes exactly (and quickly: it stops at K*)
+    x = [1.0, 2.0, 3.0, 10.0, 11.0]
+    for relation in ("bounded", "unbounded"):
+        t0 = time.perf_counter()
+        got = sens.smooth("median", x, beta=1e-6, relation=relation, bounds=(0, 100))
+        assert time.perf_counter() - t0 < 5
+        full = max(
+            math.exp(-1e-6 * k)
+            * sens.local_at_distance("median", x, k, relation=relation, bounds=(0, 100))
+            for k in range(12)
+        )
+        assert got.sensitivity == full

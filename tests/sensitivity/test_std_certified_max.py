@@ -1,4 +1,4 @@
-"""A(std, x, k) no longer trusts root locations (issue 10 item 3, last gap).
+"""A(std, x, k) trusts no root location: its maximum over t is certified.
 
 Where records are added at a free value ``t``, the deviation's term is ``h(t) = sqrt(A(t)) -
 lam sqrt(B(t))`` with ``A``, ``B`` quadratics (variances). Its maximum used to be taken at the
@@ -24,7 +24,7 @@ import pytest
 
 from dpkit import sensitivity as sens
 from dpkit.sensitivity import _dc_max, _std_distance, _var_distance
-from dpkit.sensitivity._lattice_data import LatticeData
+from dpkit.sensitivity.lattice_data import LatticeData
 
 #: what the search may leave above its value, per unit of W' (its certificate)
 SEARCH = _dc_max.TOL + _dc_max.BOUND_ERROR

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import dpkit as dp
+from dpkit.errors import ParameterError
 
 
 def _duckdb(df: pl.DataFrame) -> Any:
@@ -345,3 +346,23 @@ def test_duckdb_interval_keys_spend_nothing() -> None:
     with pytest.raises(dp.ParameterError, match="INTERVAL column"):
         query.release(epsilon=1.0)
     assert s.accountant.history == ()
+
+
+@pytest.mark.parametrize(
+    ("build", "epsilon"),
+    [
+        (lambda q: q.query(max_rows_per_unit=10**19).agg(dp.count()), 1.0),
+        (lambda q: q.query(max_rows_per_unit=np.timedelta64(1, "D")).agg(dp.count()), 1.0),
+        (lambda q: q.query(max_rows_per_unit=2).agg(dp.median("Age", bounds=(0, 100))), 1e-14),
+        (lambda q: q.query(max_rows_per_unit=2).agg(dp.count()), 1e-300),
+    ],
+)
+def test_session_refuses_before_spending(build: Any, epsilon: float) -> None:
+    # a contribution bound past int64, or a quantile whose interval counts need noise beyond
+    # the sampler's range, is refused before the spend
+    pl = pytest.importorskip("polars")
+    frame = pl.DataFrame({"Age": [20.0, 30.0, 40.0], "pid": [1, 2, 3]})
+    session = dp.Session(frame, budget=dp.PureDP(10.0), privacy_unit="pid")
+    with pytest.raises((ParameterError, TypeError), match=r"`(max_rows_per_unit|epsilon)"):
+        build(session).release(epsilon=epsilon, rng=1)
+    assert session.accountant.history == ()

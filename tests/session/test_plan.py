@@ -1,6 +1,6 @@
 """The privacy plan of a release: each quantile stage is charged by what it is.
 
-A quantile aggregate runs stages of two kinds (``dpkit.statistics._quantiles``): exponential
+A quantile aggregate runs stages of two kinds (``dpkit.statistics.quantile_release``): exponential
 mechanisms (the values, the interval helpers), which are epsilon-bounded range and so
 ``epsilon**2 / 8``-zCDP (Cesar and Rogers 2021), and discrete Laplace noise (the histogram of
 method ``"cdf"``, the interval cell counts), which is pure epsilon-DP and only
@@ -22,8 +22,8 @@ import pytest
 from scipy.special import logsumexp
 
 import dpkit as dp
-import dpkit.statistics._cdf as cdf_module
-import dpkit.statistics._quantiles as quantiles_module
+import dpkit.noise.laws as laws_module
+import dpkit.statistics.quantile_release as quantiles_module
 from dpkit.accounting import approx_to_zcdp
 from dpkit.session import _plan
 from dpkit.session._sample import QuerySampler
@@ -240,13 +240,13 @@ def test_noisy_histogram_of_a_cdf_release_is_within_its_rho(
     (rounding); the bounded-range rule's scale (epsilon 2 instead of 1) gives D_1 = 2 tanh(1)
     = 1.52 > 0.5."""
     scales: list[Fraction] = []
-    draw = cdf_module.discrete_laplace
+    draw = laws_module.draw_discrete_laplace
 
     def recorded(scale: Any, size: int, source: Any) -> Any:
         scales.append(Fraction(scale))
         return draw(scale, size, source)
 
-    monkeypatch.setattr(cdf_module, "discrete_laplace", recorded)
+    monkeypatch.setattr(laws_module, "draw_discrete_laplace", recorded)
     df = pl.DataFrame({"a": pl.Series([0] * N, dtype=pl.Int64)})
     q = dp.Session(df, budget=dp.ZCDP(1.0)).query()
     q.agg(dp.quantile("a", [0.5, 0.999], bounds=(0, 1))).release(rho=RHO, rng=1)
@@ -269,7 +269,7 @@ def _sample(
         scales.append(Fraction(scale))
         return np.array([next(flat) for _ in range(size)], dtype=np.int64)
 
-    monkeypatch.setattr(cdf_module, "discrete_laplace", enumerated)
+    monkeypatch.setattr(laws_module, "draw_discrete_laplace", enumerated)
     q = dp.Session(frame, budget=dp.ZCDP(1.0)).query()
     smp = QuerySampler(q.agg(dp.quantile("a", [0.5, 0.999], bounds=(0, 1))), rho=RHO)
     out = smp.sample(len(noise), rng=1).sort("draw")

@@ -18,7 +18,7 @@ from scipy import stats
 import dpkit as dp
 from dpkit.session._sample import QuerySampler, salt_pool
 from dpkit.statistics import quantiles_from_counts
-from dpkit.statistics._sampling import quantiles_from_counts_samples
+from dpkit.statistics.sampling import quantiles_from_counts_samples
 
 
 def _people(n: int = 300, seed: int = 0) -> pl.DataFrame:

@@ -76,7 +76,7 @@ def test_threshold_and_cut_keep_the_selection_within_its_delta() -> None:
     integer (for Gaussian noise, the smallest for the rigorous tail bound the plan uses); the
     default cut is 1 + margin // 8, margin = tau_1 - 1 of no cut; the deltas the plan reports
     are these sums; and the budget's delta is the selection's plus the Gaussian noise's."""
-    from dpkit.session._noise import gaussian_tail
+    from dpkit.noise import gaussian_tail
 
     crossed = 0
     for kind, m, eps, delta in _CONFIGS:

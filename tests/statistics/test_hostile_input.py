@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import dpkit
+import dpkit as dp
+from dpkit.errors import ParameterError
 from dpkit.statistics import (
     bounds_from_counts,
     bucket_edges,
@@ -529,3 +531,46 @@ def test_a_contribution_cap_without_a_lattice_is_refused_by_its_own_name(
         np.arange(1, 100), epsilon=1.0, max_bound=2**31 - 1, rng=1, method="quantile"
     )
     assert rel.bound >= 1
+
+
+@pytest.mark.parametrize(
+    "make_and_call",
+    [
+        lambda a: dp.statistics.mean([1.0, 2.0, 3.0], epsilon=1e-6, bounds=(0, 100), accountant=a),
+        lambda a: dp.statistics.quantiles(
+            [1.0, 2.0, 3.0], 0.5, epsilon=1e-16, bounds=(0, 100), accountant=a
+        ),
+    ],
+)
+def test_a_refused_statistics_parameter_spends_nothing(make_and_call: Any) -> None:
+    # a parameter the sampler or the lattice cannot take is refused before the accountant is
+    # charged; a supported one (DiscreteGaussian at epsilon 10) releases finite values, once
+    acct = dp.Accountant(dp.ApproxDP(1e6, 0.5), relation="bounded")
+    try:
+        out = make_and_call(acct)
+    except ParameterError:
+        assert acct.history == ()  # refused before the spend
+    else:
+        assert np.all(np.isfinite(np.asarray(out, dtype=float)))
+        assert len(acct.history) == 1
+
+
+@pytest.mark.parametrize("epsilon", [1e-10, 1e-5, 1e6, 1e20])
+@pytest.mark.parametrize("which", ["quantiles", "mean", "var"])
+def test_statistics_release_or_refuse_at_extreme_epsilon(which: str, epsilon: float) -> None:
+    # at a tiny epsilon a noise scale past the sampler's range is refused before the spend;
+    # at a huge one the intervals' logarithms and Chernoff bounds stay finite (no log(0),
+    # no log1p(-1)): a finite release, charged once
+    acct = dp.Accountant(dp.PureDP(1e30))
+    x = [1.0, 2.0, 3.0, 10.0, 11.0]
+    fn = getattr(dp.statistics, which)
+    args = (x, [0.25, 0.5, 0.75]) if which == "quantiles" else (x,)
+    try:
+        rel = fn(*args, epsilon=epsilon, bounds=(0, 100), rng=1, accountant=acct)
+    except ParameterError as exc:
+        assert "`epsilon`" in str(exc)
+        assert acct.history == ()
+    else:
+        vals = np.atleast_1d(np.asarray(rel.values if which == "quantiles" else rel.value))
+        assert np.all(np.isfinite(vals)) and np.all((vals >= 0) & (vals <= 100**2))
+        assert len(acct.history) == 1

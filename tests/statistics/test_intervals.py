@@ -112,7 +112,7 @@ def _rank(below, cells_below, cells, n_hat, scale, beta, factor):  # type: ignor
 
 
 def _cdf_intervals(rel, bounds, factor: float):  # type: ignore[no-untyped-def]
-    """The same for the noisy-histogram method (:mod:`dpkit.statistics._cdf`): a statement
+    """The same for the noisy-histogram method (:mod:`dpkit.statistics.cdf`): a statement
     per (level, grid point)."""
     lower, upper = bounds
     d = rel.details

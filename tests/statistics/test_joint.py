@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpkit.frameworks._quantile_em import Lattice
+from dpkit.mechanisms.quantile_em import QuantileLattice
 from dpkit.statistics import quantiles, quantiles_samples
 
 G_EXP = 27  # bounds (0, 8): lattice spacing 2**-27, indices 0 .. 2**30
@@ -164,7 +164,7 @@ def test_joint_at_an_extreme_epsilon_releases_an_optimum(x, levels, bounds, eps)
     # optimum is not the tied value: JointExp counts #{x < o}, the reason it is not the
     # default on tied columns)
     rel = quantiles(x, levels, epsilon=eps, bounds=bounds, method="joint", rng=3)
-    lat = Lattice.for_bounds("test", *bounds)  # counts on the lattice the mechanism uses
+    lat = QuantileLattice.for_bounds("test", *bounds)  # counts on the lattice the mechanism uses
     xs, out = np.sort(lat.units(x)), lat.units(rel.values)
     got = _spread([int(v) for v in np.searchsorted(xs, out, side="left")], levels, x.size)
     vals = np.unique(xs)
@@ -193,7 +193,7 @@ def test_joint_releases_an_empty_group_like_any_other(levels) -> None:
     # forward pass, while the backward step draws predecessors strictly before the cell:
     # 57 % of releases of two levels (all of nine) raised, after the spend, and only for an
     # empty group. With one cell the law is that of m independent base-measure draws, sorted
-    from dpkit.statistics._sampling import quantiles_from_counts_samples
+    from dpkit.statistics.sampling import quantiles_from_counts_samples
 
     rows = quantiles_from_counts_samples(
         [], [], levels, epsilon=1.0, bounds=(0, 8), method="joint", size=200, rng=2

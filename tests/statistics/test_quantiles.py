@@ -217,7 +217,7 @@ def test_integer_columns_come_back_on_integers_under_every_method(method, levels
     of its draws for a level inside a tie block land beside the block; every method's points
     are moved to the nearest integer inside the bounds (post-processing), the counts form and
     the Session's batched sampler alike. 15 releases each at epsilon 0.5."""
-    from dpkit.statistics._sampling import quantiles_from_counts_samples
+    from dpkit.statistics.sampling import quantiles_from_counts_samples
 
     pts, cnt = np.unique(_AGES, return_counts=True)
     kw = {"epsilon": 0.5, "bounds": (0, 100), "method": method}
@@ -239,10 +239,10 @@ def test_moving_a_point_onto_the_grid_never_worsens_its_tie_aware_rank_error() -
     """On data lying on the support's grid, the nearest grid point of any lattice point t
     has a tie-aware rank error max(0, #{x < t} - q n, q n - #{x <= t}) no larger than t's:
     1,000 random data sets (integers in [0, 20], support 1.0, bounds (0, 20)) and points."""
-    from dpkit.frameworks._quantile_em import Lattice, Measure
-    from dpkit.statistics._quantiles import on_support
+    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
+    from dpkit.statistics.quantile_release import on_support
 
-    lat = Lattice.for_bounds("test", 0.0, 20.0)
+    lat = QuantileLattice.for_bounds("test", 0.0, 20.0)
     measure = Measure(lat, 1.0)
     rng = np.random.default_rng(4)
 
@@ -286,7 +286,7 @@ def test_cdf_outputs_are_sorted_on_small_noisy_groups() -> None:
         rel = quantiles_from_counts([2.0, 3.0, 14.0], [1, 1, 4], [0.25, 0.75], rng=seed, **kw)
         assert rel.method == "cdf"
         assert np.all(np.diff(rel.values) >= 0), seed
-    from dpkit.statistics._sampling import quantiles_from_counts_samples
+    from dpkit.statistics.sampling import quantiles_from_counts_samples
 
     many = quantiles_from_counts_samples(
         [2.0, 3.0, 14.0], [1, 1, 4], [0.25, 0.75], size=300, rng=1, **kw
@@ -419,7 +419,7 @@ def test_counts_releaser_is_quantiles_from_counts_on_every_summary(
     """The Session's per-group releaser (parameters checked once) releases each summary
     exactly as quantiles_from_counts does from the same source, empty summaries included."""
     from dpkit.samplers import SeededSource
-    from dpkit.statistics._quantiles import counts_releaser
+    from dpkit.statistics.quantile_release import counts_releaser
 
     rng = np.random.default_rng(12)
     kw = {"epsilon": 0.8, "bounds": (0, 100), "method": method, "support": support}

@@ -1,4 +1,5 @@
-"""The one check of the ``accountant=`` keyword every mechanism and framework takes.
+"""The ``accountant=`` keyword every mechanism and framework takes: its one check and its
+one spend.
 
 ``accountant=None`` means "charge nothing" (the caller accounts for the release some other
 way); anything else must be an :class:`~dpkit.accounting.Accountant` or the
@@ -7,6 +8,9 @@ one with a ``spend`` method, is refused with a :class:`TypeError` naming ``accou
 duck-typed stand-in could silently not enforce the budget, and a wrong object passed by
 mistake (a number, a string, a budget value) must not surface as
 ``'str' object has no attribute 'spend'`` after validation.
+
+:func:`spend` is how every release charges its cost: checked, then spent, before any noise
+is drawn.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from typing import Any
 
 from dpkit._validate import describe
 from dpkit.accounting.accountant import Accountant, LabelledAccountant
-from dpkit.accounting.loss import ZCDP, ApproxDP, PureDP
+from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
-__all__ = ["check_accountant"]
+__all__ = ["check_accountant", "spend"]
 
 
 def check_accountant(owner: str, accountant: Any) -> Accountant | LabelledAccountant | None:
@@ -38,3 +42,17 @@ def check_accountant(owner: str, accountant: Any) -> Accountant | LabelledAccoun
         f"{owner}: `accountant` must be a dpkit.Accountant (or None to charge nothing); got "
         f"{type(accountant).__name__} {describe(accountant)}{hint}"
     )
+
+
+def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+    """Charge ``cost``, which holds under ``relation``, to ``accountant`` (if any).
+
+    Called by every release before any noise is drawn. ``accountant`` must be ``None`` or an
+    Accountant (:func:`check_accountant`, with ``label`` as the owner in the message):
+    anything else is a TypeError raised before any charge. An overspend raises
+    :class:`~dpkit.errors.BudgetExceededError` from :meth:`Accountant.spend` and nothing is
+    charged.
+    """
+    acct = check_accountant(label, accountant)
+    if acct is not None:
+        acct.spend(cost, label=label, relation=relation)

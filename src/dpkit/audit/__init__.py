@@ -5,7 +5,7 @@ event on half of the draws and measures it on the other half, and reports a high
 lower bound on epsilon with a verdict against the claimed guarantee, plus a floating-point
 lattice check. :mod:`dpkit.audit.neighbours` builds worst-case neighbouring inputs;
 :class:`SessionQuery` turns a Session query into a batched audit function
-(:mod:`dpkit.audit.queries`); :mod:`dpkit.audit.targets` audits every dpkit mechanism,
+(:mod:`dpkit.audit.session_query`); :mod:`dpkit.audit.targets` audits every dpkit mechanism,
 framework and Session query kind by name (as ``dpkit audit NAME`` does).
 """
 
@@ -18,7 +18,7 @@ from dpkit.audit.core import (
     audit,
     format_table,
 )
-from dpkit.audit.queries import SessionQuery
+from dpkit.audit.session_query import SessionQuery
 
 __all__ = [
     "DEFAULT_MAX_SAMPLES",

@@ -186,7 +186,7 @@ def statistic_pairs(
 
 
 def _stat_fn(statistic: str) -> Callable[[np.ndarray], float]:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     q = resolve(statistic, owner="float_worst_pair")
     return lambda a: float(q(a))

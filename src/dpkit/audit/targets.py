@@ -259,7 +259,7 @@ def _inverse(p: dict[str, Any]) -> list[AuditCase]:
 
 def _session(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
     def build(p: dict[str, Any]) -> list[AuditCase]:
-        from dpkit.audit.queries import session_cases
+        from dpkit.audit.session_query import session_cases
 
         return [
             AuditCase(name, func, pair, func.claim(pair.x0))
@@ -271,7 +271,7 @@ def _session(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
 
 def _session_zcdp(kind: str) -> Callable[[dict[str, Any]], list[AuditCase]]:
     def build(p: dict[str, Any]) -> list[AuditCase]:
-        from dpkit.audit.queries import zcdp_cases
+        from dpkit.audit.session_query import zcdp_cases
 
         return [
             AuditCase(name, func, pair, func.claim(pair.x0), delta)
@@ -301,18 +301,18 @@ _SESSION = {
     "noise": (str, "laplace", "laplace or gaussian (gaussian needs delta > 0)"),
     "max_rows": (int, 2, "max_rows_per_unit"),
     "max_groups": (int, 2, "max_groups_per_unit"),
-    "salts": (int, 1, "bounding salts in the pool; 1 audits one salt (dpkit.audit.queries)"),
+    "salts": (int, 1, "bounding salts in the pool; 1 audits one salt (dpkit.audit.session_query)"),
     "engine": (str, "polars", "polars, pandas or duckdb"),
 }
 #: Releases under zCDP (``rho``, tested as the (epsilon, delta) it implies at ``delta``) or
 #: under (epsilon, delta) with Gaussian noise; a large default delta, where a stage charged
-#: by the wrong zCDP rule shows (dpkit.audit.queries)
+#: by the wrong zCDP rule shows (dpkit.audit.session_query)
 _ZCDP = {
     "rho": (float, 0.5, "the release's zCDP budget"),
     "delta": (float, 0.3, "delta at which a zCDP claim is tested; the (epsilon, delta) case's"),
     "epsilon": (float, 1.0, "epsilon of the (epsilon, delta) case"),
     "max_rows": (int, 1, "max_rows_per_unit"),
-    "salts": (int, 1, "bounding salts in the pool (dpkit.audit.queries)"),
+    "salts": (int, 1, "bounding salts in the pool (dpkit.audit.session_query)"),
     "engine": (str, "polars", "polars, pandas or duckdb"),
 }
 _GAUSSIAN = {**{k: v for k, v in _SESSION.items() if k != "noise"}, "delta": _DELTA}

@@ -201,7 +201,7 @@ def _run(args: argparse.Namespace) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        from dpkit.plot.compare import plot_comparison
+        from dpkit.plot.comparison import plot_comparison
 
         ax = plot_comparison(comp)
         ax.figure.tight_layout()

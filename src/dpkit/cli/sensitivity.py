@@ -107,7 +107,7 @@ def _fmt(v: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     qs = [resolve(t.strip(), owner="--query") for t in args.query.split(",") if t.strip()]
     ks = parse_distances(args.distance)

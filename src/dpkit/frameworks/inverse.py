@@ -67,18 +67,14 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    as_sorted,
-    check_grid_bounds,
-    grid_for_bounds,
-    quantile_of,
-    spend,
-)
+from dpkit.frameworks._data import as_sorted, check_grid_bounds, grid_for_bounds
 from dpkit.frameworks._inverse_select import select_sample
-from dpkit.frameworks._quantile_em import Counts, Lattice, Measure, cells, draw_cells
-from dpkit.mechanisms.release import Release
+from dpkit.frameworks._queries import quantile_of
+from dpkit.mechanisms.quantile_em import Counts, Measure, QuantileLattice, cells, draw_cells
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
@@ -326,11 +322,11 @@ def _support_sample(
 
     Same loss ``len = max(0, L - q, q + frac - E)`` and rate ``epsilon / 2``; the candidates
     are the lattice points ``t`` (tied data values among them) with base weight ``mu(t)`` of
-    :class:`~dpkit.frameworks._quantile_em.Measure`, a data-independent measure that puts
+    :class:`~dpkit.mechanisms.quantile_em.Measure`, a data-independent measure that puts
     atoms on dyadic grids (``"auto"``) or on a resolution's grid (a power of two such as
     ``1.0``). A value held by many records is then released exactly.
     """
-    lattice = Lattice.for_bounds(_OWNER, lower, upper)
+    lattice = QuantileLattice.for_bounds(_OWNER, lower, upper)
     try:
         measure = Measure(lattice, support)
     except (ParameterError, TypeError) as exc:
@@ -460,7 +456,7 @@ def inverse_sensitivity(
         points with atoms on every dyadic grid (integers, halves, ...), so tied values can be
         released exactly; a power-of-two resolution such as ``1.0`` (data known to be
         integers) makes those atoms much heavier. Data-independent in every case (see
-        :mod:`dpkit.frameworks._quantile_em`); same loss, same ``epsilon``.
+        :mod:`dpkit.mechanisms.quantile_em`); same loss, same ``epsilon``.
 
     Returns
     -------
@@ -530,7 +526,7 @@ def inverse_sensitivity(
         if grid is not None:
             raise ParameterError(f"{_OWNER}: give either `grid` or a `support`, not both")
         try:
-            Measure(Lattice.for_bounds(_OWNER, lower, upper), support)
+            Measure(QuantileLattice.for_bounds(_OWNER, lower, upper), support)
         except (ParameterError, TypeError) as exc:
             raise type(exc)(f"{_OWNER}: {exc}") from None
     elif grid is None:  # the exact continuous mechanism's grid: refused now, never after the spend

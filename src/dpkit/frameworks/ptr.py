@@ -29,7 +29,7 @@ So the whole mechanism is ``(epsilon_test + epsilon_release, delta)``-DP (Dwork 
 Vadhan 2017, Proposition 3.3 and the PTR theorem in Dwork and Roth 2014, section 7.3; the
 verified proof of Barthe et al. 2014), and the cost is charged whether or not it refuses.
 ``epsilon`` is the total; ``test_fraction`` of it goes to the test. A released value outside
-the statistic's public range (:func:`dpkit.frameworks._common.public_range`) is moved to its
+the statistic's public range (:func:`dpkit.frameworks._range.public_range`) is moved to its
 nearest end: post-processing, no privacy cost (``clamp=False`` keeps the draw).
 
 References
@@ -49,7 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import on_data_lattice
 from dpkit._validate import (
+    check_bool,
     check_bounds,
     check_delta,
     check_finite_array,
@@ -58,23 +60,21 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    check_bool,
-    check_exact_query,
-    clamp_to_range,
+from dpkit.frameworks._queries import check_exact_query
+from dpkit.frameworks._range import clamp_to_range, public_range
+from dpkit.noise.grid import (
     grid_for,
+    grid_laplace_scale,
     laplace_on_grid,
     laplace_units,
     noise_spacing,
-    on_data_lattice,
-    public_range,
-    spend,
 )
-from dpkit.mechanisms.release import Release
-from dpkit.queries import statistic_on_grid
+from dpkit.release import Release
 from dpkit.samplers import as_source
+from dpkit.sensitivity.catalogue import statistic_on_grid
 
 __all__ = [
     "distance_to_high_sensitivity",
@@ -168,12 +168,12 @@ def threshold_plan(epsilon_test: float, delta: float) -> tuple[float, float, int
 
 
 #: The query names propose-test-release takes (the distance to high sensitivity takes all
-#: of :data:`~dpkit.frameworks._common.EXACT_QUERIES`).
+#: of :data:`~dpkit.frameworks._queries.EXACT_QUERIES`).
 _PTR_QUERIES = "'count', 'sum', 'mean', 'median' or a percentile ('pNN')"
 
 
 def _query(query: Any) -> Any:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     return resolve(query, owner=_OWNER)
 
@@ -191,7 +191,7 @@ def distance_to_high_sensitivity(
 
     Parameters
     ----------
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a percentile, ``"sum"`` or ``"count"``.
     data : array_like
         Finite values, clipped to ``bounds``.
@@ -218,7 +218,7 @@ def distance_to_high_sensitivity(
     it never will. For the median and the percentiles whose level has a denominator at most
     16 it does not visit every ``k``: a galloping search finds the same first ``k`` from
     ``O(log k)`` exact values of ``A``, each ``O(k D)`` (``_percentile_first_above``), so an
-    epsilon so small that the cap is far away no longer costs ``O(n^3)``. Other queries scan
+    epsilon so small that the cap is far away does not cost ``O(n^3)``. Other queries scan
     ``k = 0, 1, ...`` (the mean in ``O(log k)`` per distance).
 
     Examples
@@ -226,7 +226,7 @@ def distance_to_high_sensitivity(
     >>> distance_to_high_sensitivity("mean", [1.0, 2.0, 3.0, 4.0], 30.0, bounds=(0, 100))
     2
     """
-    from dpkit.sensitivity import _percentile_distance, at_distance
+    from dpkit.sensitivity import at_distance, percentile_distance
 
     owner = "distance_to_high_sensitivity"
     b = check_positive(owner, "proposed_bound", proposed_bound)
@@ -241,7 +241,7 @@ def distance_to_high_sensitivity(
     limit = cap if cap is not None else x.size + 4
     stable = at_distance.stable_distance(q, x.size, relation)
     env = at_distance.upper_envelope(q, x, relation, lo, hi, x.size + 3)
-    if q.kind == "percentile" and q.q is not None and _percentile_distance.supported(q.q):
+    if q.kind == "percentile" and q.q is not None and percentile_distance.supported(q.q):
         found = _percentile_first_above(q.q, x, relation, lo, hi, b, limit, stable, env)
         if found is not None:
             return found
@@ -277,11 +277,11 @@ def _percentile_first_above(
     returns the first ``k`` up to there where the value it reports, ``ceil_float(A(k) u +
     slack)``, exceeds ``b``. That value is non-decreasing in ``k``, so a galloping search finds
     the same ``k`` from ``O(log k)`` exact values of ``A``, each ``O(k D)``
-    (:class:`dpkit.sensitivity._percentile_distance.PercentileDistances`), instead of the
+    (:class:`dpkit.sensitivity.percentile_distance.PercentileDistances`), instead of the
     ``O(k^2)`` per distance of the scan.
     """
-    from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
-    from dpkit.sensitivity._percentile_distance import PercentileDistances
+    from dpkit.sensitivity.lattice_data import LatticeData, ceil_float
+    from dpkit.sensitivity.percentile_distance import PercentileDistances
 
     later = np.maximum.accumulate(env[::-1])[::-1]  # later[j] = max(env[j:])
     last = min(limit - 1, stable)  # stable <= n + 1, so k + 1 indexes env below
@@ -314,7 +314,7 @@ def propose_test_release(
     ----------
     data : array_like
         Finite values (one per person), clipped to ``bounds``.
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a :func:`dpkit.queries.percentile`, ``"sum"``, ``"count"``.
     proposed_bound : float
         The proposed local-sensitivity bound ``b > 0``, chosen without looking at the data.
@@ -347,7 +347,7 @@ def propose_test_release(
         way, under ``relation`` (``Release.relation``). ``details``: ``noisy_distance`` and
         ``threshold`` (private / public), ``proposed_bound``, ``epsilon_test``,
         ``epsilon_release``, ``cap``, ``range`` (the public range,
-        :func:`dpkit.frameworks._common.public_range`) and ``clamped`` (the drawn value lay
+        :func:`dpkit.frameworks._range.public_range`) and ``clamped`` (the drawn value lay
         outside it); and the diagnostic ``distance`` (``min(D, cap)``, read from the data:
         not private).
 
@@ -382,11 +382,11 @@ def propose_test_release(
     ...                      rng=0).refused
     True
     """
-    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    p = plan_release(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
     check_bool(_OWNER, "clamp", clamp)
     source = as_source(rng)  # a bad `rng` is refused before the spend
     spend(accountant, p.cost, _OWNER, relation)
-    noisy, vals = _draw(p, 1, source, lazy=True)
+    noisy, vals = draw_release(p, 1, source, lazy=True)
     noisy_distance = float(noisy[0])
     details: dict[str, Any] = {
         "noisy_distance": noisy_distance,
@@ -423,8 +423,9 @@ def propose_test_release(
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """Everything a PTR release fixes before drawing noise (validated, data-dependent)."""
+class PtrPlan:
+    """Everything a PTR release fixes before drawing noise (validated, data-dependent:
+    never publish it; :func:`draw_release` draws from it)."""
 
     b: float
     cost: ApproxDP
@@ -440,7 +441,7 @@ class _Plan:
     range: tuple[float, float]  # the statistic's public range (public_range)
 
 
-def _plan(
+def plan_release(
     data: Any,
     query: Any,
     proposed_bound: Any,
@@ -449,7 +450,10 @@ def _plan(
     bounds: Any,
     relation: Any,
     test_fraction: Any,
-) -> _Plan:
+) -> PtrPlan:
+    """Validate a release and fix everything it draws with: the grids, the threshold, the
+    distance to high sensitivity (from the data), the exact statistic (the internal API of
+    :func:`propose_test_release`, which ``compare`` runs many times from one plan)."""
     b = check_positive(_OWNER, "proposed_bound", proposed_bound)
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta, allow_zero=False)
@@ -486,8 +490,8 @@ def _plan(
     distance = distance_to_high_sensitivity(
         q, lat.values, b, bounds=(lower, upper), relation=relation, cap=cap
     )
-    scale = float((Fraction(b) + Fraction(g_rel)) / Fraction(eps_rel))
-    return _Plan(
+    scale = float(grid_laplace_scale(b, eps_rel, g_rel))
+    return PtrPlan(
         b,
         ApproxDP(eps, dlt),
         eps_test,
@@ -503,8 +507,8 @@ def _plan(
     )
 
 
-def _draw(
-    p: _Plan, size: int, source: Any, *, lazy: bool = False
+def draw_release(
+    p: PtrPlan, size: int, source: Any, *, lazy: bool = False
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """``size`` noisy distances and released values (NaN where the test fails).
 
@@ -548,8 +552,8 @@ def propose_test_release_sample(
     ((4,), False)
     """
     size = check_int(_OWNER, "size", size, minimum=1)
-    p = _plan(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
+    p = plan_release(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
     check_bool(_OWNER, "clamp", clamp)
-    _noisy, vals = _draw(p, size, as_source(rng))
+    _noisy, vals = draw_release(p, size, as_source(rng))
     assert vals is not None
     return clamp_to_range(vals, *p.range)[0] if clamp else vals

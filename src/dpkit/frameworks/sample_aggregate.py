@@ -26,6 +26,7 @@ import numpy as np
 from dpkit._lattice import unit_for
 from dpkit._validate import (
     as_real_array,
+    check_bool,
     check_bounds,
     check_choice,
     check_int,
@@ -33,19 +34,14 @@ from dpkit._validate import (
     describe,
     is_real,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    check_bool,
-    check_grid_bounds,
-    clamp_to_range,
-    grid_for,
-    laplace_units,
-    mean_on_grid,
-    spend,
-)
+from dpkit.frameworks._data import check_grid_bounds, mean_on_grid
+from dpkit.frameworks._range import clamp_to_range
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
-from dpkit.mechanisms.release import Release
+from dpkit.noise.grid import grid_for, laplace_units
+from dpkit.release import Release
 from dpkit.samplers import as_source, permutation, permutations
 
 __all__ = ["chunk_outputs", "sample_and_aggregate", "sample_and_aggregate_sample"]

@@ -39,7 +39,7 @@ e^beta S(x') + G`` with ``G = max_k e^(-beta k) R(k)``
 the bound beta-smooth again.
 
 Range: a release outside the statistic's public range (the bounds for a mean or a
-percentile, ``[0, (b - a)**2 / 4]`` for a variance; :func:`dpkit.frameworks._common.public_range`)
+percentile, ``[0, (b - a)**2 / 4]`` for a variance; :func:`dpkit.frameworks._range.public_range`)
 is moved to its nearest end, a post-processing that costs no privacy and never moves it away
 from the true value (``clamp=False`` keeps the draw; ``details["clamped"]`` says which).
 """
@@ -52,7 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._lattice import on_data_lattice
 from dpkit._validate import (
+    check_bool,
     check_bounds,
     check_choice,
     check_delta,
@@ -61,23 +63,15 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import (
-    MAX_NOISE_SCALE,
-    check_bool,
-    check_exact_query,
-    clamp_to_range,
-    grid_for,
-    grid_release,
-    on_data_lattice,
-    public_range,
-    spend,
-)
-from dpkit.mechanisms.release import Release
-from dpkit.queries import statistic_on_grid
+from dpkit.frameworks._queries import check_exact_query
+from dpkit.frameworks._range import clamp_to_range, public_range
+from dpkit.noise.grid import MAX_GRID_NOISE_SCALE, grid_for, grid_release, heavy_tailed_units
+from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.samplers.heavy_tailed import rounded_cauchy, rounded_laplace, rounded_student_t
+from dpkit.sensitivity.catalogue import statistic_on_grid
 
 __all__ = [
     "smooth_noise_parameters",
@@ -164,7 +158,7 @@ def _prepare(
     df: Any,
     exact_k: Any = None,
 ) -> dict[str, Any]:
-    from dpkit.queries import resolve
+    from dpkit.sensitivity.catalogue import resolve
 
     eps = check_positive(_OWNER, "epsilon", epsilon)
     dlt = check_delta(_OWNER, delta)
@@ -245,7 +239,7 @@ def _check_noise_range(noise: str, ratio: Fraction, spacing: float, params: str)
             f"{_OWNER}: {params} is too small: the Laplace noise would exceed 2**50 steps of "
             "the output grid, the exact sampler's range"
         )
-    if ratio * Fraction(spacing) > MAX_NOISE_SCALE:
+    if ratio * Fraction(spacing) > MAX_GRID_NOISE_SCALE:
         raise ParameterError(
             f"{_OWNER}: {params} give a noise scale above 2**960 for this data's smooth "
             "sensitivity: epsilon is too small for the bounds (the release could overflow)"
@@ -279,8 +273,8 @@ def smooth_upper_bound(
     toolkit's exact :func:`dpkit.sensitivity.smooth` over every ``k`` that can matter; a
     finite ``K0`` bounds the cost where that scan is long.
     """
-    from dpkit.queries import resolve
     from dpkit.sensitivity import at_distance, smooth
+    from dpkit.sensitivity.catalogue import resolve
 
     q = resolve(query, owner=_OWNER)
     check_exact_query("smooth_upper_bound", query, q)
@@ -320,8 +314,8 @@ def smooth_upper_bound(
 def _fast_percentile(q: Any, relation: str) -> bool:
     """Whether :func:`_smooth_percentile` computes ``smooth`` of ``q`` (same value, faster):
     a percentile whose level has a denominator ``D <= 16`` (the median, quartiles, ...;
-    :mod:`dpkit.sensitivity._percentile_distance`), under either relation."""
-    from dpkit.sensitivity._percentile_distance import supported
+    :mod:`dpkit.sensitivity.percentile_distance`), under either relation."""
+    from dpkit.sensitivity.percentile_distance import supported
 
     return (
         q.kind == "percentile"
@@ -358,7 +352,7 @@ def _smooth_percentile(
       range its bound is at most the value at its left, so flat stretches of ``A`` cost
       nothing;
     - ``A(k)`` at one distance is exact in ``O(k D)`` (:class:`~dpkit.sensitivity.
-      _percentile_distance.PercentileDistances`: two diagonals, each from ``O(D)`` candidates
+      percentile_distance.PercentileDistances`: two diagonals, each from ``O(D)`` candidates
       per shape instead of ``O(k)``).
 
     So the cost is ``O(k D)`` per distance visited, and the distances visited are ``O(log K)``
@@ -370,10 +364,10 @@ def _smooth_percentile(
     """
     import heapq
 
+    from dpkit._validate import check_sensitivity
     from dpkit.sensitivity import at_distance
-    from dpkit.sensitivity._common import check_sensitivity
-    from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
-    from dpkit.sensitivity._percentile_distance import PercentileDistances
+    from dpkit.sensitivity.lattice_data import LatticeData, ceil_float
+    from dpkit.sensitivity.percentile_distance import PercentileDistances
 
     ld = LatticeData(x, lower, upper)
     unit = Fraction(ld.unit)
@@ -436,11 +430,7 @@ def _smooth_percentile(
 
 
 def _noise_units(p: dict[str, Any], size: int, source: Any) -> np.ndarray:
-    if p["noise"] == "laplace":
-        return rounded_laplace(p["ratio"], size, source)
-    if p["noise"] == "cauchy":
-        return rounded_cauchy(p["ratio"], size, source)
-    return rounded_student_t(p["df"], p["ratio"], size, source)
+    return heavy_tailed_units(p["noise"], p["ratio"], size, source, df=p["df"])
 
 
 def smooth_sensitivity_sample(
@@ -497,7 +487,7 @@ def smooth_sensitivity_release(
     ----------
     data : array_like
         Finite values (one per person), clipped to ``bounds``.
-    query : str or Query
+    query : str or Statistic
         ``"mean"``, ``"median"``, a :func:`dpkit.queries.percentile`, ``"sum"``, ``"count"``.
     epsilon : float
         Finite and > 0.
@@ -531,7 +521,7 @@ def smooth_sensitivity_release(
     Release
         ``value``, ``privacy`` (``ApproxDP(epsilon, delta)`` for Laplace, ``PureDP(epsilon)``
         otherwise); ``details``: ``beta``, ``noise``, ``spacing``, ``range`` (the public
-        range of the statistic, :func:`dpkit.frameworks._common.public_range`: the bounds
+        range of the statistic, :func:`dpkit.frameworks._range.public_range`: the bounds
         for a mean or a percentile, ``[0, (b - a)**2 / 4]`` for a variance, ``[0, (b - a) /
         2]`` for a deviation; for a count or a sum ``n``-dependent under ``"bounded"``, only
         its sign otherwise) and ``clamped`` (the drawn value lay outside it and was moved to

@@ -20,8 +20,8 @@ from dpkit.mechanisms.laplace import (
     accuracy_to_laplace_scale,
     laplace_scale_to_accuracy,
 )
-from dpkit.mechanisms.release import Release
 from dpkit.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax
+from dpkit.release import Release
 
 __all__ = [
     "DiscreteGaussian",

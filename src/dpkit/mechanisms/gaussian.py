@@ -10,27 +10,21 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import (
+    check_alpha,
     check_choice,
     check_delta,
     check_int,
     check_positive,
     check_relation,
+    check_size,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import (
-    as_integers,
-    as_values,
-    below_step_note,
-    check_size,
-    grid_round,
-    measured,
-    restore_shape,
-    spend,
-)
-from dpkit.mechanisms._gaussian_calibration import (
+from dpkit.mechanisms._additive import as_integers, as_values, measured
+from dpkit.noise import DiscreteGaussianLaw, LatticeValues, below_step_note
+from dpkit.noise.gaussian_calibration import (
     LatticePlan,
-    _phi,
     analytic_gaussian_sigma,
     calibrate,
     classic_gaussian_sigma,
@@ -38,9 +32,9 @@ from dpkit.mechanisms._gaussian_calibration import (
     integer_plan,
     lattice_plan,
 )
-from dpkit.mechanisms.release import Release
+from dpkit.noise.laws import normal_quantile
+from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.samplers._discrete import discrete_gaussian, discrete_gaussian_tc
 
 __all__ = [
     "DiscreteGaussian",
@@ -57,13 +51,6 @@ _NORMS = ("l1", "l2")
 _CALIBRATIONS = ("classic", "analytic")
 
 
-def _check_alpha(owner: str, alpha: Any) -> float:
-    a = check_positive(owner, "alpha", alpha)
-    if not a < 1:
-        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
-    return a
-
-
 def gaussian_sigma_to_accuracy(sigma: float, alpha: float) -> float:
     """Half-width ``a`` with ``P[|N(0, sigma^2)| > a] = alpha``."""
     sigma = check_positive("gaussian_sigma_to_accuracy", "sigma", sigma)
@@ -72,7 +59,7 @@ def gaussian_sigma_to_accuracy(sigma: float, alpha: float) -> float:
         raise ParameterError(
             f"gaussian_sigma_to_accuracy: `alpha` must be in (0, 1); got {alpha!r}"
         )
-    return sigma * _inv_tail(alpha / 2)
+    return sigma * normal_quantile(alpha / 2)
 
 
 def accuracy_to_gaussian_sigma(accuracy: float, alpha: float) -> float:
@@ -83,7 +70,7 @@ def accuracy_to_gaussian_sigma(accuracy: float, alpha: float) -> float:
         raise ParameterError(
             f"accuracy_to_gaussian_sigma: `alpha` must be in (0, 1); got {alpha!r}"
         )
-    return accuracy / _inv_tail(alpha / 2)
+    return accuracy / normal_quantile(alpha / 2)
 
 
 def discrete_gaussian_accuracy(variance: float | Fraction, alpha: float) -> int:
@@ -95,37 +82,15 @@ def discrete_gaussian_accuracy(variance: float | Fraction, alpha: float) -> int:
     sigma**2)``). The normal approximation alone undercovers at small sigma: at sigma 1.45
     it gives 2.84, where ``P[|Z| >= 3]`` is 0.078, not 0.05.
 
-    ``alpha`` is checked by the caller (in ``(0, 1)``).
+    ``alpha`` is checked by the caller (in ``(0, 1)``). The law's quantile:
+    :meth:`dpkit.noise.DiscreteGaussianLaw.half_width`.
 
     Examples
     --------
     >>> discrete_gaussian_accuracy(1.45**2, 0.05), discrete_gaussian_accuracy(0.01, 0.05)
     (3, 0)
     """
-    var = float(variance)
-    sigma = math.sqrt(var)
-    if sigma > 2**12:
-        return math.ceil(sigma * _inv_tail(alpha / 2))
-    k = math.ceil(40 * sigma) + 2
-    y = np.arange(0, k + 1, dtype=np.float64)
-    with np.errstate(under="ignore"):
-        w = np.exp(-(y * y) / (2 * var))
-    total = w[0] + 2 * w[1:].sum()
-    # above[j] = P[|Z| > j] = 2 sum_{y > j} w / total
-    above = np.append(2 * np.cumsum(w[::-1])[::-1][1:] / total, 0.0)
-    return int(np.argmax(above <= alpha))
-
-
-def _inv_tail(p: float) -> float:
-    """z with P[N(0,1) > z] = p, by bisection on erfc."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _phi(-mid) > p:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return DiscreteGaussianLaw(Fraction(variance)).half_width(alpha)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +125,7 @@ class Gaussian:
     whichever exact sampler draws it). Rounding moves neighbours at most ``floor(s/grid) +
     1`` lattice steps apart for a scalar and ``s/grid + sqrt(d)`` in L2 for ``d``
     coordinates; ``V`` is calibrated for that charged sensitivity
-    (:mod:`dpkit.mechanisms._gaussian_calibration` holds the proofs):
+    (:mod:`dpkit.noise.gaussian_calibration` holds the proofs):
 
     * a scalar: the smallest ``V`` found on a grid of relative step ``2**-10`` whose exact
       delta at ``epsilon`` (CKS Theorem 7, summed by :func:`discrete_gaussian_delta`) is at
@@ -324,7 +289,7 @@ class Gaussian:
         ParameterError
             ``alpha`` outside ``(0, 1)``, ``d < 1``.
         """
-        alpha = _check_alpha("Gaussian.accuracy", alpha)
+        alpha = check_alpha("Gaussian.accuracy", alpha)
         plan = self._plan(d)
         return discrete_gaussian_accuracy(plan.variance, alpha) * plan.grid
 
@@ -354,7 +319,8 @@ class Gaussian:
         """
         n = check_int("Gaussian.noise", "size", size, minimum=0)  # as sample() checks it
         plan = self._plan(1)
-        return discrete_gaussian_tc(1, plan.variance, n, as_source(rng)) * plan.grid
+        noise = DiscreteGaussianLaw(Fraction(plan.variance)).draw(n, as_source(rng))
+        return noise * plan.grid
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Gaussian noise, on a power-of-two lattice.
@@ -427,16 +393,10 @@ class Gaussian:
         vals = as_values("Gaussian", value)
         d = max(vals.size, 1)
         g, v = self._plan(d)[:2]
-        lattice = grid_round("Gaussian", vals, g)
+        on_lattice = LatticeValues.of("Gaussian", vals, g)  # refused here, before the spend
         source = as_source(rng)
         spend(accountant, self.privacy, "Gaussian", self.relation)
-        reps = 1 if size is None else size
-        noise = discrete_gaussian_tc(1, v, reps * lattice.size, source)
-        noise = noise.reshape((reps, *lattice.shape))
-        noise += lattice  # in place: the sampler's fresh array, no third temporary
-        if size is None:
-            return restore_shape(noise[0], g, vals.scalar)
-        return restore_shape(noise, g, False)
+        return on_lattice.plus_noise(DiscreteGaussianLaw(Fraction(v)), size, source)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
@@ -506,7 +466,7 @@ class DiscreteGaussian:
     coordinates at a larger sensitivity, or a larger sigma) it is the smaller of the
     smoothing route (the continuous calibration plus a few steps squared, see
     :class:`Gaussian`) and the zCDP route (CKS Theorem 14 and Corollary 13); the proofs are
-    in :mod:`dpkit.mechanisms._gaussian_calibration`. :attr:`sigma` is what a scalar
+    in :mod:`dpkit.noise.gaussian_calibration`. :attr:`sigma` is what a scalar
     release draws with, :meth:`accuracy` reports the one drawn for ``d`` coordinates. Any
     sigma from about ``1e-3`` (epsilon up to ``1e6``) to ``2**27`` is supported; a larger
     one is refused at construction, before anything is spent.
@@ -583,7 +543,7 @@ class DiscreteGaussian:
         ParameterError
             ``alpha`` outside ``(0, 1)``, ``d < 1``.
         """
-        alpha = _check_alpha("DiscreteGaussian.accuracy", alpha)
+        alpha = check_alpha("DiscreteGaussian.accuracy", alpha)
         return discrete_gaussian_accuracy(self._s2(d), alpha)
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
@@ -700,9 +660,6 @@ class DiscreteGaussian:
         s2 = self._s2(max(arr.size, 1))  # checked within the sampler's range, before spending
         source = as_source(rng)
         spend(accountant, self.privacy, "DiscreteGaussian", self.relation)
-        m = size * arr.size
-        if s2 <= 2**40:
-            noise = discrete_gaussian(0, m, source, sigma2=s2)
-        else:  # beyond discrete_gaussian's range: the same sampler, at the integer s2
-            noise = discrete_gaussian_tc(1, int(s2), m, source)
-        return arr + noise.reshape((size, *arr.shape))
+        noise = DiscreteGaussianLaw(s2).draw(size * arr.size, source).reshape((size, *arr.shape))
+        noise += arr  # in place: the sampler's fresh array
+        return noise

@@ -9,23 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_int, check_positive, check_relation
+from dpkit._validate import check_alpha, check_int, check_positive, check_relation, check_size
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
-from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import (
-    as_integers,
-    as_values,
+from dpkit.mechanisms._additive import as_integers, as_values, measured
+from dpkit.noise import (
+    DiscreteLaplaceLaw,
+    LatticeValues,
     below_step_note,
-    check_size,
-    grid_round,
-    lattice_grid,
-    measured,
-    restore_shape,
-    spend,
+    laplace_grid,
+    laplace_lattice,
+    laplace_law,
 )
-from dpkit.mechanisms.release import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace
 
 __all__ = [
     "Geometric",
@@ -44,48 +41,15 @@ def laplace_scale_to_accuracy(scale: float, alpha: float) -> float:
     2.9957
     """
     scale = check_positive("laplace_scale_to_accuracy", "scale", scale)
-    alpha = _check_alpha("laplace_scale_to_accuracy", alpha)
+    alpha = check_alpha("laplace_scale_to_accuracy", alpha)
     return scale * math.log(1 / alpha)
 
 
 def accuracy_to_laplace_scale(accuracy: float, alpha: float) -> float:
     """The Laplace scale whose ``(1 - alpha)`` interval has half-width ``accuracy``."""
     accuracy = check_positive("accuracy_to_laplace_scale", "accuracy", accuracy)
-    alpha = _check_alpha("accuracy_to_laplace_scale", alpha)
+    alpha = check_alpha("accuracy_to_laplace_scale", alpha)
     return accuracy / math.log(1 / alpha)
-
-
-def _check_alpha(owner: str, alpha: Any) -> float:
-    a = check_positive(owner, "alpha", alpha)
-    if not a < 1:
-        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
-    return a
-
-
-def _discrete_laplace_accuracy(t: Fraction, alpha: float) -> int:
-    """Smallest integer k with P[|Z| > k] <= alpha for P[Z = z] ~ exp(-|z|/t).
-
-    P[|Z| > k] = 2 q**(k+1) / (1 + q) with q = exp(-1/t) (a geometric tail on both sides),
-    so ``k = ceil(t (ln(2 / alpha) - ln(1 + q)) - 1)``: written with logarithms, it stays
-    finite for every ``alpha`` in (0, 1) (``5e-324`` included) and every scale (``q`` may
-    underflow to 0 for a tiny ``t``).
-    """
-    tf = float(t)
-    q = math.exp(-1 / tf)
-    k = math.ceil(tf * (math.log(2.0) - math.log(alpha) - math.log1p(q)) - 1)
-    return max(k, 0)
-
-
-def _check_lattice_scale(owner: str, t: Fraction, params: str) -> Fraction:
-    """The discrete Laplace scale in lattice steps: at most 2**50 (the sampler's range)."""
-    if t > _MAX_SCALE:
-        raise ParameterError(
-            f"{owner}: {params} give a noise scale of about "
-            f"2**{t.numerator.bit_length() - t.denominator.bit_length()} "
-            "lattice steps, more than the 2**50 the exact sampler supports: epsilon is too "
-            "small for this sensitivity (the noise would swamp any value)"
-        )
-    return t
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,21 +156,13 @@ class Laplace:
             ``d < 1``, or the spacing would underflow (a sensitivity too small to represent).
         """
         d = check_int("Laplace", "d", d, minimum=1)  # the number of coordinates
-        bits = 16 if d == 1 else 12
-        where = "" if d == 1 else f" for {d} coordinates"
-        return lattice_grid(
-            "Laplace",
-            self.sensitivity / (d * 2.0**bits),
-            params=f"`sensitivity`={self.sensitivity!r}{where}",
-        )
+        return laplace_grid("Laplace", self.sensitivity, d)
 
     def _lattice_scale(self, d: int) -> tuple[float, Fraction]:
-        g = self.grid(d)
-        steps = math.floor(self.sensitivity / g) + d  # L1 lattice sensitivity, rounding charged
-        t = Fraction(steps) / Fraction(self.epsilon)
-        where = "" if d == 1 else f" and {d} coordinates"
-        params = f"`epsilon`={self.epsilon!r}, `sensitivity`={self.sensitivity!r}{where}"
-        return g, _check_lattice_scale("Laplace", t, params)
+        """The lattice and discrete Laplace scale for ``d`` coordinates
+        (:func:`dpkit.noise.laplace_lattice`)."""
+        d = check_int("Laplace", "d", d, minimum=1)  # the number of coordinates
+        return laplace_lattice("Laplace", self.epsilon, self.sensitivity, d)
 
     def noise_scale(self, d: int = 1) -> float:
         """The Laplace scale actually used for ``d`` coordinates (>= :attr:`scale`).
@@ -257,9 +213,9 @@ class Laplace:
             ``alpha`` outside ``(0, 1)``, ``d < 1``; ``epsilon`` too small for ``d``
             coordinates.
         """
-        alpha = _check_alpha("Laplace.accuracy", alpha)
+        alpha = check_alpha("Laplace.accuracy", alpha)
         g, t = self._lattice_scale(d)
-        return _discrete_laplace_accuracy(t, alpha) * g
+        return DiscreteLaplaceLaw(t).half_width(alpha) * g
 
     def noise(self, size: int, *, rng: Any = None) -> np.ndarray:
         """``size`` independent draws of the noise one scalar release adds (for plots, tests).
@@ -287,7 +243,7 @@ class Laplace:
         """
         n = check_int("Laplace.noise", "size", size, minimum=0)  # as sample() checks it
         g, t = self._lattice_scale(1)
-        return _discrete_laplace(t, n, as_source(rng)).astype(np.float64) * g
+        return DiscreteLaplaceLaw(t).draw(n, as_source(rng)).astype(np.float64) * g
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return ``value`` plus Laplace noise, on the lattice ``grid(d) * Z``.
@@ -360,16 +316,10 @@ class Laplace:
         vals = as_values("Laplace", value)
         d = max(vals.size, 1)
         g, t = self._lattice_scale(d)
-        lattice = grid_round("Laplace", vals, g)
+        on_lattice = LatticeValues.of("Laplace", vals, g)  # refused here, before the spend
         source = as_source(rng)
         spend(accountant, self.privacy, "Laplace", self.relation)
-        reps = 1 if size is None else size
-        noise = _discrete_laplace(t, reps * lattice.size, source)
-        noise = noise.reshape((reps, *lattice.shape))
-        noise += lattice  # in place: the sampler's fresh array
-        if size is None:
-            return restore_shape(noise[0], g, vals.scalar)
-        return restore_shape(noise, g, False)
+        return on_lattice.plus_noise(DiscreteLaplaceLaw(t), size, source)
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
@@ -456,10 +406,11 @@ class Geometric:
         s = check_int("Geometric", "sensitivity", self.sensitivity, minimum=1, maximum=2**62)
         object.__setattr__(self, "sensitivity", s)
         params = f"`epsilon`={self.epsilon!r} and `sensitivity`={self.sensitivity!r}"
-        _check_lattice_scale("Geometric", self._t(), params)
+        laplace_law(self.sensitivity, self.epsilon, owner="Geometric", params=params)
 
-    def _t(self) -> Fraction:
-        return Fraction(self.sensitivity) / Fraction(self.epsilon)
+    def _law(self) -> DiscreteLaplaceLaw:
+        """Discrete Laplace of scale ``sensitivity / epsilon`` (no lattice: integers)."""
+        return DiscreteLaplaceLaw(Fraction(self.sensitivity) / Fraction(self.epsilon))
 
     @property
     def scale(self) -> float:
@@ -489,7 +440,7 @@ class Geometric:
         ParameterError
             ``alpha`` outside ``(0, 1)``.
         """
-        return _discrete_laplace_accuracy(self._t(), _check_alpha("Geometric.accuracy", alpha))
+        return self._law().half_width(check_alpha("Geometric.accuracy", alpha))
 
     def release(self, value: Any, *, rng: Any = None, accountant: Any = None) -> Any:
         """Return the integer ``value`` plus discrete Laplace noise.
@@ -556,8 +507,9 @@ class Geometric:
         arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
         spend(accountant, self.privacy, "Geometric", self.relation)
-        noise = _discrete_laplace(self._t(), size * arr.size, source)
-        return arr + noise.reshape((size, *arr.shape))
+        noise = self._law().draw(size * arr.size, source).reshape((size, *arr.shape))
+        noise += arr  # in place: the sampler's fresh array
+        return noise
 
     def measure(
         self, value: Any, *, alpha: float = 0.05, rng: Any = None, accountant: Any = None
@@ -593,6 +545,6 @@ class Geometric:
             self.scale,
             interval,
             alpha,
-            details=below_step_note("laplace", self._t()),
+            details=below_step_note("laplace", self._law().scale),
             relation=self.relation,
         )

@@ -10,7 +10,7 @@ data) as ``g_i = k_i h + r_i`` with an integer ``k_i`` and an exact remainder ``
 (a float pair, :func:`_exact_gaps`). Then ``exp(-c g_i) = exp(-c h k_i) exp(-c r_i)``: the
 first factor is the exact integer-digit Bernoulli of :func:`dpkit.samplers.bernoulli_exp_int`
 (rate ``c h``, exact), the second, whose exponent is below ``c h`` (about ``epsilon 2**-21``),
-the exact Bernoulli of float pairs (:func:`dpkit.samplers._discrete.bernoulli_exp_pairs`),
+the exact Bernoulli of float pairs (:func:`dpkit.samplers.bernoulli_exp_pairs`),
 decided by one word against certified bounds except with probability about ``2**-49``. So
 :class:`Exponential` and :class:`PermuteAndFlip` have exactly the laws of McSherry and Talwar
 and of McKenna and Sheldon on the given scores (no rounding, no charged sensitivity), and
@@ -35,12 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import as_real_array, check_choice, check_positive, check_relation
+from dpkit._validate import (
+    as_real_array,
+    check_choice,
+    check_positive,
+    check_relation,
+    check_size,
+)
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import MIN_GRID, check_size, pow2_at_most, spend
-from dpkit.samplers import as_source, bernoulli_exp_int, uniform_int
-from dpkit.samplers._discrete import _MAX_SCALE, _discrete_laplace, bernoulli_exp_pairs
+from dpkit.noise import MAX_LAPLACE_SCALE, MIN_GRID, DiscreteLaplaceLaw, laplace_law, pow2_at_most
+from dpkit.samplers import as_source, bernoulli_exp_int, bernoulli_exp_pairs, uniform_int
 from dpkit.samplers.heavy_tailed import uniform_below
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax"]
@@ -669,7 +675,7 @@ class ReportNoisyMax(_Selection):
     def __post_init__(self) -> None:
         self._check()
         check_choice("ReportNoisyMax", "noise", self.noise, ("laplace", "gumbel"))
-        if self.noise == "laplace" and self._t(self._lattice_sensitivity()) > _MAX_SCALE:
+        if self.noise == "laplace" and self._t(self._lattice_sensitivity()) > MAX_LAPLACE_SCALE:
             raise ParameterError(
                 f"ReportNoisyMax: `epsilon`={self.epsilon!r} is too small: the Laplace noise "
                 "would exceed 2**50 score-lattice steps (2**21 per unit of sensitivity), the "
@@ -677,7 +683,9 @@ class ReportNoisyMax(_Selection):
             )
 
     def _t(self, lattice_sens: int) -> Fraction:
-        return Fraction(self._factor * lattice_sens) / Fraction(self.epsilon)
+        """The discrete Laplace scale of the noise on the score lattice (the noise core's
+        calibration of ``factor * lattice_sens`` at ``epsilon``)."""
+        return laplace_law(self._factor * lattice_sens, self.epsilon).scale
 
     def accuracy(self, alpha: float = 0.05, n: int = 2) -> float:
         """Utility loss bound with probability >= 1 - alpha: ``2 scale ln(n / alpha)`` for
@@ -790,5 +798,5 @@ class ReportNoisyMax(_Selection):
         t = self._t(s)
         source = as_source(rng)
         spend(accountant, self.privacy, "ReportNoisyMax", self.relation)
-        noisy = _discrete_laplace(t, size * gaps.size, source).reshape(size, gaps.size) - gaps
+        noisy = DiscreteLaplaceLaw(t).draw(size * gaps.size, source).reshape(size, gaps.size) - gaps
         return cands, np.argmax(noisy, axis=1).astype(np.int64)

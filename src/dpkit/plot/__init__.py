@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpkit.errors import MissingDependencyError
-from dpkit.plot.compare import plot_comparison
+from dpkit.plot.comparison import plot_comparison
 from dpkit.plot.sensitivity import median_neighbours, sensitivity_by_distance
 
 __all__ = [

@@ -49,7 +49,7 @@ def sensitivity_by_distance(
 
     Parameters
     ----------
-    queries : iterable of Query, str or callable
+    queries : iterable of Statistic, str or callable
         Default: the parameterless catalogue.
     universe : array_like
         Default: the seed's universe ``{1, 2, 3, 10, 11}``.
@@ -151,7 +151,7 @@ def median_neighbours(
         The multiset of records.
     relation : {"bounded", "unbounded"}, default "unbounded"
         Neighbour relation.
-    query : Query, str or callable, default "median"
+    query : Statistic, str or callable, default "median"
         A scalar query.
     ax : matplotlib Axes, optional
         Where to draw; a new figure when omitted.
@@ -176,18 +176,19 @@ def median_neighbours(
     >>> ax.get_title()
     'median of the 5 unbounded neighbours of [1, 2, 10]: LS_1 = 4'
     """
+    from dpkit._validate import check_relation
     from dpkit.sensitivity import empirical as emp
-    from dpkit.sensitivity._common import check_relation, query_of
+    from dpkit.sensitivity.catalogue import resolve
 
     owner = "median_neighbours"
-    q = query_of(owner, query)
+    q = resolve(query, owner=owner)
     rel = check_relation(owner, relation)
-    vals, caps = emp._universe(owner, universe)
-    counts = emp._counts_in(owner, data, vals, caps)
-    fx = float(emp._evaluate(q, vals, counts[None, :])[0])
-    ys = [y for y in emp._ball(counts, caps, 1, rel, q.min_size)]
+    vals, caps = emp.universe_counts(owner, universe)
+    counts = emp.counts_in_universe(owner, data, vals, caps)
+    fx = float(emp.evaluate_counts(q, vals, counts[None, :])[0])
+    ys = [y for y in emp.neighbour_counts(counts, caps, 1, rel, q.min_size)]
     nb = np.concatenate(ys) if ys else np.zeros((0, vals.size), dtype=np.int64)
-    fy = emp._evaluate(q, vals, nb) if nb.shape[0] else np.zeros(0)
+    fy = emp.evaluate_counts(q, vals, nb) if nb.shape[0] else np.zeros(0)
     delta = nb.sum(axis=1) - counts.sum()
     ax = _axes(ax)
     idx = np.arange(nb.shape[0])

@@ -1,7 +1,7 @@
 """Demo section: the analyst's task on the bundled Adult data with the Session.
 
 "A private count per Education level, the mean Age per Sex and the median hours worked, under
-a total epsilon of 1, one row per person" (issue 11), with every figure of each plan printed.
+a total epsilon of 1, one row per person", with every figure of each plan printed.
 The Session reference of the documentation (docs/guides/session.md) shows the same code.
 """
 

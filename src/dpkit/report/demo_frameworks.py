@@ -147,7 +147,7 @@ def _figure(path: Any, comp: Any) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpkit.plot.compare import plot_comparison
+    from dpkit.plot.comparison import plot_comparison
 
     ax = plot_comparison(comp)
     ax.figure.tight_layout()

@@ -27,7 +27,7 @@ NeurIPS 2020 (arXiv:2004.00010): discrete Laplace and Gaussian, Algorithms 1-3.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -59,11 +59,16 @@ __all__ = [
     "bernoulli_exp_int",
     "bernoulli_exp_pairs",
     "discrete_gaussian",
+    "discrete_gaussian_blocks",
     "discrete_laplace",
+    "discrete_laplace_blocks",
+    "draw_discrete_gaussian",
+    "draw_discrete_laplace",
     "geometric",
     "permutation",
     "random_signs",
     "uniform_int",
+    "uniform_one",
 ]
 
 _MAX_SCALE = Fraction(2**50)  # largest 1/x (geometric) or scale (Laplace): keeps G in int64
@@ -493,6 +498,25 @@ class _Geometric:
             g += part
         return g
 
+    def sample_into(self, n: int, source: BitSource, ws: _LaplaceWorkspace) -> np.ndarray:
+        """:meth:`sample` into the workspace's buffers (``ws.g[:n]``, overwritten by the next
+        call): the same words in the same requests, the same lookups, the same values."""
+        words = source.words(n * (len(self.chunks) + 1))
+        g = ws.g[:n]
+        index = ws.index[:n]
+        g[:] = self.high.lookup_into(words[:n], source, ws.small(self.high.dtype, n), index)
+        tail = np.flatnonzero(g == self.high.size)
+        if tail.size:  # memoryless: H >= K  =>  H = K + fresh H
+            g[tail] += self._sample_high(tail.size, source)
+        g <<= self.m
+        part64 = ws.part64[:n]
+        for i, (lo, table) in enumerate(self.chunks, start=1):
+            u = words[i * n : (i + 1) * n]
+            part = table.lookup_into(u, source, ws.small(table.dtype, n), index)
+            np.left_shift(part, lo, out=part64, dtype=np.int64)
+            g += part64
+        return g
+
     def sample_list(self, n: int, source: BitSource) -> list[int]:
         """:meth:`sample` for a few draws, as Python ints: the same words in the same
         requests (the tail's fresh draws included), the same tables."""
@@ -566,6 +590,41 @@ def _discrete_laplace_block(geo: _Geometric, size: int, source: BitSource) -> np
     return g
 
 
+class _LaplaceWorkspace:
+    """Buffers one call reuses for every block (fresh large temporaries page-fault)."""
+
+    def __init__(self, n: int) -> None:
+        self.g = np.empty(n, dtype=np.int64)
+        self.index = np.empty(n, dtype=np.int64)
+        self.part64 = np.empty(n, dtype=np.int64)
+        self._small: dict[np.dtype, np.ndarray] = {}
+
+    def small(self, dtype: np.dtype, n: int) -> np.ndarray:
+        """A buffer of ``n`` entries of a table lookup's ``dtype`` (int8 or int16)."""
+        buf = self._small.get(dtype)
+        if buf is None:
+            buf = self._small[dtype] = np.empty(self.g.size, dtype=dtype)
+        return buf[:n]
+
+
+def _discrete_laplace_into(
+    geo: _Geometric, size: int, source: BitSource, ws: _LaplaceWorkspace
+) -> np.ndarray:
+    """:func:`_discrete_laplace_block` in the workspace (``ws.g[:size]``, overwritten by the
+    next call): the same words in the same requests (magnitudes, signs, then the redraws of
+    "negative zeros"), the same values."""
+    g = geo.sample_into(size, source, ws)
+    neg = random_signs(size, source)
+    bad = np.flatnonzero(neg & (g == 0))
+    sign = ws.part64[:size]  # 1 - 2 neg, in a buffer the magnitudes no longer need
+    np.multiply(neg.view(np.int8), -2, out=sign, dtype=np.int64)
+    sign += 1
+    g *= sign
+    if bad.size:  # "-0" would double the mass at zero: draw again
+        g[bad] = _discrete_laplace_block(geo, bad.size, source)
+    return g
+
+
 def _discrete_laplace_few(geo: _Geometric, size: int, source: BitSource) -> list[int]:
     """:func:`_discrete_laplace_block` for a few draws in Python ints (same words, same
     order: magnitudes, signs, then the redraws of "negative zeros")."""
@@ -586,11 +645,40 @@ def _discrete_laplace_few(geo: _Geometric, size: int, source: BitSource) -> list
 _FEW = 16
 
 
-def _discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
+def draw_discrete_laplace(scale: Fraction, size: int, source: BitSource) -> np.ndarray:
+    """The kernel of :func:`discrete_laplace` for a caller that checked its arguments.
+
+    ``scale`` is a Fraction in ``(0, 2**50]``, ``size`` an int in ``[0, 2**28]`` and
+    ``source`` a :class:`BitSource`; nothing is validated again (the noise core,
+    :mod:`dpkit.noise`, checks the scale from public figures before any spend). The same
+    draws as :func:`discrete_laplace` for the same words.
+    """
     geo = _geometric_sampler(1 / scale)
     if size <= _FEW:
         return np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
-    return _blocked(lambda k: _discrete_laplace_block(geo, k, source), size)
+    ws = _LaplaceWorkspace(min(size, _BLOCK))
+    if size <= _BLOCK:
+        return _discrete_laplace_into(geo, size, source, ws)
+    return _blocked(lambda k: _discrete_laplace_into(geo, k, source, ws), size)
+
+
+def discrete_laplace_blocks(scale: Fraction, size: int, source: BitSource) -> Iterator[np.ndarray]:
+    """:func:`draw_discrete_laplace` block by block: the arrays yielded, concatenated, are
+    its draws (the same words in the same requests), so a caller can use each block (add
+    it to its values, write it out) while it is in cache and never hold all the draws at
+    once. A yielded array may be overwritten by the next one: use it before asking for
+    more."""
+    geo = _geometric_sampler(1 / scale)
+    if size <= _FEW:
+        yield np.array(_discrete_laplace_few(geo, size, source), dtype=np.int64)
+        return
+    ws = _LaplaceWorkspace(min(size, _BLOCK))
+    for start in range(0, size, _BLOCK):
+        yield _discrete_laplace_into(geo, min(_BLOCK, size - start), source, ws)
+
+
+#: the kernel's former private name (the samplers' own tests use it)
+_discrete_laplace = draw_discrete_laplace
 
 
 def discrete_laplace(scale: Any, size: int, rng: Any = None) -> np.ndarray:
@@ -763,13 +851,35 @@ def _discrete_gaussian_block(
     )
 
 
-def _discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+def draw_discrete_gaussian(s2: Fraction, size: int, source: BitSource) -> np.ndarray:
+    """The kernel of :func:`discrete_gaussian` (variance parameter ``s2``, a Fraction in
+    ``(0, 2**56]``) for a caller that checked its arguments, as :func:`draw_discrete_laplace`:
+    the same draws as :func:`discrete_gaussian` with ``sigma2=s2`` for the same words."""
     if s2 >= _ENVELOPE_MIN_S2:
         return _envelope_sampler(s2).sample(size, source)
     t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
     acc = _gauss_acceptance(s2, t)
     geo = _geometric_sampler(Fraction(1, t))
     return _blocked(lambda k: _discrete_gaussian_block(geo, acc, k, source), size, _GAUSS_BLOCK)
+
+
+def discrete_gaussian_blocks(s2: Fraction, size: int, source: BitSource) -> Iterator[np.ndarray]:
+    """:func:`draw_discrete_gaussian` block by block (as :func:`discrete_laplace_blocks`:
+    the blocks concatenated are its draws; use each before asking for the next)."""
+    if s2 >= _ENVELOPE_MIN_S2:
+        yield from _envelope_sampler(s2).blocks(size, source)
+        return
+    t = math.isqrt(s2.numerator // s2.denominator) + 1  # floor(sigma) + 1
+    acc = _gauss_acceptance(s2, t)
+    geo = _geometric_sampler(Fraction(1, t))
+    if size <= _GAUSS_BLOCK:
+        yield _discrete_gaussian_block(geo, acc, size, source)
+        return
+    for start in range(0, size, _GAUSS_BLOCK):
+        yield _discrete_gaussian_block(geo, acc, min(_GAUSS_BLOCK, size - start), source)
+
+
+_discrete_gaussian = draw_discrete_gaussian
 
 
 @lru_cache(maxsize=64)

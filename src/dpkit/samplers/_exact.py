@@ -281,7 +281,9 @@ class SurvivalTable:
         above = self.size - np.cumsum(hist)  # boundaries whose bucket lies above bucket k
         if self.size >= 1 << 15:
             raise InternalError("SurvivalTable: at most 2**15 boundaries")
-        guide = above.astype(np.int16 if self.size >= 256 else np.int64)
+        # the narrowest integer holding every count (and the -1 mark): a smaller guide stays
+        # in cache (the counts are the same in any dtype)
+        guide = above.astype(np.int8 if self.size < 127 else np.int16)
         guide[hist > 0] = -1  # the bucket holds a boundary: finish by search
         self._guide = guide
         self._asc_list: list[int] | None = None  # the boundaries as ints, when first needed
@@ -313,6 +315,34 @@ class SurvivalTable:
                 count[tie] += won
             out[amb] = count
         return out
+
+    def lookup_into(
+        self, u: np.ndarray, source: BitSource, out: np.ndarray, index: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`sample_from_words` written into ``out`` (the guide's dtype, :attr:`dtype`,
+        and ``u``'s length), with ``index`` (int64, ``u``'s length) as scratch: the same
+        lookups, searches and deep comparisons, without fresh arrays. Returns ``out``."""
+        np.right_shift(u, np.uint64(64 - self._bits), out=index.view(np.uint64))
+        np.take(self._guide, index, out=out)  # the shifted words are < 2**bits
+        amb = np.flatnonzero(out < 0)
+        if amb.size:
+            ua = u[amb]
+            left = np.searchsorted(self._asc, ua, side="left")
+            right = np.searchsorted(self._asc, ua, side="right")
+            count = self.size - right  # boundaries with prefix > u: surely U < S_j
+            tie = np.flatnonzero(right > left)
+            if tie.size:
+                js = self.size - left[tie]
+                won = less_than_deep([self.real_at(int(j)) for j in js], source)
+                count[tie] += won
+            out[amb] = count
+        return out
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of :meth:`lookup_into`'s output: the guide's (int8 for tables of fewer
+        than 127 boundaries, int16 otherwise: the narrowest that holds the counts)."""
+        return self._guide.dtype
 
     def sample_from_list(self, u: list[int], source: BitSource) -> list[int]:
         """:meth:`sample_from_words` for a few words given as Python ints: the same lookups,

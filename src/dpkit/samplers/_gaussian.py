@@ -72,6 +72,7 @@ for every sigma allowed here, so no representable outcome changes probability by
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -357,6 +358,23 @@ class EnvelopeGaussian:
         if not direct:
             dst[:count] = y[:count]
         return count
+
+    def blocks(self, size: int, source: BitSource) -> Iterator[np.ndarray]:
+        """:meth:`sample` block by block: the same proposals from the same words, the
+        accepted values of each block yielded in order (a view of one buffer, overwritten by
+        the next block), so that the blocks concatenated are :meth:`sample`'s draws.
+
+        Each block's accepted values are kept up to what is still needed, as :meth:`sample`
+        keeps them up to the room left in its output."""
+        ws = _Workspace(min(_BLOCK, int(size / self.acceptance + 4 * math.sqrt(size)) + 16))
+        buf = np.empty(ws.y.size, dtype=np.int64)
+        filled = 0
+        while filled < size:
+            need = size - filled
+            n = min(_BLOCK, int(need / self.acceptance + 4 * math.sqrt(need)) + 16)
+            count = self._fill(n, ws, buf[: min(n, need)], source)
+            filled += count
+            yield buf[:count]
 
     def sample(self, size: int, source: BitSource) -> np.ndarray:
         """``size`` exact draws, made in blocks of at most 2**15 proposals."""

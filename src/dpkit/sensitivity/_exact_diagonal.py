@@ -2,7 +2,7 @@
 
 The algorithms of :mod:`dpkit.sensitivity.at_distance` choose, for each distance ``k``, a
 finite family of candidate datasets whose largest ``LS_1`` is ``A``. Here every candidate's
-value is a rational number of the integer lattice data (:mod:`._lattice_data`), and the
+value is a rational number of the integer lattice data (:mod:`.lattice_data`), and the
 maximum is found exactly in two passes:
 
 1. all candidates (for the mean, each shape's best dataset at the distance, found by an
@@ -19,7 +19,7 @@ maximum is found exactly in two passes:
    candidate is provably smaller.
 
 ``A`` is returned as a :class:`fractions.Fraction` in lattice units; the caller rounds it up
-to a float (:func:`._lattice_data.ceil_float`), a monotone map, so comparisons with a proposed
+to a float (:func:`.lattice_data.ceil_float`), a monotone map, so comparisons with a proposed
 bound (propose-test-release) and the inequality ``A(x, k) <= A(x', k + 1)`` that smooth
 sensitivity needs hold exactly for the values used.
 """
@@ -30,7 +30,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpkit.sensitivity._lattice_data import LatticeData
+from dpkit.sensitivity._moves import exact_moves
+from dpkit.sensitivity.lattice_data import LatticeData
 
 __all__ = ["gaps", "mean_diagonal", "mean_diagonals", "percentile_diagonal"]
 
@@ -217,8 +218,6 @@ def percentile_diagonal(
     terms); the groups within ``16u`` of the float maximum are recomputed exactly and the
     exact maximum over them is ``A``'s diagonal value.
     """
-    from dpkit.sensitivity.at_distance import _exact_moves
-
     if not float_groups:
         return Fraction(0)
     top = max(g[0] for g in float_groups)
@@ -230,7 +229,7 @@ def percentile_diagonal(
         if val < top * (1 - 16 * _U):
             continue
         m = np.asarray([ld.n - r + a])
-        t, big_w0, big_w1, _allowed = _exact_moves(q, m, relation)[move]
+        t, big_w0, big_w1, _allowed = exact_moves(q, m, relation)[move]
         w0 = Fraction(int(big_w0[0]), qf.denominator)
         w1 = Fraction(int(big_w1[0]), qf.denominator)
         best = max(best, _group_exact(ld, int(t[0]), w0, w1, r, a))

@@ -65,7 +65,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpkit.sensitivity._lattice_data import LatticeData
+from dpkit.sensitivity.lattice_data import LatticeData
 
 #: ``f(rows, idx)``: a value or prefix sum of row ``rows[i]`` at position ``idx[i]``
 Indexer = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -9,16 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_bounds
+from dpkit._validate import check_bounds, check_sensitivity
 from dpkit.errors import ParameterError
-from dpkit.queries import Query
-from dpkit.sensitivity._common import (
-    check_distance,
-    check_norm,
-    check_relation,
-    check_sensitivity,
-    query_of,
-)
+from dpkit.sensitivity._checks import check_distance, check_norm, check_relation, query_of
+from dpkit.sensitivity.catalogue import Statistic
 
 __all__ = ["global_sensitivity"]
 
@@ -42,7 +36,7 @@ def global_sensitivity(
 
     Parameters
     ----------
-    query : Query or str
+    query : Statistic or str
         ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std``, a percentile or a
         histogram.
     bounds : (float, float)
@@ -457,7 +451,7 @@ def _percentile_overlap(q: float, relation: str, k: int, n: int | None) -> float
     return best
 
 
-def _histogram(owner: str, q: Query, relation: str, k: int, n: int | None, norm: Any) -> float:
+def _histogram(owner: str, q: Statistic, relation: str, k: int, n: int | None, norm: Any) -> float:
     if norm is None:
         raise ParameterError(
             f"{owner}: `norm` ('l1' or 'l2') is required for the vector query {q.name!r}"

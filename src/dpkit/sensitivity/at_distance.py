@@ -15,18 +15,19 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import check_sensitivity
 from dpkit.errors import InternalError, ParameterError
-from dpkit.queries import Query
 from dpkit.sensitivity import _exact_diagonal, _order, _std_distance, _var_distance
-from dpkit.sensitivity._common import (
+from dpkit.sensitivity._checks import (
     check_distance,
     check_relation,
-    check_sensitivity,
     needs_bounds,
     query_of,
     sorted_data,
 )
-from dpkit.sensitivity._lattice_data import LatticeData, ceil_float
+from dpkit.sensitivity._moves import exact_moves
+from dpkit.sensitivity.catalogue import Statistic
+from dpkit.sensitivity.lattice_data import LatticeData, ceil_float
 
 __all__ = ["local_at_distance"]
 
@@ -45,7 +46,7 @@ def local_at_distance(
 
     Parameters
     ----------
-    query : Query or str
+    query : Statistic or str
         ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std`` or a
         :func:`~dpkit.queries.percentile`.
     data : array_like
@@ -80,7 +81,7 @@ def local_at_distance(
     Notes
     -----
     Closed forms and algorithms (checked against :func:`empirical_at_distance`; the numbers
-    are computed on the integer lattice, see :mod:`dpkit.sensitivity._lattice_data`):
+    are computed on the integer lattice, see :mod:`dpkit.sensitivity.lattice_data`):
 
     - ``count``: 1 unbounded, 0 bounded.
     - ``sum``: ``max(|lower|, |upper|)`` unbounded (one record added at the bound of largest
@@ -148,7 +149,7 @@ def local_at_distance(
     return check_sensitivity(owner, out)
 
 
-def stable_distance(q: Query, n: int, relation: str) -> int:
+def stable_distance(q: Statistic, n: int, relation: str) -> int:
     """A distance ``K`` with ``A(f, x, k) = A(f, x, K)`` for every ``k >= K`` (``|x| = n``).
 
     ``A(f, x, k)`` is non-decreasing in ``k`` and at most ``G``, the largest ``LS_1`` of any
@@ -177,7 +178,7 @@ def stable_distance(q: Query, n: int, relation: str) -> int:
     return n if relation == "bounded" else n + 1
 
 
-def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, float, float]:
+def prepare(owner: str, q: Statistic, data: Any, bounds: Any) -> tuple[np.ndarray, float, float]:
     """Validate for the A / smooth functions; returns sorted data and bounds."""
     if q.kind not in SUPPORTED:
         hint = (
@@ -196,7 +197,7 @@ def prepare(owner: str, q: Query, data: Any, bounds: Any) -> tuple[np.ndarray, f
 
 
 def sequence(
-    q: Query,
+    q: Statistic,
     x: np.ndarray,
     relation: str,
     lower: float,
@@ -342,39 +343,6 @@ def _move_intervals(
     ]
 
 
-def _exact_moves(
-    q: float, m: np.ndarray, relation: str, small: bool = False
-) -> list[tuple[np.ndarray, ...]]:
-    """:func:`_move_intervals` in exact arithmetic: per move ``(t, W0, W1, allowed)``.
-
-    With ``q = Qn / D`` (``D`` a power of two, ``q`` a float), every interval end is an
-    integer over ``D``; ``t = floor(start)`` and the weights ``w0 = W0 / D`` (the part of the
-    interval in ``[t, t + 1]``) and ``w1 = W1 / D`` (the part in ``[t + 1, t + 2]``) are exact
-    (``W0``, ``W1`` Python ints in object arrays; int64 with ``small=True``, for a ``D`` so
-    small that ``Qn m`` cannot overflow, as :mod:`._percentile_distance` asks).
-    """
-    qf = Fraction(q)
-    qn, den = qf.numerator, qf.denominator
-    mo = m.astype(np.int64) if small else m.astype(object)
-    hn = qn * (mo - 1)
-    every = np.ones(m.shape, dtype=bool)
-    if relation == "bounded":
-        ends = [(hn, hn + den, every), (hn - den, hn, every)]
-    else:
-        qm = qn * mo
-        h2 = qn * np.maximum(mo - 2, 0)
-        big = m >= 2
-        ends = [(hn, qm, every), (qm - den, hn, every), (hn, h2 + den, big), (h2, hn, big)]
-    out: list[tuple[np.ndarray, ...]] = []
-    for n_start, n_end, allowed in ends:
-        t = n_start // den
-        t1 = (t + 1) * den
-        w0 = np.minimum(n_end, t1) - n_start
-        w1 = np.maximum(n_end - t1, 0)
-        out.append((t.astype(np.int64), w0, w1, allowed))
-    return out
-
-
 def _percentile_groups(
     ld: LatticeData, q: float, relation: str, k: int, cut: float
 ) -> tuple[list[tuple[float, int, int, int]], Fraction | None]:
@@ -383,7 +351,7 @@ def _percentile_groups(
     Returns ``(largest float value, move, r, a)`` for every group (one move from one dataset
     shape) that can exceed ``cut``; :func:`._exact_diagonal.percentile_diagonal` recomputes
     the ones near the maximum exactly. The positions ``t`` and the weights come from
-    :func:`_exact_moves`, so a float value ``w0 g0 + w1 g1`` (integer gaps, weights rounded
+    :func:`exact_moves`, so a float value ``w0 g0 + w1 g1`` (integer gaps, weights rounded
     once) is within a relative ``4 u`` of the exact one, and a group is skipped only when
     its upper bound ``(w0 + w1) (y[t + r + 2] - y[t - a])``, raised by ``2**-40``, is at most
     ``cut`` or below the best value found (less its error).
@@ -411,7 +379,7 @@ def _percentile_groups(
     top = (0, 0)  # the exact maximum found, as limbs (value * D = hi 2**30 + lo)
     out: list[tuple[float, int, int, int]] = []
     best = 0.0
-    for move, (t0, big_w0, big_w1, allowed0) in enumerate(_exact_moves(q, m0, relation)):
+    for move, (t0, big_w0, big_w1, allowed0) in enumerate(exact_moves(q, m0, relation)):
         w0_all = big_w0.astype(np.float64) / den
         w1_all = big_w1.astype(np.float64) / den
         # Pruning: every value below is w0 g0 + w1 g1 <= (w0 + w1) (y[t+2] - y[t]) with
@@ -487,7 +455,7 @@ def _percentile_envelope(
 
 
 def upper_envelope(
-    q: Query, x: np.ndarray, relation: str, lower: float, upper: float, kmax: int
+    q: Statistic, x: np.ndarray, relation: str, lower: float, upper: float, kmax: int
 ) -> np.ndarray:
     """An upper bound ``B[k] >= A(f, x, k)`` for ``k = 0..kmax``, non-decreasing in ``k``.
 

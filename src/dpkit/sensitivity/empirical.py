@@ -20,16 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._validate import check_finite_array, check_int, describe
+from dpkit._validate import check_finite_array, check_int, check_sensitivity, describe
 from dpkit.errors import ParameterError
-from dpkit.queries import Query
-from dpkit.sensitivity._common import (
-    check_distance,
-    check_norm,
-    check_relation,
-    check_sensitivity,
-    query_of,
-)
+from dpkit.sensitivity._checks import check_distance, check_norm, check_relation, query_of
+from dpkit.sensitivity.catalogue import Statistic
 
 __all__ = ["DEFAULT_MAX_DATASETS", "empirical_at_distance", "empirical_global", "empirical_local"]
 
@@ -40,14 +34,16 @@ _PAIR_CHUNK = 4_000_000  # distance-matrix cells per chunk (memory ~ 8 bytes x V
 _PROGRESS_AFTER = 50  # chunks before a progress bar is worth showing
 
 
-def _universe(owner: str, universe: Any) -> tuple[np.ndarray, np.ndarray]:
+def universe_counts(owner: str, universe: Any) -> tuple[np.ndarray, np.ndarray]:
     """Distinct sorted values of the universe and their multiplicities."""
     arr = check_finite_array(owner, "universe", universe, ndim=1)
     vals, caps = np.unique(arr, return_counts=True)
     return vals, caps.astype(np.int64)
 
 
-def _counts_in(owner: str, data: Any, vals: np.ndarray, caps: np.ndarray) -> np.ndarray:
+def counts_in_universe(owner: str, data: Any, vals: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """``data`` as counts over the universe's distinct values ``vals`` (at most ``caps`` each),
+    or a ParameterError naming the values of ``data`` the universe lacks."""
     arr = check_finite_array(owner, "data", data, ndim=1)
     dvals, dcounts = np.unique(arr, return_counts=True)
     pos = np.searchsorted(vals, dvals)
@@ -133,8 +129,8 @@ def _rows(vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.tile(vals, n_rows), counts.ravel()).reshape(n_rows, size)
 
 
-def _evaluate(
-    q: Query, vals: np.ndarray, counts: np.ndarray, owner: str = "empirical"
+def evaluate_counts(
+    q: Statistic, vals: np.ndarray, counts: np.ndarray, owner: str = "empirical"
 ) -> np.ndarray:
     """Query values for every count vector, or a ParameterError naming ``query``.
 
@@ -160,7 +156,7 @@ def _evaluate(
     return out
 
 
-def _evaluate_rows(q: Query, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _evaluate_rows(q: Statistic, vals: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Query values for every count vector (grouped by size, vectorised within a size)."""
     sizes = counts.sum(axis=1)
     out: np.ndarray | None = None
@@ -251,7 +247,7 @@ def _progress(total: int, show: bool | None, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="chunk", file=sys.stderr, leave=False)
 
 
-def _vector_norm(owner: str, q: Query, norm: str | None) -> str | None:
+def _vector_norm(owner: str, q: Statistic, norm: str | None) -> str | None:
     if q.vector:
         if norm is None:
             raise ParameterError(
@@ -276,7 +272,7 @@ def empirical_global(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query, including user callables ``f(array) -> float`` and vector-valued ones.
     universe : array_like
         The multiset of records datasets and added records are drawn from.
@@ -332,7 +328,7 @@ def empirical_global(
     n = check_distance(owner, size, name="size")
     rel = check_relation(owner, relation)
     nrm = _vector_norm(owner, q, norm)
-    vals, caps = _universe(owner, universe)
+    vals, caps = universe_counts(owner, universe)
     total_u = int(caps.sum())
     if n > total_u:
         raise ParameterError(
@@ -348,7 +344,7 @@ def empirical_global(
     total = sum(poly[s] for s in sizes)
     _check_limits(owner, "datasets", total, poly[n] * total, vals.size, limit)
     ys = np.concatenate([_submultisets(caps, s) for s in sizes])
-    fy = _evaluate(q, vals, ys, owner)
+    fy = evaluate_counts(q, vals, ys, owner)
     ysize = ys.sum(axis=1)
     xi = np.flatnonzero(ysize == n)
     best = 0.0
@@ -372,7 +368,7 @@ def empirical_global(
     return check_sensitivity(owner, best)
 
 
-def _ball(
+def neighbour_counts(
     counts: np.ndarray, caps: np.ndarray, k: int, relation: str, min_size: int
 ) -> Iterator[np.ndarray]:
     """Count vectors of every neighbour at multiset distance 1..k (removals then additions)."""
@@ -436,7 +432,7 @@ def empirical_local(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query, including user callables and vector-valued ones.
     data : array_like
         The dataset ``x``; a sub-multiset of ``universe``.
@@ -484,18 +480,18 @@ def empirical_local(
     k = check_distance(owner, distance)
     rel = check_relation(owner, relation)
     nrm = _vector_norm(owner, q, norm)
-    vals, caps = _universe(owner, universe)
-    counts = _counts_in(owner, data, vals, caps)
+    vals, caps = universe_counts(owner, universe)
+    counts = counts_in_universe(owner, data, vals, caps)
     n = int(counts.sum())
     if n < max(q.min_size, 1):
         raise ParameterError(f"{owner}: `data` must hold at least 1 value for {q.name!r}")
     limit = _limit(owner, max_datasets)
     total = _ball_size(counts, caps, k, rel, _COUNT_CAP)
     _check_limits(owner, "neighbouring datasets", total, total, vals.size, limit)
-    fx = _evaluate(q, vals, counts[None, :], owner)[0]
+    fx = evaluate_counts(q, vals, counts[None, :], owner)[0]
     best = 0.0
-    for ys in _ball(counts, caps, k, rel, q.min_size):
-        fy = _evaluate(q, vals, ys, owner)
+    for ys in neighbour_counts(counts, caps, k, rel, q.min_size):
+        fy = evaluate_counts(q, vals, ys, owner)
         best = max(best, float(np.max(_diff(fx[None, ...], fy, nrm))))
     return check_sensitivity(owner, best)
 
@@ -516,7 +512,7 @@ def empirical_at_distance(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         Any query.
     data : array_like
         The dataset ``x``, a sub-multiset of ``universe``.
@@ -560,15 +556,15 @@ def empirical_at_distance(
     kk = check_distance(owner, k, name="k", minimum=0)
     rel = check_relation(owner, relation)
     nrm = _vector_norm(owner, q, norm)
-    vals, caps = _universe(owner, universe)
-    counts = _counts_in(owner, data, vals, caps)
+    vals, caps = universe_counts(owner, universe)
+    counts = counts_in_universe(owner, data, vals, caps)
     limit = _limit(owner, max_datasets)
     kk = min(kk, _reach(counts, caps, kk, rel))  # farther distances reach nothing new
     total = _ball_size(counts, caps, kk + 1, rel, _COUNT_CAP)
     inner = _ball_size(counts, caps, kk, rel, _COUNT_CAP)
     _check_limits(owner, "neighbouring datasets", total, inner * total, vals.size, limit)
-    ys = np.concatenate([counts[None, :], *_ball(counts, caps, kk + 1, rel, q.min_size)])
-    fy = _evaluate(q, vals, ys, owner)
+    ys = np.concatenate([counts[None, :], *neighbour_counts(counts, caps, kk + 1, rel, q.min_size)])
+    fy = evaluate_counts(q, vals, ys, owner)
     from_x = np.abs(ys - counts[None, :]).sum(axis=1)
     if rel == "bounded":
         from_x = from_x // 2

@@ -17,18 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import check_sensitivity
 from dpkit.errors import InternalError, ParameterError
-from dpkit.queries import Query
 from dpkit.sensitivity import _order, _var_distance
-from dpkit.sensitivity._common import (
+from dpkit.sensitivity._checks import (
     check_distance,
     check_norm,
     check_relation,
-    check_sensitivity,
     needs_bounds,
     query_of,
     sorted_data,
 )
+from dpkit.sensitivity.catalogue import Statistic
 
 __all__ = ["local", "local_by_distance"]
 
@@ -46,7 +46,7 @@ def local(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std``, a :func:`percentile` or a
         :func:`histogram` (user callables have no exact algorithm: use
         :func:`empirical_local`).
@@ -126,7 +126,7 @@ def local_by_distance(
 
     Parameters
     ----------
-    query : Query, str or callable
+    query : Statistic, str or callable
         As for :func:`local`.
     data : array_like
         As for :func:`local`.
@@ -217,14 +217,14 @@ def _pairs(
 
 
 def local_sorted(
-    q: Query, x: np.ndarray, k: int, relation: str, lower: float, upper: float
+    q: Statistic, x: np.ndarray, k: int, relation: str, lower: float, upper: float
 ) -> float:
     """``LS_k`` on already validated, sorted data (no checks)."""
     return local_sorted_many(q, x, [k], relation, lower, upper)[0]
 
 
 def local_sorted_many(
-    q: Query, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
+    q: Statistic, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
 ) -> list[float]:
     """``LS_k`` for every ``k`` of ``ks`` on already validated, sorted data (no checks)."""
     if q.kind in ("var", "std"):
@@ -232,7 +232,9 @@ def local_sorted_many(
     return [_local_one(q, x, k, relation, lower, upper) for k in ks]
 
 
-def _local_one(q: Query, x: np.ndarray, k: int, relation: str, lower: float, upper: float) -> float:
+def _local_one(
+    q: Statistic, x: np.ndarray, k: int, relation: str, lower: float, upper: float
+) -> float:
     n = x.size
     kind = q.kind
     if kind == "count":
@@ -275,7 +277,7 @@ def _reach(k: int, n: int, relation: str) -> int:
 
 
 def _moment_by_distance(
-    q: Query, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
+    q: Statistic, x: np.ndarray, ks: Sequence[int], relation: str, lower: float, upper: float
 ) -> list[float]:
     """``LS_k`` of the variance or the deviation for every ``k`` of ``ks``.
 
@@ -371,7 +373,7 @@ def _var_extremes(
 
 def _local_vector(
     owner: str,
-    q: Query,
+    q: Statistic,
     data: Any,
     k: int,
     relation: str,

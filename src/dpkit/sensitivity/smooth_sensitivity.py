@@ -7,8 +7,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dpkit._validate import check_sensitivity
 from dpkit.sensitivity import at_distance
-from dpkit.sensitivity._common import check_beta, check_relation, check_sensitivity, query_of
+from dpkit.sensitivity._checks import check_beta, check_relation, query_of
 
 __all__ = ["SmoothSensitivity", "smooth"]
 
@@ -43,7 +44,7 @@ def smooth(
 
     Parameters
     ----------
-    query : Query or str
+    query : Statistic or str
         ``count``, ``sum``, ``mean``, ``median``, ``var``, ``std`` or a
         :func:`~dpkit.queries.percentile`.
     data : array_like
@@ -93,7 +94,7 @@ def smooth(
     (:func:`dpkit.sensitivity.at_distance.stable_distance`: every dataset of size ``n``, or
     the one-record datasets that attain the largest ``LS_1`` of all, are reachable there), so
     ``exp(-beta k) A(k)`` only decreases past ``K*`` and the scan stops there at the latest:
-    the cost is bounded by the data size, whatever ``beta`` (a tiny ``beta`` no longer means
+    the cost is bounded by the data size, whatever ``beta`` (a tiny ``beta`` does not mean
     a scan of length ``1 / beta``).
 
     The result is a float: on very stable data (``10^6`` integer ages, where the maximum sits

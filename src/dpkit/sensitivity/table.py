@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpkit.errors import ParameterError
-from dpkit.sensitivity._common import check_distance, check_relation, query_of
+from dpkit.sensitivity._checks import check_distance, check_relation, query_of
 from dpkit.sensitivity.empirical import DEFAULT_MAX_DATASETS, empirical_global, empirical_local
 
 __all__ = ["SweepRow", "sweep"]
@@ -68,7 +68,7 @@ def sweep(
 
     Parameters
     ----------
-    queries : iterable of Query, str or callable
+    queries : iterable of Statistic, str or callable
         The queries (rows of the table).
     universe : array_like
         The multiset records are drawn from.

@@ -45,11 +45,10 @@ from typing import Any
 import narwhals as nw
 import numpy as np
 
-from dpkit._validate import check_number
+from dpkit._validate import check_level, check_number
 from dpkit.errors import ParameterError
 from dpkit.samplers import MAX_NOISE_SCALE
 from dpkit.session import _execute as ex
-from dpkit.statistics._input import check_level
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
 from dpkit.statistics.bounds import bounds_noise_scale, threshold_noise_scale

@@ -1,7 +1,7 @@
 """The per-record lattice map of :mod:`dpkit._lattice` as an engine expression.
 
 Every value an aggregate sums is first mapped, in the engine, to an integer number of
-``unit`` steps with the shared formula (CONTRACTS.md, contract 2; :func:`dpkit._lattice.units`
+``unit`` steps with the shared formula (the per-record map; :func:`dpkit._lattice.units`
 is the NumPy reference)::
 
     units(x) = clip(floor(clip(x, lower, upper) / unit + 0.5),

@@ -14,10 +14,10 @@ from typing import Any
 from dpkit._validate import check_choice, check_delta, check_positive
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
-from dpkit.session._noise import Noise, gaussian_tail, laplace_tail, threshold
+from dpkit.noise import Noise, law, threshold
 from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
-from dpkit.statistics._quantiles import QuantileSpend, quantile_method, quantile_stages
 from dpkit.statistics.bounds import default_fallback
+from dpkit.statistics.quantile_release import QuantileSpend, quantile_method, quantile_stages
 
 __all__ = [
     "CUT_DIVISOR",
@@ -252,7 +252,7 @@ def selection_threshold(
 
     ``tau`` is the smallest integer with ``P[cut + Z >= tau] <= delta_select / keys``, ``Z``
     the selection count's noise (the exact tail for the discrete Laplace, a rigorous bound
-    for the discrete Gaussian: :func:`dpkit.session._noise.threshold`). It is
+    for the discrete Gaussian: :func:`dpkit.noise.threshold`). It is
     ``tau_1 + cut - 1``, ``tau_1`` the threshold without a cut: the cut is paid by a
     threshold ``cut - 1`` higher, never by more delta.
 
@@ -296,9 +296,9 @@ def selection_threshold(
     if cut is None:
         cut = default_cut(threshold(kind, scale, delta_single, top=1) - 1)
     tau = threshold(kind, scale, delta_single, top=cut)
-    tail = laplace_tail if kind == "laplace" else gaussian_tail
-    bound = keys * tail(scale, tau - cut)
-    return tau, cut, bound, max(bound - keys * tail(scale, tau - 1), 0.0)
+    noise = law(kind, scale)
+    bound = keys * noise.tail(tau - cut)
+    return tau, cut, bound, max(bound - keys * noise.tail(tau - 1), 0.0)
 
 
 @dataclass(frozen=True)
@@ -419,7 +419,7 @@ def _quantile_plan(
 ) -> QuantilePlan:
     """The quantile aggregate's plan: its support from the column's type
     (:func:`~dpkit.session._run.quantile_support`), the method the statistics layer will
-    run (:func:`dpkit.statistics._quantiles.quantile_method`, the function the release's
+    run (:func:`dpkit.statistics.quantile_release.quantile_method`, the function the release's
     own resolution is; the release then runs this method, never resolving again) and each
     stage's epsilon (:func:`quantile_spend`)."""
     from dpkit.session._run import check_quantile, quantile_support  # _run imports this module
@@ -440,7 +440,7 @@ def quantile_spend(
 ) -> QuantileSpend:
     """Each stage's epsilon per group of a quantile aggregate with ``share`` of ``budget``.
 
-    The stages (:func:`dpkit.statistics._quantiles.quantile_stages`) are exponential
+    The stages (:func:`dpkit.statistics.quantile_release.quantile_stages`) are exponential
     mechanisms (the values, the interval helpers) or discrete Laplace noise (the histogram of
     ``"cdf"``, the interval cell counts). Laplace budgets: the aggregate's ``epsilon * share
     / k`` (rounded down to a float), split by the stages' shares (what the statistics layer
@@ -571,12 +571,10 @@ def explain_text(plan: Plan) -> str:
         + ("" if b.noise == "laplace" else f", rho = {_fmt(float(b.rho or 0))})")
     )
     lines.append(f"intervals        {1 - plan.alpha:.3g} level, from public parameters only")
-    from dpkit.mechanisms._common import zero_noise_probability
-
     exact = [
         p.aggregate
         for p in plan.parts
-        if zero_noise_probability(p.noise.kind, p.noise.scale) >= 0.5
+        if law(p.noise.kind, p.noise.scale).zero_probability() >= 0.5
     ]
     if exact:
         lines.append(

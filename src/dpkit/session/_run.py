@@ -18,7 +18,7 @@ import polars as pl
 
 from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms import Release
+from dpkit.release import Release
 from dpkit.samplers import as_source
 from dpkit.session import _execute as ex
 from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
@@ -264,12 +264,11 @@ def quantile_support(schema: Any, agg: Quantile) -> str | float:
     schema and the bounds alone, before anything is spent."""
     assert agg.column is not None
     if schema[agg.column].is_integer():
-        from dpkit.frameworks._quantile_em import Lattice as EmLattice
-        from dpkit.frameworks._quantile_em import resolution_level
+        from dpkit.mechanisms.quantile_em import QuantileLattice, resolution_level
 
         lower, upper = agg.bounds
         try:
-            resolution_level(EmLattice.for_bounds("dp.quantile", lower, upper), 1.0)
+            resolution_level(QuantileLattice.for_bounds("dp.quantile", lower, upper), 1.0)
         except ParameterError:  # the step of 1 is wider than the bounds
             return "auto"
         return 1.0
@@ -281,14 +280,14 @@ def check_quantile(schema: Any, agg: Quantile) -> None:
     needs a resolution support (an integer-typed column) with a small grid."""
     if agg.method != "cdf":
         return
-    from dpkit.frameworks._quantile_em import Lattice as EmLattice
-    from dpkit.frameworks._quantile_em import Measure
-    from dpkit.statistics._cdf import MAX_GRID, cdf_grid
+    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
+    from dpkit.statistics.cdf import MAX_GRID, cdf_grid
 
     support = quantile_support(schema, agg)
     lower, upper = agg.bounds
     ok = not isinstance(support, str) and (
-        cdf_grid(Measure(EmLattice.for_bounds("dp.quantile", lower, upper), support)) is not None
+        cdf_grid(Measure(QuantileLattice.for_bounds("dp.quantile", lower, upper), support))
+        is not None
     )
     if not ok:
         raise ParameterError(
@@ -305,7 +304,7 @@ def check_quantile_plan(agg: Quantile, qp: Any, alpha: float) -> None:
 
 
 def _releaser(agg: Quantile, qp: Any, alpha: float) -> Any:
-    from dpkit.statistics._quantiles import spend_releaser
+    from dpkit.statistics.quantile_release import spend_releaser
 
     return spend_releaser(
         list(agg.levels),
@@ -383,10 +382,10 @@ def _quantiles(
 
     One release runs the statistics layer's release (:func:`dpkit.statistics.
     quantiles_from_counts`) on every released group (the values and their intervals),
-    through :func:`dpkit.statistics._quantiles.spend_releaser`: the method and each stage's
+    through :func:`dpkit.statistics.quantile_release.spend_releaser`: the method and each stage's
     epsilon are the plan's (``qp.spend``), decided before the spend; the parameters are
     checked once and each group's summary as it comes. Batched, each group's releases come
-    from one call of :func:`dpkit.statistics._sampling.spend_samples`: the same first stage
+    from one call of :func:`dpkit.statistics.sampling.spend_samples`: the same first stage
     (the values, at the same epsilon), without the interval stage, whose columns are then
     NaN; each released value is distributed exactly as in a release.
     """
@@ -410,7 +409,7 @@ def _quantiles(
             intervals = np.asarray(rel.value_intervals, dtype=np.float64).reshape(-1, 2)
             low[i], high[i] = intervals[:, 0], intervals[:, 1]
     else:
-        from dpkit.statistics._sampling import spend_samples
+        from dpkit.statistics.sampling import spend_samples
 
         for g in np.unique(group).tolist():
             idx = np.flatnonzero(group == g)

@@ -39,14 +39,13 @@ from typing import Any
 import narwhals as nw
 import numpy as np
 
-from dpkit._validate import check_bounds, check_number, check_positive, describe
+from dpkit._validate import check_bounds, check_level, check_number, check_positive, describe
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
 from dpkit.session._specs import CountOf, Rows, Summed
-from dpkit.statistics._input import check_level
-from dpkit.statistics._quantiles import METHODS as QUANTILE_METHODS
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import check_moments_lower, representable
+from dpkit.statistics.quantile_release import METHODS as QUANTILE_METHODS
 
 __all__ = [
     "Aggregate",
@@ -82,7 +81,7 @@ _VAR_BITS = 10
 #: at the 10th percentile), and never coarser than ``2**16`` steps.
 QUANTILE_CELLS = 2**24
 QUANTILE_MIN_BITS = 16
-#: the finest grid: the lattice of the mechanism itself (dpkit.frameworks._common.GRID_BITS)
+#: the finest grid: the lattice of the mechanism itself (dpkit._lattice.GRID_BITS)
 QUANTILE_MAX_BITS = 30
 
 #: the mean's share for its sum: minimises the expected squared error when the true mean is
@@ -947,10 +946,10 @@ def _with_grids(owner: str, agg: Quantile) -> Quantile:
     """``agg`` once the bounds are known to carry both of its grids (refused here, before
     any release: the engine's grid and the mechanism's lattice, which a release builds after
     the spend)."""
-    from dpkit.frameworks._quantile_em import Lattice as EmLattice
+    from dpkit.mechanisms.quantile_em import QuantileLattice
 
     agg.grid()
-    EmLattice.for_bounds(owner, *agg.bounds)
+    QuantileLattice.for_bounds(owner, *agg.bounds)
     return agg
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import narwhals as nw
 import polars as pl
 
-from dpkit._validate import check_int, check_positive
+from dpkit._validate import MIN_ALPHA, check_alpha, check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
 from dpkit.session import _execute as ex
@@ -36,7 +36,6 @@ from dpkit.session._run import check_quantile, check_quantile_plan, execute, sta
 from dpkit.session._total import total_expression, total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
-from dpkit.statistics._input import check_alpha
 
 if TYPE_CHECKING:
     from dpkit.session.session import Session
@@ -240,7 +239,7 @@ class Query:
     at most ``max_groups_per_unit`` groups; each noisy statistic's noise is calibrated to that
     L1 (Laplace) or L2 (Gaussian) change over all groups at once (parallel composition), the
     parts compose sequentially within the budget split, and the noise is exact discrete
-    noise on exact integer statistics (see :mod:`dpkit.session._noise`). A quantile
+    noise on exact integer statistics (see :mod:`dpkit.noise.calibration`). A quantile
     aggregate's method is decided before the spend from public facts
     (:func:`dpkit.statistics.quantile_method`) and each of its stages is charged by what it
     is (:func:`dpkit.statistics.quantile_stages`): under zCDP an exponential mechanism at
@@ -699,7 +698,7 @@ class Query:
     ) -> Plan:
         """The plan; ``aggregates`` (with their bounds chosen) and ``rows`` (the chosen
         ``max_rows_per_unit``) replace the query's own once a release has chosen them."""
-        a = check_alpha("release", alpha)
+        a = check_alpha("release", alpha, smallest=MIN_ALPHA)
         aggs = self._aggs if aggregates is None else aggregates
         k = self._max_rows if rows is None else rows
         m = self._max_groups if rows is None else min(self._groups_given or rows, rows)

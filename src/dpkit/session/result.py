@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from dpkit.accounting import PrivacyLoss
-from dpkit.mechanisms import Release
+from dpkit.release import Release
 from dpkit.session._plan import Plan
 
 __all__ = ["QueryRelease"]
@@ -54,6 +56,9 @@ class QueryRelease:
     contribution
         With ``max_rows_per_unit="auto"``, the :class:`~dpkit.statistics.ContributionBound`
         chosen for this release (``.bound``), else ``None``.
+    details
+        The public figures above as one read-only mapping (``label``, ``privacy_unit``,
+        ``threshold``), as every result record offers (:class:`dpkit.release.Released`).
     """
 
     frame: Any
@@ -66,3 +71,10 @@ class QueryRelease:
     threshold: int | None = None
     bounds: dict[str, Any] = field(default_factory=dict)
     contribution: Any = None
+
+    @property
+    def details(self) -> Mapping[str, Any]:
+        """``label``, ``privacy_unit`` and ``threshold``, read-only."""
+        return MappingProxyType(
+            {"label": self.label, "privacy_unit": self.privacy_unit, "threshold": self.threshold}
+        )

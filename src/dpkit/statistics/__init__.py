@@ -7,18 +7,6 @@ The Session (:mod:`dpkit.session`) calls these per group with compact summaries
 and tests. See docs/architecture.md for where this layer sits.
 """
 
-from dpkit.statistics._quantiles import (
-    QuantileRelease,
-    QuantileStage,
-    median,
-    quantile,
-    quantile_method,
-    quantile_samples,
-    quantile_stages,
-    quantiles,
-    quantiles_from_counts,
-    quantiles_samples,
-)
 from dpkit.statistics.bounds import (
     BoundsRelease,
     bounds_from_counts,
@@ -34,6 +22,18 @@ from dpkit.statistics.contribution import (
     contribution_bound_from_counts,
 )
 from dpkit.statistics.moments import mean, std, sum, var
+from dpkit.statistics.quantile_release import (
+    QuantileRelease,
+    QuantileStage,
+    median,
+    quantile,
+    quantile_method,
+    quantile_samples,
+    quantile_stages,
+    quantiles,
+    quantiles_from_counts,
+    quantiles_samples,
+)
 
 __all__ = [
     "BoundsRelease",

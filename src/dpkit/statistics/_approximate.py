@@ -1,6 +1,6 @@
 """Quantiles by the exponential mechanism: one level, independent levels, ApproximateQuantiles.
 
-Every draw is :func:`dpkit.frameworks._quantile_em.draw_cells`: a lattice point ``t`` with
+Every draw is :func:`dpkit.mechanisms.quantile_em.draw_cells`: a lattice point ``t`` with
 probability proportional to ``mu(t) exp(-epsilon d(t) / (2 Delta))``, where ``d(t)`` is the
 tie-aware distance from the target rank ``tau = a n + b`` to ``t``'s rank range
 ``[#{x < t}, #{x <= t}]``. Under add/remove of one record ``#{x < t}`` and ``#{x <= t}`` move
@@ -75,9 +75,9 @@ from typing import Any
 
 import numpy as np
 
+from dpkit._validate import MAX_LEVEL_DENOMINATOR
 from dpkit.errors import InternalError
-from dpkit.frameworks._quantile_em import (
-    MAX_DENOMINATOR,
+from dpkit.mechanisms.quantile_em import (
     Counts,
     Measure,
     cells,
@@ -85,7 +85,7 @@ from dpkit.frameworks._quantile_em import (
     rank_exponents,
     sample_in_ranges,
 )
-from dpkit.frameworks._quantile_view import View, Window, draw_view, root_view
+from dpkit.mechanisms.quantile_view import View, Window, draw_view, root_view
 from dpkit.samplers import bernoulli, bernoulli_exp
 
 __all__ = [
@@ -217,7 +217,7 @@ def _rescale(t: Fraction, num: Fraction, den: Fraction) -> Fraction:
         return Fraction(0) if t <= num else Fraction(1)
     r = (t - num) / den
     r = min(max(r, Fraction(0)), Fraction(1))
-    return r.limit_denominator(MAX_DENOMINATOR)
+    return r.limit_denominator(MAX_LEVEL_DENOMINATOR)
 
 
 def approximate_quantiles(
@@ -234,7 +234,7 @@ def approximate_quantiles(
     path spends exactly ``epsilon`` (the paper's ``epsilon / depth`` per draw is the special
     case of a full tree, and wastes budget on the shorter paths of the others). Sub-problems
     are views of the sorted counts (no copies) and each draw looks at a window of cells
-    around its target (:mod:`dpkit.frameworks._quantile_view`, the same law as the full
+    around its target (:mod:`dpkit.mechanisms.quantile_view`, the same law as the full
     computation).
 
     Alternatives measured and rejected with the earlier two-level score (JointExp's, with

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpkit._validate import as_real_array, check_finite_array, check_number, check_positive
+from dpkit._validate import (
+    MIN_ALPHA,
+    as_rational_level,
+    as_real_array,
+    check_finite_array,
+    check_level,
+    check_levels,
+    series_like,
+)
+from dpkit._validate import check_alpha as _check_alpha
 from dpkit.errors import ParameterError
-from dpkit.frameworks._quantile_em import MAX_DENOMINATOR, Counts, Lattice
+from dpkit.mechanisms.quantile_em import Counts, QuantileLattice
 
 __all__ = [
     "MAX_RECORDS",
@@ -32,109 +38,12 @@ __all__ = [
 #: Largest total of records (or persons) a summary may hold: ``2**40`` keeps the weighted
 #: counts of the mechanisms (``2**20 * n``) exact in int64.
 MAX_RECORDS = 2**40
-#: Smallest ``alpha``: the intervals divide it over their union bounds (by up to a few
-#: thousand times the number of levels) and take its logarithm, which must not underflow.
-MIN_ALPHA = 1e-250
-
-
-def as_rational_level(q: float) -> Fraction:
-    """The level as the nearest fraction with denominator at most ``2**20`` (public rounding).
-
-    ``0.1`` becomes ``1/10`` and ``1/3`` (as a float) becomes ``1/3``; the change is at most
-    ``2**-21`` (neighbouring fractions of denominators up to ``N`` are ``1 / (q q') <= 1 / N``
-    apart), and below ``2**-40`` when the nearest fraction's denominator is near ``2**20``.
-    Exact rationals keep the mechanism's exponents integers. Levels within about ``2**-21``
-    of 0 or 1 would round onto them: :func:`check_level` refuses those.
-    """
-    if type(q) is float:  # a function of the float alone: cached (a Session asks for the
-        return _rational_level(q)  # same few levels in every group; Fractions are immutable)
-    return Fraction(q).limit_denominator(MAX_DENOMINATOR)
-
-
-@functools.lru_cache(maxsize=1024)
-def _rational_level(q: float) -> Fraction:
-    return Fraction(q).limit_denominator(MAX_DENOMINATOR)
-
-
-def check_level(owner: str, name: str, value: Any, low: float = 0.0) -> float:
-    """A level in ``(low, 1)`` that stays there after :func:`as_rational_level` (TypeError for
-    non-numbers, ParameterError naming ``name`` otherwise, hinting the median for 0.5).
-
-    Without the second check, ``1e-9`` would silently become the level 0 (the minimum)."""
-    v = check_number(owner, name, value)
-    if not low < v < 1:
-        hint = " (0.5 is the median)" if low == 0 else ""
-        raise ParameterError(f"{owner}: `{name}` must be in ({low:g}, 1){hint}; got {value!r}")
-    r = as_rational_level(v)
-    if not low < r < 1:
-        edge = f"{low:g}" if r <= low else "1"
-        raise ParameterError(
-            f"{owner}: `{name}` {value!r} is too close to {edge}: levels are rounded to the "
-            f"nearest fraction with denominator at most 2**20, which would make it {edge}; "
-            "use a level at least 2**-20 away from it"
-        )
-    return v
-
-
-def series_like(value: Any) -> bool:
-    """Whether ``value`` is a pandas or polars Series (or another sized array-like that is
-    neither a sequence nor a NumPy array or scalar)."""
-    return (
-        not isinstance(value, Sequence | np.ndarray | np.generic | str | bytes)
-        and hasattr(value, "__array__")
-        and hasattr(value, "__len__")
-    )
-
-
-def check_levels(owner: str, levels: Any) -> tuple[tuple[float, ...], bool]:
-    """Levels as a tuple of floats in (0, 1), strictly increasing; and whether a scalar came in.
-
-    Raises TypeError for non-numbers (bool included) and ParameterError for values outside
-    (0, 1), NaN, an empty sequence, unsorted or repeated levels.
-    """
-    if series_like(levels):  # its values, as for an ndarray
-        levels = np.asarray(levels)
-    scalar = not isinstance(levels, Sequence | np.ndarray) or isinstance(levels, str | bytes)
-    if isinstance(levels, np.ndarray) and levels.ndim == 0:
-        scalar = True
-        levels = levels.item()
-    items = [levels] if scalar else list(levels)
-    if not items:
-        raise ParameterError(f"{owner}: `levels` is empty; give one level or more in (0, 1)")
-    out: list[float] = []
-    for i, q in enumerate(items):
-        out.append(check_level(owner, "levels" if scalar else f"levels[{i}]", q))
-    for i in range(1, len(out)):
-        if out[i] == out[i - 1]:
-            raise ParameterError(f"{owner}: `levels` must not repeat a level; got {out[i]!r} twice")
-        if out[i] < out[i - 1]:
-            raise ParameterError(
-                f"{owner}: `levels` must be sorted in increasing order; got {out[i - 1]!r} "
-                f"before {out[i]!r}"
-            )
-    rational = [as_rational_level(q) for q in out]
-    for i in range(1, len(rational)):
-        if rational[i] <= rational[i - 1]:  # the rounding is monotone: equal after it
-            raise ParameterError(
-                f"{owner}: levels {out[i - 1]!r} and {out[i]!r} both round to {rational[i]} "
-                "(levels are rounded to the nearest fraction with denominator at most 2**20); "
-                "use levels at least 2**-20 apart, or merge them"
-            )
-    return tuple(out), scalar
 
 
 def check_alpha(owner: str, alpha: Any) -> float:
     """An error probability in ``[MIN_ALPHA, 1)`` (smaller ones underflow in the intervals'
-    union bounds, :data:`MIN_ALPHA`)."""
-    a = check_positive(owner, "alpha", alpha)
-    if not a < 1:
-        raise ParameterError(f"{owner}: `alpha` must be in (0, 1); got {alpha!r}")
-    if a < MIN_ALPHA:
-        raise ParameterError(
-            f"{owner}: `alpha` must be at least {MIN_ALPHA:g}: smaller error probabilities "
-            f"underflow in the intervals' union bounds; got {alpha!r}"
-        )
-    return a
+    union bounds, :data:`dpkit._validate.MIN_ALPHA`)."""
+    return _check_alpha(owner, alpha, smallest=MIN_ALPHA)
 
 
 def record_array(owner: str, data: Any) -> np.ndarray:
@@ -196,7 +105,7 @@ def check_count_array(
     return arr.astype(np.int64)
 
 
-def counts_from_data(owner: str, data: Any, lattice: Lattice) -> Counts:
+def counts_from_data(owner: str, data: Any, lattice: QuantileLattice) -> Counts:
     """Records (finite reals in a 1-D array, :func:`record_array`; clipped to the bounds) as
     sorted lattice values with counts."""
     arr = check_finite_array(owner, "data", record_array(owner, data))
@@ -221,7 +130,7 @@ def check_total(owner: str, counts: np.ndarray, what: str = "records") -> None:
         raise ParameterError(f"{owner}: more than 2**40 {what} are not supported")
 
 
-def counts_from_summary(owner: str, points: Any, counts: Any, lattice: Lattice) -> Counts:
+def counts_from_summary(owner: str, points: Any, counts: Any, lattice: QuantileLattice) -> Counts:
     """A compact summary: sorted distinct finite ``points`` with int ``counts >= 0``.
 
     Points outside the bounds are clipped (records there count at the bound, as for data);

@@ -75,9 +75,9 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure
-from dpkit.frameworks._quantile_view import View, draw_view
-from dpkit.samplers import discrete_laplace
+from dpkit.mechanisms.quantile_em import Counts, Measure
+from dpkit.mechanisms.quantile_view import View, draw_view
+from dpkit.noise import laplace_law
 
 __all__ = [
     "IntervalStage",
@@ -280,8 +280,9 @@ def interval_stage(
     r = released.size
     below = counts.cum[np.searchsorted(counts.values, released, side="left")]
     true_cells = np.diff(np.concatenate(([0], below, [counts.n])))
-    count_scale = 1 / epsilon_counts
-    noisy = true_cells + discrete_laplace(count_scale, r + 1, source)
+    count_noise = laplace_law(1, epsilon_counts)  # one record moves one cell by one
+    count_scale = count_noise.scale
+    noisy = true_cells + count_noise.draw(r + 1, source)
     prefix = np.cumsum(noisy)  # prefix[i] estimates L(released[i]); prefix[-1] estimates n
     n_hat = int(prefix[-1])
     scale = float(count_scale)

@@ -2,7 +2,7 @@
 
 The mechanism: one exponential mechanism over *all* ``m`` outputs at once. An output is an
 ordered ``m``-tuple of lattice points with base weight ``prod mu(o_j)`` (the support-aware
-base measure of :mod:`dpkit.frameworks._quantile_em`); its utility is
+base measure of :mod:`dpkit.mechanisms.quantile_em`); its utility is
 
     u(o) = - sum_{j=1}^{m+1} | c(o_(j)) - c(o_(j-1)) - n (q_j - q_{j-1}) |
 
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.errors import InternalError
-from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_ranges
+from dpkit.mechanisms.quantile_em import Counts, Measure, cells, sample_in_ranges
 from dpkit.samplers import uniform_int
 from dpkit.samplers.heavy_tailed import bernoulli_exp_scaled
 

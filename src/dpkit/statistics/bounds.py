@@ -51,10 +51,12 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
-from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
+from dpkit.noise import DiscreteLaplaceLaw, laplace_law
+from dpkit.noise.laws import laplace_tail_index
+from dpkit.samplers import MAX_NOISE_SCALE, as_source
 from dpkit.statistics._input import (
     as_rational_level,
     check_count_array,
@@ -267,20 +269,14 @@ def _check_fallback(owner: str, fallback: Any, lower: float | None) -> tuple[flo
 
 
 def _threshold(scale: Fraction, buckets: int, beta: float) -> int:
-    """Smallest integer ``T`` with ``buckets * P[Z >= T] <= beta`` for ``Z`` discrete Laplace.
+    """Smallest integer ``T >= 1`` with ``buckets * P[Z >= T] <= beta`` for ``Z`` discrete
+    Laplace of ``scale``.
 
-    ``P[Z >= T] = a**T / (1 + a)`` with ``a = exp(-1/scale)`` (``T >= 1``), so
-    ``T >= scale (log(buckets / beta) - log1p(a))``, using ``log(a) = -1 / scale`` exactly:
-    finite for every scale (``a`` underflowing to 0 at a huge epsilon only drops
-    ``log1p(a) <= a``, which raises ``T`` by less than one step and keeps the bound) and
-    accurate where ``a`` rounds near 1 (a tiny epsilon, where ``log(a)`` would lose digits).
+    The tail index of the law at ``beta / buckets`` (:func:`dpkit.noise.laws.
+    laplace_tail_index`), given as ``log(beta) - log(buckets)``: finite for every scale and
+    every ``beta`` down to the smallest double (``beta / buckets`` would underflow).
     """
-    a = math.exp(-1.0 / float(scale))
-    if not math.isfinite(buckets / beta):  # a beta near the smallest double overflows it
-        log_ratio = math.log(buckets) - math.log(beta)
-        return max(1, math.ceil(float(scale) * (log_ratio - math.log1p(a))))
-    t = float(scale) * (math.log(buckets / beta) - math.log1p(a))
-    return max(1, math.ceil(t))
+    return laplace_tail_index(scale, math.log(beta) - math.log(buckets))
 
 
 def bounds_noise_scale(
@@ -329,8 +325,9 @@ def _from_histogram(
     or take the public ``fallback`` (default :func:`default_fallback`) when none passes."""
     full = np.zeros(2 * _TOP + 1, dtype=np.int64)
     np.add.at(full, buckets + _TOP, counts)
-    scale = 1 / Fraction(eps)
-    noisy = full + discrete_laplace(scale, full.size, source)
+    noise = laplace_law(1, Fraction(eps))  # one record moves one bucket by one
+    scale = noise.scale
+    noisy = full + noise.draw(full.size, source)
     t = _threshold(scale, full.size, beta)
     passing = np.flatnonzero(noisy >= t)
     fell_back = passing.size == 0
@@ -561,7 +558,7 @@ def above_threshold_scales(sensitivity: int, eps: Fraction) -> tuple[Fraction, F
     """Discrete Laplace scales of AboveThreshold: threshold ``D / (eps/2)``, queries
     ``2 D / (eps/2)`` (Lyu, Su and Li 2017, Algorithm 1, ``eps_1 = eps_2 = eps / 2``)."""
     half = eps / 2
-    return Fraction(sensitivity) / half, Fraction(2 * sensitivity) / half
+    return laplace_law(sensitivity, half).scale, laplace_law(2 * sensitivity, half).scale
 
 
 def threshold_noise_scale(level: float, eps: Fraction) -> Fraction:
@@ -614,7 +611,8 @@ def above_threshold_steps(
     np.add.at(hist, steps, counts)
     below = np.cumsum(hist)  # below[i] = #{records : step <= i}
     n = int(below[-1])
-    rho = int(discrete_laplace(rho_scale, 1, source)[0])
+    rho = int(DiscreteLaplaceLaw(rho_scale).draw(1, source)[0])
+    query_noise = DiscreteLaplaceLaw(nu_scale)
     i = 0
     block = 4096
     while i <= MAX_STEPS:
@@ -623,7 +621,7 @@ def above_threshold_steps(
         if part.size < j - i:  # past the largest record every count is n
             part = np.concatenate((part, np.full(j - i - part.size, n)))
         f = big_q * part - big_p * n
-        nu = discrete_laplace(nu_scale, j - i, source)
+        nu = query_noise.draw(j - i, source)
         hit = np.flatnonzero(f + nu >= rho)
         if hit.size:
             return i + int(hit[0])

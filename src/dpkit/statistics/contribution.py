@@ -31,18 +31,19 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_choice, check_int, check_positive, describe
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
-from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
+from dpkit.noise import DiscreteLaplaceLaw
+from dpkit.samplers import MAX_NOISE_SCALE, as_source
 from dpkit.statistics._input import (
     as_rational_level,
     check_count_array,
     check_level,
     check_total,
 )
-from dpkit.statistics._quantiles import quantiles_from_counts
 from dpkit.statistics.bounds import above_threshold_scales, threshold_noise_scale
+from dpkit.statistics.quantile_release import quantiles_from_counts
 
 __all__ = ["ContributionBound", "contribution_bound", "contribution_bound_from_counts"]
 
@@ -143,8 +144,8 @@ def _threshold_bound(
     below = np.cumsum(np.bincount(clipped, weights=p, minlength=cap + 1).astype(np.int64))
     n = int(p.sum())
     f = big_q * below[1 : cap + 1] - big_p * n  # candidates 1 .. cap
-    rho = int(discrete_laplace(rho_scale, 1, source)[0])
-    nu = discrete_laplace(nu_scale, cap, source)
+    rho = int(DiscreteLaplaceLaw(rho_scale).draw(1, source)[0])
+    nu = DiscreteLaplaceLaw(nu_scale).draw(cap, source)
     hit = np.flatnonzero(f + nu >= rho)
     return int(hit[0]) + 1 if hit.size else cap
 

@@ -11,7 +11,7 @@ statistic.
 
 Exactness: records are clipped to the bounds and mapped to the integer lattice
 ``u = clip(floor(x / g + 1/2), ceil(lower / g), floor(upper / g))`` (``g`` a power of two
-fixed by the bounds: the per-record map of the cross-stream contract), so counts, sums and
+fixed by the bounds: the per-record map of :mod:`dpkit._lattice`), so counts, sums and
 sums of squares are exact integers, and exact discrete Laplace noise is added to them
 (Ghosh, Roughgarden and Sundararajan 2009; Canonne, Kamath and Steinke 2020). The
 statistics are then ratios of noisy integers (post-processing).
@@ -38,12 +38,13 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
-from dpkit.frameworks._quantile_em import Lattice
-from dpkit.mechanisms.release import Release
-from dpkit.samplers import MAX_NOISE_SCALE, as_source, discrete_laplace
+from dpkit.mechanisms.quantile_em import QuantileLattice
+from dpkit.noise import DiscreteLaplaceLaw, laplace_law
+from dpkit.release import Release
+from dpkit.samplers import MAX_NOISE_SCALE, as_source
 from dpkit.statistics._input import check_alpha, record_array
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import (
@@ -63,13 +64,9 @@ _VAR_BITS = 16
 
 
 def _laplace_halfwidth(scale: Fraction, beta: float) -> int:
-    """Smallest ``h`` with ``P[|Z| > h] = 2 a**(h+1) / (1 + a) <= beta`` (discrete Laplace)."""
-    a = math.exp(-1.0 / float(scale))
-    if 1e-300 < a < 1 - 1e-12:
-        h = math.log(beta * (1 + a) / 2) / math.log(a) - 1
-    else:  # a underflows or rounds to 1: log(a) = -1 / scale, finite for every scale
-        h = -float(scale) * (math.log(beta / 2) + math.log1p(a)) - 1
-    return max(0, math.ceil(h)) if h < 2.0**62 else 2**62
+    """Smallest ``h`` with ``P[|Z| > h] <= beta`` for discrete Laplace noise of ``scale``
+    (:meth:`dpkit.noise.DiscreteLaplaceLaw.half_width`)."""
+    return DiscreteLaplaceLaw(scale).half_width(beta)
 
 
 def _prepare(
@@ -170,7 +167,7 @@ def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     parts = {"sum": 1, "mean": 2}.get(kind, 3)
     r: int = 2**bits + 1
     if kind == "sum" and not isinstance(bounds, str):
-        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
+        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
         r = max(abs(lat.lo), abs(lat.hi), 1)
     sens = r * r if kind in ("var", "std") else r
     if rest == 0 or sens * parts / rest > MAX_NOISE_SCALE:
@@ -191,12 +188,12 @@ def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
             f"{owner}: `bounds` {bounds!r} are out of range for a variance (squares "
             "overflow): they must lie within 2**500 (about 3e150) in magnitude; rescale the data"
         )
-    Lattice.for_bounds(owner, lo, hi, _bits(kind))
+    QuantileLattice.for_bounds(owner, lo, hi, _bits(kind))
 
 
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
-    scale = Fraction(sens) / eps
-    return value + int(discrete_laplace(scale, 1, source)[0]), scale
+    noise = laplace_law(sens, eps)
+    return value + int(noise.draw(1, source)[0]), noise.scale
 
 
 def _moments(
@@ -221,7 +218,7 @@ def _moments(
         _check_given_bounds(owner, bounds, kind)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
     if kind == "sum" and not isinstance(bounds, str):  # as the Session's dp.sum
-        lat = Lattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
+        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
         scale = Fraction(max(abs(lat.lo), abs(lat.hi), 1)) / (Fraction(eps) * (1 - Fraction(share)))
         what = "narrow the `bounds` (rescale the data) or raise `epsilon`"
         check_sum_interval(owner, _laplace_halfwidth(scale, a), lat.spacing, what)
@@ -236,7 +233,7 @@ def _moments(
         )
         details["bounds"] = (lo_v, hi_v)
     rest = total - eps_b
-    lat = Lattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
+    lat = QuantileLattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
     u = lat.units(arr)
     g = lat.spacing
     half = g / 2

@@ -28,7 +28,7 @@ adapter adds only what narwhals lacks, per engine:
 * :meth:`Engine.output` - the released Polars frame in the caller's family.
 
 Adding an engine means writing one more :class:`Engine` subclass and registering it with
-:func:`register`; nothing else in :mod:`dpkit.session` changes (PySpark, issue 12, is
+:func:`register`; nothing else in :mod:`dpkit.session` changes (PySpark is
 :class:`SparkEngine`, importing pyspark only when given a Spark DataFrame).
 """
 

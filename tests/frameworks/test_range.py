@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dpkit as dp
-from dpkit.frameworks._common import clamp_to_range, public_range
+from dpkit.frameworks._range import clamp_to_range, public_range
 from dpkit.frameworks.ptr import propose_test_release_sample
 from dpkit.frameworks.sample_aggregate import sample_and_aggregate_sample
 from dpkit.frameworks.smooth import smooth_sensitivity_sample

@@ -26,6 +26,7 @@ numerically). The tests check, from ``V`` and the grid the mechanisms report:
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ from scipy import integrate, stats
 from scipy.signal import fftconvolve
 
 import dpkit as dp
-from dpkit.mechanisms._gaussian_calibration import smoothing_losses
+from dpkit.errors import ParameterError
+from dpkit.noise.gaussian_calibration import smoothing_losses
 
 # ----------------------------------------------------------------------------- exact curves
 
@@ -258,3 +260,23 @@ def test_discrete_gaussian_reports_the_variance_it_draws() -> None:
     assert mech.accuracy(0.05, d) == dp.mechanisms.gaussian.discrete_gaussian_accuracy(
         mech._s2(d), 0.05
     )
+
+
+@pytest.mark.parametrize("sensitivity", [1e-300, 1e-160, 1.0, 1e154, 1e300])
+def test_analytic_sigma_scales_with_the_sensitivity_and_returns_at_once(sensitivity: float) -> None:
+    # Balle and Wang's condition depends on sigma / sensitivity only, so sigma is exactly
+    # proportional to the sensitivity, and found at once at any scale (1e-300 to 1e300)
+    t0 = time.perf_counter()
+    sigma = dp.mechanisms.analytic_gaussian_sigma(1.0, 1e-5, sensitivity)
+    assert time.perf_counter() - t0 < 2
+    assert sigma == pytest.approx(3.730631634816461 * sensitivity, rel=1e-11)
+
+
+def test_analytic_sigma_survives_epsilon_past_exp_overflow() -> None:
+    # exp(709.8) overflows; the erfcx form never builds exp(epsilon). For a huge epsilon the
+    # condition is met once A = 1/(2u) - eps u is a few units negative: u about 1/sqrt(2 eps)
+    for eps in (709.9, 1e6, 1e308):
+        u = dp.mechanisms.analytic_gaussian_sigma(eps, 1e-5, 1.0)
+        assert 0 < u < 10 / math.sqrt(eps) + 5 / eps
+    with pytest.raises(ParameterError, match="`sensitivity`"):
+        dp.Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1e308)

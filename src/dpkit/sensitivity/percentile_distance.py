@@ -4,7 +4,7 @@
 scoring a family of candidates (a *diagonal*): for every pair ``(r, a)`` of ``r`` removals
 and ``a = k - r`` additions (bounded: ``r = a = k``), every move from the dataset of size
 ``m = n - r + a`` (its position ``t`` and integer weights ``W0, W1`` over ``D``, ``q = Qn /
-D``: :func:`~dpkit.sensitivity.at_distance._exact_moves`), every position ``l`` in the
+D``: :func:`~dpkit.sensitivity._moves.exact_moves`), every position ``l`` in the
 window ``[t - a, t]`` (``l = t - p``, ``p`` of the additions at ``lower``) and every split
 ``d1`` of the removed block; the candidate's value is ``W0 (xt[l + d1 + 1] - xt[l]) + W1
 (xt[l + r + 2] - xt[l + d1 + 1])`` on the padded sorted lattice data ``xt``, when its removed
@@ -63,7 +63,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpkit.sensitivity._lattice_data import LatticeData
+from dpkit.sensitivity._moves import exact_moves
+from dpkit.sensitivity.lattice_data import LatticeData
 
 __all__ = ["MAX_DENOMINATOR", "PercentileDistances", "supported"]
 
@@ -131,11 +132,9 @@ class PercentileDistances:
         return r, a, self.n - r + a
 
     def _moves(self, m: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-        """``(t, W0, W1, allowed)`` per move for sizes ``m``: ``at_distance._exact_moves`` in
+        """``(t, W0, W1, allowed)`` per move for sizes ``m``: ``_moves.exact_moves`` in
         int64 (``Qn m <= 16 m`` cannot overflow)."""
-        from dpkit.sensitivity.at_distance import _exact_moves
-
-        return _exact_moves(self.q, m, self.relation, small=True)
+        return exact_moves(self.q, m, self.relation, small=True)
 
     @staticmethod
     def _whole_windows(

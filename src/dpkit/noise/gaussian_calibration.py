@@ -79,7 +79,7 @@ from dpkit._validate import (
 )
 from dpkit.accounting.conversions import approx_to_zcdp
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._common import lattice_grid
+from dpkit.noise.calibration import lattice_grid
 
 __all__ = [
     "LatticePlan",

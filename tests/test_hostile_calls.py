@@ -1,26 +1,25 @@
-"""Regression tests for the fuzzer's findings (issue 10, items 5-17) and a small seeded fuzz.
+"""Hostile calls of every public entry point end in a result or a clear error.
 
-1. Every reproduction of ``tests/data/fuzz_reproductions.txt`` (one per signature the review's
-   fuzzer found in 75,936 calls, grouped by class: b = a raw Python/NumPy error, c = a silent
-   bad output, d = a hang, warnings = a RuntimeWarning reaching the user) must now end as a
-   finite result or a clear error: a ``ParameterError`` or ``TypeError`` whose message names
-   the user's parameter (in backticks, never an internal helper), or a
-   ``BudgetExceededError`` (the budget refused the spend; nothing was charged). No other
-   exception, no warning (pytest turns warnings into errors), at most a few seconds each.
+1. Every call of ``tests/data/fuzz_reproductions.txt`` (one per kind of failure a fuzzer can
+   provoke, grouped by class: b = a raw Python/NumPy error, c = a silent bad output, d = a
+   hang, warnings = a RuntimeWarning reaching the user) ends as a finite result or a clear
+   error: a ``ParameterError`` or ``TypeError`` whose message names the user's parameter (in
+   backticks, never an internal helper), or a ``BudgetExceededError`` (the budget refused the
+   spend; nothing was charged). No other exception, no warning (pytest turns warnings into
+   errors), at most a few seconds each.
 2. A seeded fuzz over the public entry points with extreme and ill-typed parameters: the
    same contract, plus nothing may be charged to the accountant when the call fails.
 
-Which issue item each group of reproductions covers (the targeted tests, with their
-reasoning, are in tests/test_robustness_items.py and tests/samplers/test_robust_samplers.py):
-5 ``DiscreteGaussian(epsilon=10.0, ...)`` (class b, _exp_decimal); 6 the audit suite's
-smooth-Cauchy case; 7 ``ReportNoisyMax``/``sample_and_aggregate``/``DiscreteGaussian`` at
-extreme scales (class b); 8 ``Gaussian`` with sensitivity 1e300 (class d); 9 smooth
-sensitivity at tiny epsilon or beta (class d); 10 ``Geometric(epsilon=2**31)``,
-``samplers.geometric``, ``bernoulli_exp`` (class d); 11 the empirical sensitivities and
-``local_at_distance(..., 10**6)`` (class d); 13 infinite releases (class c and warnings); 14
-dict candidates (class b, KeyError); 15 masked arrays (fuzz below); 16 overflow, bad
-``accountant=``, non-string choices, time deltas, ragged lists (class b); 17 messages naming
-helpers (class b, "unhelpful message").
+The reproductions cover: ``DiscreteGaussian(epsilon=10.0, ...)``; the audit suite's
+smooth-Cauchy case; ``ReportNoisyMax``, ``sample_and_aggregate`` and ``DiscreteGaussian`` at
+extreme scales; ``Gaussian`` with sensitivity 1e300; smooth sensitivity at tiny epsilon or
+beta; ``Geometric(epsilon=2**31)``, ``samplers.geometric``, ``bernoulli_exp``; the empirical
+sensitivities and ``local_at_distance(..., 10**6)``; infinite releases; dict candidates;
+masked arrays; overflow, a bad ``accountant=``, non-string choices, time deltas, ragged
+lists; messages naming helpers. The targeted tests, with their reasoning, live beside the
+module each one pins (``tests/mechanisms/test_hostile_parameters.py``,
+``tests/frameworks/test_hostile_parameters.py``, ``tests/samplers/test_robust_samplers.py``,
+...).
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from dpkit import sensitivity as sens
 from dpkit.errors import BudgetExceededError, ParameterError
 
 DATA = Path(__file__).parent / "data" / "fuzz_reproductions.txt"
-#: Helpers whose names must never be the subject of a user-facing message (issue 10, item 17).
+#: Helpers whose names must never be the subject of a user-facing message.
 INTERNAL = (
     "grid:",
     "discrete_gaussian_tc",
@@ -181,7 +180,7 @@ def test_every_class_is_covered() -> None:
 
 # ------------------------------------------------------------------------------- the fuzz
 
-#: Values that broke something in the review, and their neighbours.
+#: Values that break careless code (overflow, underflow, NaN, wrong types), and neighbours.
 NASTY: list[Any] = [
     math.nan,
     math.inf,
@@ -464,7 +463,7 @@ RELATED = {"sample_and_aggregate": ("chunks",)}
 
 def test_seeded_fuzz_over_the_public_entry_points() -> None:
     # 600 calls (a few seconds): every entry point with one or two parameters replaced by
-    # values that broke something in the review; a call may succeed (finite output) or be
+    # values that break careless code; a call may succeed (finite output) or be
     # refused with an error naming one of the parameters it was given wrong, having charged
     # nothing
     seen: dict[str, int] = {}

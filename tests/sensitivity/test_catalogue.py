@@ -1,4 +1,4 @@
-"""Query objects: values equal NumPy's, resolution of names and callables, validation."""
+"""The sensitivity catalogue: values equal NumPy's; names and callables resolved; validation."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_resolve() -> None:
     assert q.kind == "custom" and q.min_size == 1
     with pytest.raises(ParameterError, match="unknown query 'average'"):
         queries.resolve("average")
-    with pytest.raises(TypeError, match="must be a Query"):
+    with pytest.raises(TypeError, match=r"must be a dpkit\.queries Statistic"):
         queries.resolve(3)
 
 
@@ -60,3 +60,14 @@ def test_empty_and_validation() -> None:
 def test_immutable() -> None:
     with pytest.raises(AttributeError):
         queries.median.q = 0.3  # type: ignore[misc]
+
+
+def test_the_catalogue_is_also_dpkit_queries() -> None:
+    # one module under both names: the same statistics, the same class under both its names
+    import dpkit
+    from dpkit.sensitivity import catalogue
+
+    assert dpkit.queries is queries is catalogue
+    assert queries.Query is queries.Statistic
+    assert isinstance(queries.median, queries.Query)
+    assert "Query" not in queries.__all__  # Statistic is its name; Query answers too

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure
-from dpkit.samplers import discrete_laplace
+from dpkit.mechanisms.quantile_em import Counts, Measure
+from dpkit.noise import laplace_law
 from dpkit.statistics._input import as_rational_level
 from dpkit.statistics._intervals import laplace_sum_halfwidth, split_halfwidths, statement_betas
 
@@ -118,7 +118,7 @@ def cdf_samples(
     units, shape ``(size, m)``), every histogram's noise drawn in one call (for ``size=1``
     the same call as a release's, so a seed gives its values)."""
     hist, grid = _histogram(counts, measure)
-    noise = discrete_laplace(1 / epsilon, size * grid[2], source).reshape(size, grid[2])
+    noise = laplace_law(1, epsilon).draw(size * grid[2], source).reshape(size, grid[2])
     return cdf_points(hist + noise, user_levels, grid)
 
 
@@ -134,8 +134,9 @@ def cdf_quantiles(
     hist, grid = _histogram(counts, measure)
     first, step, size = grid
     lat = counts.lattice
-    scale = 1 / epsilon
-    noisy = hist + discrete_laplace(scale, size, source)
+    noise = laplace_law(1, epsilon)  # one record moves one count by one
+    scale = noise.scale
+    noisy = hist + noise.draw(size, source)
     cum = np.cumsum(noisy)
     n_hat = int(cum[-1])
     pts_units = first + step * np.arange(size)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ from dpkit._validate import (
 )
 from dpkit._validate import check_relation as _check_relation
 from dpkit.errors import ParameterError
-from dpkit.queries import Query, resolve
+from dpkit.sensitivity.catalogue import Statistic, resolve
 
 NORMS = ("l1", "l2")
 
@@ -35,28 +34,16 @@ def check_norm(owner: str, norm: Any) -> str:
     return check_choice(owner, "norm", norm, NORMS)
 
 
-def check_sensitivity(owner: str, value: float) -> float:
-    """A computed sensitivity must be a finite float: one that overflows (a variance over
-    bounds wider than about 1e154, a sum of many huge values) is refused, naming the
-    bounds, rather than returned as infinity."""
-    if not math.isfinite(value):
-        raise ParameterError(
-            f"{owner}: the sensitivity overflows a float ({value!r}) for these `bounds`; "
-            "rescale the data (other units) so the bounds are smaller"
-        )
-    return value
-
-
 def check_beta(owner: str, beta: Any) -> float:
     return check_positive(owner, "beta", beta)
 
 
-def query_of(owner: str, query: Any) -> Query:
+def query_of(owner: str, query: Any) -> Statistic:
     return resolve(query, owner=owner)
 
 
 def sorted_data(
-    owner: str, data: Any, bounds: tuple[float, float] | None, query: Query
+    owner: str, data: Any, bounds: tuple[float, float] | None, query: Statistic
 ) -> np.ndarray:
     """The data as a sorted float array, checked finite, non-empty and within ``bounds``."""
     arr = check_finite_array(owner, "data", data, ndim=1)
@@ -77,7 +64,7 @@ def sorted_data(
     return np.sort(arr)
 
 
-def needs_bounds(owner: str, query: Query, bounds: Any) -> tuple[float, float] | None:
+def needs_bounds(owner: str, query: Statistic, bounds: Any) -> tuple[float, float] | None:
     """Bounds are required for every catalogue query except ``count``."""
     if query.kind == "count" and bounds is None:
         return None

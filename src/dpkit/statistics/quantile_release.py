@@ -8,7 +8,7 @@ rank intervals at ``1 - alpha``, the method, the privacy cost and the neighbour 
 The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
 
 1. **Quantiles** (``(1 - interval_share) epsilon``): the exponential mechanism over a
-   power-of-two lattice with a support-aware base measure (:mod:`dpkit.frameworks._quantile_em`:
+   power-of-two lattice with a support-aware base measure (:mod:`dpkit.mechanisms.quantile_em`:
    ``support="auto"`` releases tied values, such as integer ages, exactly; with a resolution
    support such as ``1.0``, every method's points are then moved onto that grid by
    :func:`on_support`, post-processing, so an integer column comes back on the integers). One
@@ -25,7 +25,7 @@ The mechanism, in three stages composed sequentially (one ``epsilon`` in total):
    :mod:`dpkit.statistics._intervals`; they certify the intervals by post-processing.
 
 ``method="cdf"`` is one stage instead: a discrete-Laplace histogram on a small public grid
-(:mod:`dpkit.statistics._cdf`), every quantile and interval read from it.
+(:mod:`dpkit.statistics.cdf`), every quantile and interval read from it.
 
 Which method runs is decided from public inputs only (:func:`quantile_method`: the levels,
 the bounds, the support and the requested method), and what each stage is, by
@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_bounds, check_choice, check_number, check_positive, is_real
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
-from dpkit.frameworks._common import spend
-from dpkit.frameworks._quantile_em import SUPPORTS, Counts, Lattice, Measure
-from dpkit.frameworks._quantile_view import draw_view_many, root_view
+from dpkit.mechanisms.quantile_em import SUPPORTS, Counts, Measure, QuantileLattice
+from dpkit.mechanisms.quantile_view import draw_view_many, root_view
 from dpkit.samplers import MAX_NOISE_SCALE, BitSource, as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
@@ -63,7 +63,6 @@ from dpkit.statistics._approximate import (
     independent_quantiles,
     tree_height,
 )
-from dpkit.statistics._cdf import MAX_GRID, cdf_grid, cdf_quantiles
 from dpkit.statistics._input import (
     as_rational_level,
     check_alpha,
@@ -75,6 +74,7 @@ from dpkit.statistics._input import (
 )
 from dpkit.statistics._intervals import helper_offset, interval_stage
 from dpkit.statistics._joint import joint_exp, joint_exp_samples
+from dpkit.statistics.cdf import MAX_GRID, cdf_grid, cdf_quantiles
 
 __all__ = [
     "METHODS",
@@ -354,7 +354,7 @@ def pure_spend(method: str, epsilon: float, interval_share: float) -> QuantileSp
 def resolve_method(method: str, levels: int, measure: Measure) -> str:
     """The method a release of ``levels`` levels runs (public inputs only): ``"auto"`` is
     one draw for one level, else ``"cdf"`` when the support is a resolution with a small
-    grid (:func:`~dpkit.statistics._cdf.cdf_grid`), else ``"aq"``; one level turns ``"aq"``
+    grid (:func:`~dpkit.statistics.cdf.cdf_grid`), else ``"aq"``; one level turns ``"aq"``
     and ``"independent"`` into one draw. Resolved names map to themselves."""
     if method == "auto":
         if levels > 1:
@@ -412,7 +412,9 @@ def quantile_method(
     _check_support(owner, support)
     if not isinstance(integer_dtype, bool):
         raise TypeError(f"{owner}: `integer_dtype` must be True or False; got {integer_dtype!r}")
-    measure = _measure(owner, Lattice.for_bounds(owner, lower, upper), support, integer_dtype, meth)
+    measure = _measure(
+        owner, QuantileLattice.for_bounds(owner, lower, upper), support, integer_dtype, meth
+    )
     return resolve_method(meth, len(lv), measure)
 
 
@@ -469,7 +471,7 @@ def _check_support(owner: str, support: Any) -> None:
 
 
 def _measure(
-    owner: str, lattice: Lattice, support: Any, integer_dtype: bool, method: str = "auto"
+    owner: str, lattice: QuantileLattice, support: Any, integer_dtype: bool, method: str = "auto"
 ) -> Measure:
     """The base measure; ``"auto"`` on an integer-typed column means resolution 1.
 
@@ -625,7 +627,7 @@ def _cdf_release(
     alpha: float,
     source: Any,
 ) -> QuantileRelease:
-    """The noisy-histogram method (:mod:`dpkit.statistics._cdf`): intervals come free
+    """The noisy-histogram method (:mod:`dpkit.statistics.cdf`): intervals come free
     (the grid was checked before the spend)."""
     eps = spend.epsilon("histogram")
     rel = cdf_quantiles(counts, measure, levels, eps, alpha, source)
@@ -757,7 +759,7 @@ def quantiles_from_counts(
     lv, eps, (lower, upper), method, a, share = _check_common(
         owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
     )
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     summary = counts_from_summary(owner, points, counts, lattice)
     measure = _measure(owner, lattice, support, integer_dtype=False, method=method)
     plan = pure_spend(resolve_method(method, len(lv), measure), eps, share)
@@ -786,7 +788,7 @@ def counts_releaser(
     lv, eps, (lower, upper), meth, a, share = _check_common(
         owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
     )
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     measure = _measure(owner, lattice, support, integer_dtype=False, method=meth)
     plan = pure_spend(resolve_method(meth, len(lv), measure), eps, share)
 
@@ -799,14 +801,14 @@ def counts_releaser(
 
 def spend_inputs(
     owner: str, levels: Any, spend: Any, bounds: Any, support: Any
-) -> tuple[tuple[float, ...], Lattice, Measure]:
+) -> tuple[tuple[float, ...], QuantileLattice, Measure]:
     """The checked levels, lattice and base measure of a release by a given
     :class:`QuantileSpend` (:func:`check_spend` included): everything that can be refused
     before the spend."""
     lv, _scalar = check_levels(owner, levels)
     lower, upper = check_bounds(owner, bounds)
     _check_support(owner, support)
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     measure = _measure(owner, lattice, support, integer_dtype=False)
     check_spend(owner, spend, len(lv), measure)
     return lv, lattice, measure
@@ -879,7 +881,7 @@ def quantiles(
     lv, eps, (lower, upper), method, a, share = _check_common(
         owner, levels, epsilon, bounds, method, support, alpha, intervals, interval_share
     )
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     arr = record_array(owner, data)
     summary = counts_from_data(owner, arr, lattice)
     measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), method)
@@ -992,7 +994,7 @@ def quantile_samples(
     size : int
         Number of draws, >= 1.
     window : int, optional
-        Draw through the windowed sampler of :mod:`dpkit.frameworks._quantile_view` with this
+        Draw through the windowed sampler of :mod:`dpkit.mechanisms.quantile_view` with this
         rank half-width (one draw at a time; the releases use it with an automatic width).
         Any width gives the same law; small ones exercise its exact envelope and fallback.
 
@@ -1031,7 +1033,7 @@ def quantile_samples(
         or window < 0
     ):
         raise TypeError(f"{owner}: `window` must be None or an int >= 0; got {window!r}")
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     arr = record_array(owner, data)
     summary = counts_from_data(owner, arr, lattice)
     measure = _measure(owner, lattice, support, _is_integer_typed(data, arr))
@@ -1102,7 +1104,7 @@ def quantiles_samples(
         or size < 1
     ):
         raise TypeError(f"{owner}: `size` must be an int >= 1; got {size!r}")
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     arr = record_array(owner, data)
     summary = counts_from_data(owner, arr, lattice)
     measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), meth)

@@ -1,7 +1,9 @@
 """The exponential mechanism for quantiles on a power-of-two lattice, support-aware.
 
-This is the engine shared by :func:`dpkit.frameworks.inverse_sensitivity` (``support="auto"``)
-and :mod:`dpkit.statistics` (single quantiles, ApproximateQuantiles, interval helpers).
+A mechanism of its own: :mod:`dpkit.statistics` (single quantiles, ApproximateQuantiles,
+JointExp, interval helpers, the Session's quantiles) and
+:func:`dpkit.frameworks.inverse_sensitivity` (``support="auto"``) both draw through it;
+:mod:`dpkit.mechanisms.quantile_view` draws the same law in O(window).
 
 Lattice
 -------
@@ -56,20 +58,19 @@ from typing import Any
 
 import numpy as np
 
-from dpkit._lattice import check_unit, unit_for
+from dpkit._lattice import GRID_BITS, check_unit, unit_for
 from dpkit._lattice import units as lattice_units
 from dpkit._validate import is_real
 from dpkit.errors import InternalError, ParameterError
-from dpkit.frameworks._common import GRID_BITS
-from dpkit.samplers._discrete import uniform_one
+from dpkit.samplers import uniform_one
 from dpkit.samplers.heavy_tailed import exp_weighted_choice, uniform_below
 
 __all__ = [
     "LEVELS",
     "SUPPORTS",
     "Counts",
-    "Lattice",
     "Measure",
+    "QuantileLattice",
     "cells",
     "draw_cells",
     "rank_exponents",
@@ -81,13 +82,12 @@ __all__ = [
 #: Dyadic grids carrying atoms: spacings ``2**j * g`` for ``j = 0 .. GRID_BITS``.
 LEVELS = GRID_BITS + 1
 SUPPORTS = ("auto", "continuous")
-#: Largest denominator used for quantile levels and relative targets (public rounding).
-MAX_DENOMINATOR = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class Lattice:
-    """The output lattice of the bounds: spacing ``g`` and the integer range ``[lo, hi]``."""
+class QuantileLattice:
+    """The quantile mechanism's output lattice for the bounds: spacing ``g`` and the integer
+    range ``[lo, hi]``."""
 
     lower: float
     upper: float
@@ -98,7 +98,9 @@ class Lattice:
     origin: int
 
     @classmethod
-    def for_bounds(cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS) -> Lattice:
+    def for_bounds(
+        cls, owner: str, lower: float, upper: float, bits: int = GRID_BITS
+    ) -> QuantileLattice:
         """The shared lattice of the bounds (:func:`dpkit._lattice.unit_for` with ``bits``)."""
         g = unit_for(lower, upper, bits, owner=owner)
         lo, hi = check_unit(owner, g, lower, upper)
@@ -106,7 +108,7 @@ class Lattice:
         return cls(lower, upper, g, lo, hi, origin)
 
     def units(self, x: np.ndarray) -> np.ndarray:
-        """The per-record lattice map of :mod:`dpkit._lattice` (contract 2), as int64."""
+        """The per-record lattice map (:func:`dpkit._lattice.units`), as int64."""
         return lattice_units(x, self.spacing, self.lower, self.upper)
 
     def values(self, u: np.ndarray) -> np.ndarray:
@@ -118,13 +120,13 @@ class Lattice:
 class Counts:
     """Sorted distinct lattice values with positive multiplicities (one data set)."""
 
-    lattice: Lattice
+    lattice: QuantileLattice
     values: np.ndarray  # int64, strictly increasing, inside [lo, hi]
     counts: np.ndarray  # int64, >= 1
     cum: np.ndarray  # int64, cum[j] = records strictly below values[j]; cum[-1] = n
 
     @classmethod
-    def from_units(cls, lattice: Lattice, units: np.ndarray) -> Counts:
+    def from_units(cls, lattice: QuantileLattice, units: np.ndarray) -> Counts:
         """Sorted distinct values with their counts (``np.unique``; the units lie in
         ``[lo, hi]``, so offsets from ``lo`` are sorted as 32-bit integers when they fit,
         which is faster and gives the same result)."""
@@ -144,7 +146,7 @@ class Counts:
         return cls(lattice, values.astype(np.int64), counts.astype(np.int64), cum)
 
     @classmethod
-    def build(cls, lattice: Lattice, values: np.ndarray, counts: np.ndarray) -> Counts:
+    def build(cls, lattice: QuantileLattice, values: np.ndarray, counts: np.ndarray) -> Counts:
         """From sorted (not necessarily distinct) lattice values and counts >= 0."""
         keep = counts > 0
         values, counts = values[keep], counts[keep]
@@ -172,7 +174,7 @@ class Measure:
     one atom weighs as much as the stretch ``r`` of the line it stands for.
     """
 
-    def __init__(self, lattice: Lattice, support: Any) -> None:
+    def __init__(self, lattice: QuantileLattice, support: Any) -> None:
         self.lattice = lattice
         self.support = support
         self.levels: list[tuple[int, int]]
@@ -296,7 +298,7 @@ _DYADIC_BYTES = tuple(
 )
 
 
-def resolution_level(lattice: Lattice, resolution: Any) -> int:
+def resolution_level(lattice: QuantileLattice, resolution: Any) -> int:
     """``k`` with ``resolution = 2**k * g``: a power of two between ``g`` and the width."""
     if not is_real(resolution):  # bool, complex and time deltas are not resolutions
         raise TypeError(

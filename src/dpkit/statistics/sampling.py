@@ -7,7 +7,7 @@
 one batched :func:`~dpkit.statistics._approximate.draw_target` call; the noisy-histogram
 method draws every histogram's noise in one call; several levels run ApproximateQuantiles
 (or independent draws) once per draw. :func:`spend_samples` does the same for a release
-planned stage by stage (:class:`~dpkit.statistics._quantiles.QuantileSpend`, the
+planned stage by stage (:class:`~dpkit.statistics.quantile_release.QuantileSpend`, the
 Session's). The interval stage is not run: it draws separate noise, and the values are a
 marginal of the release's output, distributed exactly as in a release. With ``size=1`` the
 bits are consumed as by the release, so a seed gives the release's values (tested).
@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Lattice, Measure
-from dpkit.mechanisms._common import check_size
+from dpkit._validate import check_size
+from dpkit.mechanisms.quantile_em import Counts, Measure, QuantileLattice
 from dpkit.samplers import as_source
 from dpkit.statistics._approximate import (
     approximate_quantiles,
     draw_target,
     independent_quantiles,
 )
-from dpkit.statistics._cdf import cdf_samples
 from dpkit.statistics._input import as_rational_level, counts_from_summary
 from dpkit.statistics._joint import joint_exp_samples
-from dpkit.statistics._quantiles import (
+from dpkit.statistics.cdf import cdf_samples
+from dpkit.statistics.quantile_release import (
     QuantileSpend,
     _check_common,
     _measure,
@@ -93,7 +93,7 @@ def quantiles_from_counts_samples(
         owner, levels, epsilon, bounds, method, support, 0.05, True, interval_share
     )
     n = check_size(owner, size)
-    lattice = Lattice.for_bounds(owner, lower, upper)
+    lattice = QuantileLattice.for_bounds(owner, lower, upper)
     summary = counts_from_summary(owner, points, counts, lattice)
     measure = _measure(owner, lattice, support, integer_dtype=False, method=meth)
     spend = pure_spend(resolve_method(meth, len(lv), measure), eps, share)
@@ -112,7 +112,7 @@ def spend_samples(
     rng: Any = None,
 ) -> np.ndarray:
     """``size`` independent draws of the values a release by ``spend`` gives
-    (:func:`~dpkit.statistics._quantiles.spend_releaser`, the Session's path): the method
+    (:func:`~dpkit.statistics.quantile_release.spend_releaser`, the Session's path): the method
     and the values stage's epsilon come from ``spend``. Shape ``(size, m)``; nothing is
     charged. Raises as the release would, before anything is drawn."""
     owner = "quantiles_from_counts_samples"

@@ -1,11 +1,11 @@
 """The quantile exponential mechanism in O(window) per draw: views, windows, exact envelopes.
 
-A :class:`View` is a sub-problem of a sorted :class:`~dpkit.frameworks._quantile_em.Counts`
+A :class:`View` is a sub-problem of a sorted :class:`~dpkit.mechanisms.quantile_em.Counts`
 without copying it: a range ``[a, b)`` of its distinct values, at most a few count overrides
 (the tied records a split sent to one side) and an output range ``[out_lo, out_hi]``.
 ApproximateQuantiles splits views in O(1).
 
-:func:`draw_view` draws the mechanism of :mod:`dpkit.frameworks._quantile_em` (probability
+:func:`draw_view` draws the mechanism of :mod:`dpkit.mechanisms.quantile_em` (probability
 ``∝ mu(t) exp(-rate D d(t))``) on a view, looking only at a window of cells around the target
 rank, with the same law as the full computation:
 
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.frameworks._quantile_em import Counts, Measure, cells, sample_in_range, sample_in_ranges
+from dpkit.mechanisms.quantile_em import Counts, Measure, cells, sample_in_range, sample_in_ranges
 from dpkit.samplers import bernoulli_exp
 from dpkit.samplers.heavy_tailed import exp_weighted_choice
 
