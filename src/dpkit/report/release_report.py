@@ -518,12 +518,7 @@ def _summary(data: ReportData, bv: _Budget) -> str:
                     f"ε = {fmt(eps, 6)} at δ = {fmt(bv.delta)}",
                 )
             )
-            figures.append(
-                (
-                    "Remaining, tightest analysis",
-                    f"ε = {fmt(max(bv.total - eps, 0.0), 6)}" if eps <= bv.total else "over",
-                )
-            )
+            figures.append(("Remaining, tightest analysis", _left(bv.total, eps)))
     else:
         figures.append(("Charged by this release", _loss_text(data.spends[0].charge)))
     figures.append(("Releases in this report", str(len(recs))))
@@ -589,6 +584,16 @@ def _summary(data: ReportData, bv: _Budget) -> str:
     return "".join(out)
 
 
+def _left(total: float, spent: float, prefix: str = "ε = ") -> str:
+    """What remains of ``total`` after ``spent``: ``0`` within rounding (1e-9 relative, the
+    analyses round their bounds up), "over budget" beyond it."""
+    left = total - spent
+    tol = 1e-9 * max(total, 1.0)
+    if left < -tol:
+        return "over budget"
+    return prefix + (fmt(left, 6) if left > tol else "0")
+
+
 def _analyses(data: ReportData, bv: _Budget) -> str:
     out = ['<h3 id="accounting">The budget under each accounting analysis</h3>']
     out.append(
@@ -609,14 +614,7 @@ def _analyses(data: ReportData, bv: _Budget) -> str:
     rows = []
     for m, eps in bv.by_method.items():
         mark = " (tightest)" if m == bv.method else ""
-        left = bv.total - eps
-        rows.append(
-            [
-                ANALYSES.get(m, m) + mark,
-                fmt(eps, 6),
-                fmt(left, 6) if left >= 0 else "over budget",
-            ]
-        )
+        rows.append([ANALYSES.get(m, m) + mark, fmt(eps, 6), _left(bv.total, eps, "")])
     out.append(
         _table(
             "Spent and remaining epsilon by analysis",

@@ -376,7 +376,7 @@ class Session:
                 stacklevel=4,
             )
         self._records.append(record)
-        return dataclasses.replace(rel, record=record)
+        return dataclasses.replace(rel, record=copy.deepcopy(record))
 
     @property
     def records(self) -> tuple[dict[str, Any], ...]:
