@@ -288,3 +288,29 @@ def test_the_generated_time_is_the_only_clock_read(tmp_path: Path) -> None:
     assert page == rr.render(dataclasses.replace(data, generated=when))
     assert page.count("2030-01-02 03:04:05 UTC") == 2
     assert json.loads(json.dumps(data.records)) == list(data.records)
+
+
+def test_missing_and_infinite_values_are_shown_and_left_out_of_the_charts() -> None:
+    s = _session(_people())
+    s.query().group_by("town", keys=["Ash", "Birch", "Cedar"]).agg(dp.count()).measure(epsilon=0.5)
+    data = rr.session_data(s)
+    (record,) = data.records
+    rows = [list(r) for r in record["table"]["rows"]]
+    rows[0][1:4] = ["inf", None, "nan"]  # as a record writes a non-finite float, and a null
+    page = rr.render(
+        dataclasses.replace(data, records=({**record, "table": {**record["table"], "rows": rows}},))
+    )
+    assert ">inf</span>" in page and ">null</span>" in page and ">nan</span>" in page
+    assert (
+        "2 group(s)" in page and "1 row(s) with a missing or infinite figure are not drawn" in page
+    )
+
+
+def test_a_chart_draws_at_most_sixty_rows_and_says_so() -> None:
+    frame = pl.DataFrame({"k": list(range(100)) * 3})
+    s = dp.Session(frame, budget=dp.PureDP(1.0), rng=1)
+    s.query().group_by("k", keys=list(range(100))).agg(dp.count()).measure(epsilon=1.0)
+    page = rr.render(rr.session_data(s))
+    assert page.count('<circle class="dot"') == rr.CHART_ROWS == 60
+    assert "The first 60 of 100 rows are drawn." in page
+    assert page.count('<span class="v" data-column="count">') == 100

@@ -183,3 +183,21 @@ def test_a_ledger_that_cannot_keep_the_record_loses_the_record_not_the_release(
 def test_released_values_read_exactly() -> None:
     assert exact(0.1) == "0.1" and exact(1 / 3) == repr(1 / 3) and exact(12) == "12"
     assert exact(None) == "null" and exact(True) == "true" and exact("Ash") == "Ash"
+
+
+def test_pandas_and_date_keys_are_recorded_as_released() -> None:
+    import datetime
+
+    import pandas as pd
+
+    s = dp.Session(_people().to_pandas(), budget=dp.PureDP(2.0), rng=3)
+    rel = s.query().group_by("town", keys=["Ash", "Dale"]).agg(dp.count()).measure(epsilon=1)
+    assert isinstance(rel.frame, pd.DataFrame)
+    rows = rel.record["table"]["rows"]  # type: ignore[index]
+    assert rows == [list(r) for r in rel.frame.itertuples(index=False)]
+    days = [datetime.date(2024, 1, 1 + i % 3) for i in range(90)]
+    s = dp.Session(pl.DataFrame({"day": days}), budget=dp.PureDP(2.0), rng=3)
+    rel = s.query().group_by("day", keys=days[:2]).agg(dp.count()).measure(epsilon=1)
+    rows = rel.record["table"]["rows"]  # type: ignore[index]
+    assert [r[0] for r in rows] == ["2024-01-01", "2024-01-02"]
+    assert json.loads(json.dumps(rel.record, allow_nan=False)) == rel.record

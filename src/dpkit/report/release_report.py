@@ -537,23 +537,26 @@ def _summary(data: ReportData, bv: _Budget) -> str:
     if rowwise:
         who.append("each row")
     who += [f"each person, all of whose rows share one value of {u!r}" for u in units]
-    relation = (
-        "add or remove one"
-        if data.relation == "unbounded"
-        else "replace one (the number of records is public)"
-    )
     protected = " and ".join(who) if who else "each record"
     eps = data.budget.rho if isinstance(data.budget, ZCDP) else data.budget.epsilon
+    if data.relation == "unbounded":
+        relation = (
+            "<em>adding or removing one unit</em> (relation 'unbounded'): every release below "
+            "would have been about as likely had any one unit's data been left out"
+        )
+    else:
+        relation = (
+            "<em>replacing one unit's data</em> (relation 'bounded'; the number of units is "
+            "public): every release below would have been about as likely had any one unit's "
+            "data been replaced by any other"
+        )
     out.append(
         f"<p><strong>Whom it protects.</strong> The unit of privacy is {esc(protected)}. "
-        f"The neighbour relation is <em>{esc(relation)}</em> unit: every release below would "
-        "have been about as likely had any one unit's data been "
-        + ("left out" if data.relation == "unbounded" else "replaced by any other")
-        + ".</p>"
+        f"Neighbouring tables differ by {relation}.</p>"
     )
     if not isinstance(data.budget, ZCDP):
         out.append(
-            f"<p><strong>What the budget means.</strong> With ε = {fmt(eps)} spent in total, "
+            f"<p><strong>What the budget means.</strong> Within a budget of ε = {fmt(eps)}, "
             "no outcome of all the releases together becomes more than "
             f"e<sup>ε</sup> = {fmt(math.exp(min(eps, 700)), 3)} times more or less likely "
             "because of one unit"
