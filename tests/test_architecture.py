@@ -33,7 +33,7 @@ UPWARD = {
     ("session/session.py", "report"),
     ("session/result.py", "report"),
 }
-RENDERER = ("report/release_report.py", "report/_html.py")
+RENDERER = ("report/release_report.py", "report/_sections.py", "report/_html.py")
 
 
 def _layer(name: str) -> int | None:

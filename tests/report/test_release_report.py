@@ -19,6 +19,7 @@ from dpkit.accounting import events as ev
 from dpkit.cli.main import main
 from dpkit.report import release_report as rr
 from dpkit.report._html import fmt
+from dpkit.report._sections import CHART_ROWS
 
 DATA = Path(__file__).parents[1] / "accounting" / "data" / "ledger-v2.sqlite"
 GENERATED = re.compile(r'<time class="generated" datetime="[^"]*">[^<]*</time>')
@@ -311,6 +312,18 @@ def test_a_chart_draws_at_most_sixty_rows_and_says_so() -> None:
     s = dp.Session(frame, budget=dp.PureDP(1.0), rng=1)
     s.query().group_by("k", keys=list(range(100))).agg(dp.count()).measure(epsilon=1.0)
     page = rr.render(rr.session_data(s))
-    assert page.count('<circle class="dot"') == rr.CHART_ROWS == 60
+    assert page.count('<circle class="dot"') == CHART_ROWS == 60
     assert "The first 60 of 100 rows are drawn." in page
     assert page.count('<span class="v" data-column="count">') == 100
+
+
+def test_a_record_in_another_format_leaves_its_spend_without_a_release(tmp_path: Path) -> None:
+    from dpkit.session import _record
+
+    assert (rr.RECORD_FORMAT, rr.RECORD_VERSION) == (_record.FORMAT, _record.VERSION)
+    ledger = tmp_path / "b.sqlite"
+    with dp.Accountant(dp.PureDP(1.0), ledger=ledger) as acct:
+        spend = acct.spend(dp.PureDP(0.5), label="from a later dpkit")
+        acct.attach_record(spend.index, {"format": "dpkit-release", "version": 99})
+    page = rr.ledger_report(ledger)
+    assert "<td>no release record</td>" in page and "No release is recorded." in page

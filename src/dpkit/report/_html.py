@@ -1,5 +1,6 @@
-"""The release report's page furniture: its stylesheet, HTML escaping, number formats, and
-the two charts, drawn as inline SVG by hand (no plotting library, no script).
+"""The release report's page furniture: its stylesheet, HTML escaping, number formats, tables,
+times, banners, and the two charts, drawn as inline SVG by hand (no plotting library, no
+script).
 
 Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>`` (its text
 alternative) and a ``<title>`` on every mark, sized by its ``width`` and ``height``
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
@@ -350,3 +352,58 @@ def budget_chart(
         )
     parts.append("</svg>")
     return "".join(parts), WIDTH, height
+
+
+def time_tag(iso: str, cls: str = "") -> str:
+    try:
+        when = datetime.fromisoformat(iso)
+        shown = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        shown = iso
+    attr = f' class="{cls}"' if cls else ""
+    return f'<time{attr} datetime="{esc(iso)}">{esc(shown)}</time>'
+
+
+def table(
+    caption: str,
+    head: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    numeric: Iterable[int] = (),
+    row_header: int = 1,
+    cls: str = "",
+    raw: bool = False,
+) -> str:
+    """A table with a caption, column headers (``scope="col"``) and the first
+    ``row_header`` cells of each row as row headers; cells are escaped unless ``raw``."""
+    nums = set(numeric)
+    out = [f"<table{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>"]
+    out.append(f"<caption>{caption}</caption>")
+    out.append(
+        "<thead><tr>"
+        + "".join(
+            f'<th scope="col"{" class=" + chr(34) + "num" + chr(34) if i in nums else ""}>'
+            f"{esc(h)}</th>"
+            for i, h in enumerate(head)
+        )
+        + "</tr></thead><tbody>"
+    )
+    for row in rows:
+        cells = []
+        for i, c in enumerate(row):
+            text = c if raw else esc(c)
+            num = ' class="num"' if i in nums else ""
+            if i < row_header:
+                cells.append(f'<th scope="row"{num}>{text}</th>')
+            else:
+                cells.append(f"<td{num}>{text}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def banner(text: str) -> str:
+    return (
+        '<div class="banner warning" role="note" aria-label="Warning">'
+        f"<strong>Warning:</strong> {text}</div>"
+    )
