@@ -27,7 +27,7 @@ The SQLite ledger (schema version 3)::
 ``events`` is what the release said it is, for accounting (written with the spend);
 ``record`` is what it released, with its plan (written once the release is made; see
 :mod:`dpkit.session._record`). Released values are public, so the ledger holds nothing
-private, but it now holds the released tables themselves, not only their costs.
+private, but it holds the released tables themselves, not only their costs.
 
 Version 1 (before neighbour relations were recorded) had no ``relation`` in either table; its
 budget and spends were all add/remove ("unbounded"). Version 2 had no ``events`` and no
