@@ -385,13 +385,13 @@ def _budget(data: ReportData) -> _Budget:
         if k == n:
             curve.append((k, whole.epsilon))
         else:
-            part = compose([e for group in events[:k] for e in group], delta=delta)
+            try:
+                part = compose([e for group in events[:k] for e in group], delta=delta)
+            except ParameterError:  # no analysis applies to these spends: no point drawn
+                continue
             curve.append((k, part.epsilon))
     out.curve = curve
     return out
-
-
-# -- formatting -----------------------------------------------------------------------------
 
 
 # -- sections -------------------------------------------------------------------------------
