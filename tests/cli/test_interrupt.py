@@ -77,6 +77,7 @@ def test_every_subcommand_stops_with_one_line_and_130(
         "query": ["query", "adult"],
         "sql": ["sql", "adult", "SELECT COUNT(*) FROM data"],
         "audit": ["audit", "laplace"],
+        "report": ["report", "x.sqlite", "-o", "r.html"],
     }[name]
     assert main(argv) == EXIT_INTERRUPTED
     err = _one_line(capsys.readouterr().err)

@@ -25,11 +25,15 @@ class _ClosedPipe:
         raise OSError("no file descriptor")
 
 
-NAMES = ["demo", "budget", "sensitivity", "compare", "audit", "query", "sql"]
+NAMES = ["demo", "budget", "sensitivity", "compare", "audit", "query", "sql", "report"]
 
 
 def _argv(name: str, tmp_path: Path) -> list[str]:
     ledger = tmp_path / "b.sqlite"
+    if name == "report":
+        from dpkit import Accountant, PureDP
+
+        Accountant.create(ledger, PureDP(1.0)).close()
     return {
         "demo": ["demo", "--out", str(tmp_path), "--seed", "1", "--only", "mechanisms"],
         "budget": ["budget", "init", str(ledger), "--epsilon", "1"],
@@ -38,6 +42,7 @@ def _argv(name: str, tmp_path: Path) -> list[str]:
         "audit": ["audit", "laplace", "--samples", "1000", "--seed", "1", "--no-progress"],
         "query": ["query", "adult", "--epsilon", "1", "--delta", "1e-6", "--count"],
         "sql": ["sql", "adult", "SELECT COUNT(*) FROM data", "--epsilon", "1"],
+        "report": ["report", str(ledger), "-o", str(tmp_path / "report.html")],
     }[name]
 
 

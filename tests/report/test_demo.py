@@ -29,6 +29,9 @@ def test_demo_runs_all_sections(demo: tuple[str, Path]) -> None:
     assert len(pngs) >= 3
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the analyst's section writes the release report of its three releases
+    page = (out / "analyst-report.html").read_text()
+    assert page.count('<article id="release-') == 3 and "release report (open it" in text
 
 
 def _block(text: str, first: str) -> list[str]:

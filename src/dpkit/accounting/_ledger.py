@@ -2,30 +2,40 @@
 
 Both stores offer the same small interface used by the accountant:
 
-* ``try_append(label, cost, charge, timestamp, limit, relation)`` — check that the running
-  totals plus ``charge`` stay within ``limit`` and, in the same atomic step, record the spend
-  (with the neighbour relation of ``cost``); returns the new entry's index, or ``None`` (and
-  the totals seen) when it does not fit;
-* ``totals()``, ``entries()``, ``close()``.
+* ``try_append(label, cost, charge, timestamp, limit, relation, events)`` — check that the
+  running totals plus ``charge`` stay within ``limit`` and, in the same atomic step, record the
+  spend (with the neighbour relation of ``cost`` and the privacy events the release stated);
+  returns the new entry's index, or ``None`` (and the totals seen) when it does not fit;
+* ``attach(index, record)`` — keep the public record of the release a spend paid for (JSON
+  text, written once, after the release);
+* ``totals()``, ``entries()``, ``records()``, ``close()``.
 
 Charges are pairs of exact rationals ``(a, b)``: ``(epsilon, 0)`` for a pure budget,
 ``(epsilon, delta)`` for an approximate one, ``(rho, 0)`` for zCDP.
 
-The SQLite ledger (schema version 2)::
+The SQLite ledger (schema version 3)::
 
     dpkit_meta(key TEXT PRIMARY KEY, value TEXT)      format, version, budget (JSON), created,
                                                       relation (of the budget)
     spends(id INTEGER PRIMARY KEY AUTOINCREMENT, label, cost (JSON of the requested loss),
            charge_a, charge_b (exact rationals "num/den"), created (ISO 8601 UTC), pid,
-           relation (of the requested cost))
+           relation (of the requested cost),
+           events (JSON list of dpkit.accounting.events descriptors, or NULL),
+           record (JSON: the public record of the release, or NULL))
     totals(id = 1, a, b (exact rationals), n)          running sums, updated with every spend
 
+``events`` is what the release said it is, for accounting (written with the spend);
+``record`` is what it released, with its plan (written once the release is made; see
+:mod:`dpkit.session._record`). Released values are public, so the ledger holds nothing
+private, but it holds the released tables themselves, not only their costs.
+
 Version 1 (before neighbour relations were recorded) had no ``relation`` in either table; its
-budget and spends were all add/remove ("unbounded"). Opening a version 1 ledger migrates it
-in place, in one ``BEGIN IMMEDIATE`` transaction (add the column with default 'unbounded',
-record the budget's relation, set the version to 2), so concurrent openers migrate it once;
-a ledger that cannot be written (read-only file) is read as version 1, every relation
-"unbounded".
+budget and spends were all add/remove ("unbounded"). Version 2 had no ``events`` and no
+``record``. Opening an older ledger migrates it in place, in one ``BEGIN IMMEDIATE``
+transaction (add the missing columns, ``relation`` with default 'unbounded' and the budget's
+relation recorded; ``events`` and ``record`` empty; set the version to 3), so concurrent
+openers migrate it once; a ledger that cannot be written (read-only file) is read at its own
+version, every relation "unbounded" for version 1, no events and no records before 3.
 
 It runs in WAL mode with ``synchronous=FULL``: a spend is on disk when ``try_append`` returns.
 The check and the record happen inside one ``BEGIN IMMEDIATE`` transaction, which takes the
@@ -38,6 +48,7 @@ guarantees there is no third state.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -50,22 +61,31 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from dpkit.accounting import events as _events
 from dpkit.accounting._rational import fraction_from_text, fraction_to_text
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import LedgerError
 
-__all__ = ["Entry", "MemoryStore", "SQLiteStore", "loss_from_json", "loss_to_json"]
+__all__ = [
+    "Entry",
+    "MemoryStore",
+    "SQLiteStore",
+    "events_from_json",
+    "events_to_json",
+    "loss_from_json",
+    "loss_to_json",
+]
 
 FORMAT = "dpkit-ledger"
-VERSION = "2"
-_OLD_VERSIONS = ("1",)
+VERSION = "3"
+_OLD_VERSIONS = ("1", "2")
 
 _SCHEMA = (
     "CREATE TABLE dpkit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT NOT NULL, "
     "cost TEXT NOT NULL, charge_a TEXT NOT NULL, charge_b TEXT NOT NULL, "
     "created TEXT NOT NULL, pid INTEGER NOT NULL, "
-    "relation TEXT NOT NULL DEFAULT 'unbounded')",
+    "relation TEXT NOT NULL DEFAULT 'unbounded', events TEXT, record TEXT)",
     "CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), a TEXT NOT NULL, "
     "b TEXT NOT NULL, n INTEGER NOT NULL)",
 )
@@ -84,6 +104,48 @@ class Entry(NamedTuple):
     charge: Pair
     timestamp: datetime
     relation: str = "unbounded"
+    events: tuple[_events.Event, ...] = ()
+
+
+def _columns(version: str) -> str:
+    """The spends' ``relation, events`` as a ledger of ``version`` holds them (an older
+    ledger read without migrating it: a read-only file)."""
+    relation = "'unbounded'" if version == "1" else "relation"
+    events = "events" if version not in _OLD_VERSIONS else "NULL"
+    return f"{relation}, {events}"
+
+
+def events_to_json(events: tuple[_events.Event, ...]) -> str | None:
+    """Lossless JSON of privacy events (``None`` for none): each descriptor as its type's
+    name and its fields (floats round-trip exactly through ``repr``)."""
+    if not events:
+        return None
+    out = []
+    for event in events:
+        fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}  # type: ignore[arg-type]
+        out.append({"type": type(event).__name__, **fields})
+    return json.dumps(out)
+
+
+def events_from_json(text: str | None) -> tuple[_events.Event, ...]:
+    """Inverse of :func:`events_to_json`; raises ``ValueError``/``KeyError``/``TypeError``
+    on anything that is not a list of known descriptors with valid parameters."""
+    if text is None:
+        return ()
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("the events are not a list")
+    out = []
+    for item in data:
+        fields = dict(item)
+        kind = fields.pop("type")
+        if kind not in _events.__all__ or kind == "Event":
+            raise ValueError(f"unknown event type {kind!r}")
+        try:
+            out.append(getattr(_events, kind)(**fields))
+        except Exception as exc:  # the descriptor's own validation (ParameterError, TypeError)
+            raise ValueError(f"invalid {kind} event: {exc}") from None
+    return tuple(out)
 
 
 def loss_to_json(loss: PrivacyLoss) -> str:
@@ -118,6 +180,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
+        self._records: dict[int, str] = {}
         self._totals: Pair = _ZERO
 
     def try_append(
@@ -128,14 +191,25 @@ class MemoryStore:
         timestamp: datetime,
         limit: Pair,
         relation: str = "unbounded",
+        events: tuple[_events.Event, ...] = (),
     ) -> tuple[int | None, Pair]:
         with self._lock:
             if not _fits(self._totals, charge, limit):
                 return None, self._totals
             index = len(self._entries) + 1
-            self._entries.append(Entry(index, label, cost, charge, timestamp, relation))
+            self._entries.append(Entry(index, label, cost, charge, timestamp, relation, events))
             self._totals = (self._totals[0] + charge[0], self._totals[1] + charge[1])
             return index, self._totals
+
+    def attach(self, index: int, record: str) -> bool:
+        """Keep ``record`` beside spend ``index``; ``False`` if it has one already."""
+        with self._lock:
+            if not 1 <= index <= len(self._entries):
+                raise LedgerError(f"in-memory ledger: no spend #{index}")
+            if index in self._records:
+                return False
+            self._records[index] = record
+            return True
 
     def totals(self) -> Pair:
         with self._lock:
@@ -144,6 +218,10 @@ class MemoryStore:
     def entries(self) -> list[Entry]:
         with self._lock:
             return list(self._entries)
+
+    def records(self) -> dict[int, str]:
+        with self._lock:
+            return dict(self._records)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -288,7 +366,8 @@ class SQLiteStore:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._closed = False
-        self._legacy = False  # a version 1 ledger that could not be migrated (read-only)
+        self._legacy = False  # an older ledger that could not be migrated (read-only)
+        self._version = VERSION  # the version of the file as read (older when legacy)
         if path.is_dir():
             raise LedgerError(f"ledger {str(path)!r} is a directory, not a ledger file")
         if not path.exists():
@@ -365,9 +444,11 @@ class SQLiteStore:
             raise LedgerError(_failure(where, self.path, exc)) from exc
         try:
             self._check_file(conn, where)
-            if self._version(conn) in _OLD_VERSIONS:
+            if self._version_of(conn) in _OLD_VERSIONS:
                 self._migrate(conn)
-            stored, stored_relation = self._verify(conn, where, self._legacy)
+            if self._legacy:
+                self._version = self._version_of(conn) or VERSION
+            stored, stored_relation = self._verify(conn, where, self._version)
             if budget is not None and (type(stored) is not type(budget) or stored != budget):
                 raise LedgerError(
                     f"{where} was created with budget {stored!r}, not {budget!r}; a ledger's "
@@ -404,12 +485,13 @@ class SQLiteStore:
             )
 
     @staticmethod
-    def _version(conn: sqlite3.Connection) -> str | None:
+    def _version_of(conn: sqlite3.Connection) -> str | None:
         row = conn.execute("SELECT value FROM dpkit_meta WHERE key = 'version'").fetchone()
         return None if row is None else str(row[0])
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Version 1 to 2, once, atomically (module docstring); read-only files stay at 1."""
+        """Version 1 or 2 to 3, once, atomically (module docstring); read-only files stay as
+        they are."""
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -420,10 +502,15 @@ class SQLiteStore:
         try:
             meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
             if meta.get("format") == FORMAT and meta.get("version") in _OLD_VERSIONS:
-                conn.execute(
-                    "ALTER TABLE spends ADD COLUMN relation TEXT NOT NULL DEFAULT 'unbounded'"
-                )
-                conn.execute("INSERT OR REPLACE INTO dpkit_meta VALUES ('relation', 'unbounded')")
+                if meta["version"] == "1":
+                    conn.execute(
+                        "ALTER TABLE spends ADD COLUMN relation TEXT NOT NULL DEFAULT 'unbounded'"
+                    )
+                    conn.execute(
+                        "INSERT OR REPLACE INTO dpkit_meta VALUES ('relation', 'unbounded')"
+                    )
+                conn.execute("ALTER TABLE spends ADD COLUMN events TEXT")
+                conn.execute("ALTER TABLE spends ADD COLUMN record TEXT")
                 conn.execute("UPDATE dpkit_meta SET value = ? WHERE key = 'version'", (VERSION,))
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
@@ -439,21 +526,20 @@ class SQLiteStore:
             raise
 
     @staticmethod
-    def _verify(conn: sqlite3.Connection, where: str, legacy: bool) -> tuple[PrivacyLoss, str]:
-        """Check format, version and that the running totals equal the recorded spends."""
+    def _verify(conn: sqlite3.Connection, where: str, version: str) -> tuple[PrivacyLoss, str]:
+        """Check format, version and that the running totals equal the recorded spends (and
+        that their events decode); ``version`` is the file's when it is read unmigrated."""
         conn.execute("BEGIN")  # one consistent snapshot for the whole check
         try:
             meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
-            readable = (VERSION, *_OLD_VERSIONS) if legacy else (VERSION,)
-            if meta.get("format") != FORMAT or meta.get("version") not in readable:
+            if meta.get("format") != FORMAT or meta.get("version") != version:
                 raise LedgerError(
                     f"{where} has format {meta.get('format')!r} version {meta.get('version')!r}; "
                     f"this dpkit reads {FORMAT!r} version {VERSION!r}"
                 )
-            relation = meta.get("relation", "unbounded") if legacy else meta.get("relation")
+            relation = meta.get("relation", "unbounded") if version == "1" else meta.get("relation")
             if relation not in _RELATIONS:
                 raise LedgerError(f"{where} is corrupt: unknown budget relation {relation!r}")
-            rel_sql = "'unbounded'" if legacy else "relation"
             try:
                 budget = loss_from_json(meta["budget"])
                 row = conn.execute("SELECT a, b, n FROM totals WHERE id = 1").fetchone()
@@ -462,10 +548,11 @@ class SQLiteStore:
                 totals = (fraction_from_text(row[0]), fraction_from_text(row[1]))
                 count = 0
                 sums = [Fraction(0), Fraction(0)]
-                for label, cost, ca, cb, rel in conn.execute(
-                    f"SELECT label, cost, charge_a, charge_b, {rel_sql} FROM spends"
+                for label, cost, ca, cb, rel, events in conn.execute(
+                    f"SELECT label, cost, charge_a, charge_b, {_columns(version)} FROM spends"
                 ):
                     loss_from_json(cost)
+                    events_from_json(events)
                     a, b = fraction_from_text(ca), fraction_from_text(cb)
                     if a < 0 or b < 0 or not isinstance(label, str):
                         raise ValueError("a spend has a negative charge or no label")
@@ -542,7 +629,9 @@ class SQLiteStore:
         timestamp: datetime,
         limit: Pair,
         relation: str = "unbounded",
+        events: tuple[_events.Event, ...] = (),
     ) -> tuple[int | None, Pair]:
+        events_text = events_to_json(events)
         with self._lock:
             conn = self._connection()
             try:
@@ -559,7 +648,7 @@ class SQLiteStore:
                         return None, totals
                     cur = conn.execute(
                         "INSERT INTO spends (label, cost, charge_a, charge_b, created, pid, "
-                        "relation) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "relation, events) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             label,
                             loss_to_json(cost),
@@ -568,6 +657,7 @@ class SQLiteStore:
                             timestamp.isoformat(),
                             os.getpid(),
                             relation,
+                            events_text,
                         ),
                     )
                     new = (totals[0] + charge[0], totals[1] + charge[1])
@@ -587,6 +677,39 @@ class SQLiteStore:
             assert index is not None
             return index, new
 
+    def attach(self, index: int, record: str) -> bool:
+        """Keep ``record`` beside spend ``index`` (committed when this returns); ``False`` if
+        the spend has a record already (records are written once)."""
+        with self._lock:
+            conn = self._connection()
+            if self._version != VERSION:
+                raise LedgerError(
+                    f"ledger {str(self.path)!r} is read-only at version {self._version}: it "
+                    "cannot keep a release's record"
+                )
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    found = conn.execute(
+                        "SELECT record IS NULL FROM spends WHERE id = ?", (index,)
+                    ).fetchone()
+                    if found is None:
+                        conn.execute("ROLLBACK")
+                        raise LedgerError(f"ledger {str(self.path)!r} has no spend #{index}")
+                    if not found[0]:
+                        conn.execute("ROLLBACK")
+                        return False
+                    conn.execute("UPDATE spends SET record = ? WHERE id = ?", (record, index))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+            except _CORRUPT as exc:
+                raise self._error(exc) from exc
+            return True
+
     def totals(self) -> Pair:
         with self._lock:
             try:
@@ -597,12 +720,11 @@ class SQLiteStore:
     def entries(self) -> list[Entry]:
         with self._lock:
             try:
-                rel_sql = "'unbounded'" if self._legacy else "relation"
                 rows = (
                     self._connection()
                     .execute(
-                        f"SELECT id, label, cost, charge_a, charge_b, created, {rel_sql} "
-                        "FROM spends ORDER BY id"
+                        "SELECT id, label, cost, charge_a, charge_b, created, "
+                        f"{_columns(self._version)} FROM spends ORDER BY id"
                     )
                     .fetchall()
                 )
@@ -617,9 +739,28 @@ class SQLiteStore:
                     (fraction_from_text(ca), fraction_from_text(cb)),
                     datetime.fromisoformat(created),
                     str(rel),
+                    events_from_json(events),
                 )
-                for i, label, cost, ca, cb, created, rel in rows
+                for i, label, cost, ca, cb, created, rel, events in rows
             ]
+        except _CORRUPT as exc:
+            raise self._error(exc) from exc
+
+    def records(self) -> dict[int, str]:
+        """Spend index -> the release record kept beside it (JSON text)."""
+        if self._version != VERSION:
+            return {}
+        with self._lock:
+            try:
+                rows = (
+                    self._connection()
+                    .execute("SELECT id, record FROM spends WHERE record IS NOT NULL ORDER BY id")
+                    .fetchall()
+                )
+            except _CORRUPT as exc:
+                raise self._error(exc) from exc
+        try:
+            return {int(i): str(text) for i, text in rows}
         except _CORRUPT as exc:
             raise self._error(exc) from exc
 

@@ -8,8 +8,10 @@ nothing; with ``ledger=`` the record is committed to disk before ``spend`` retur
 
 from __future__ import annotations
 
+import json
 import math
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -20,8 +22,9 @@ from dpkit._validate import check_delta, check_positive, check_relation
 from dpkit.accounting._ledger import Entry, MemoryStore, Pair, SQLiteStore
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
+from dpkit.accounting.events import Event
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
-from dpkit.errors import BudgetExceededError, ParameterError
+from dpkit.errors import BudgetExceededError, LedgerError, ParameterError
 
 __all__ = ["Accountant", "LabelledAccountant", "Spend", "replace_one_cost"]
 
@@ -54,6 +57,10 @@ class Spend:
     relation
         The neighbour relation ``cost`` holds under, as given to :meth:`Accountant.spend`:
         ``"unbounded"`` (add/remove one record) or ``"bounded"`` (replace one record).
+    events
+        What the release said it is, for accounting (descriptors of
+        :mod:`dpkit.accounting.events`, as given to :meth:`Accountant.spend`); empty when it
+        stated none, in which case ``cost`` is all that is known.
     """
 
     index: int
@@ -62,6 +69,7 @@ class Spend:
     charge: PrivacyLoss
     timestamp: datetime
     relation: str = "unbounded"
+    events: tuple[Event, ...] = ()
 
 
 def _check_budget(budget: Any) -> PrivacyLoss:
@@ -147,6 +155,25 @@ def replace_one_cost(cost: PrivacyLoss) -> PrivacyLoss:
                 f"of {delta!r} (group privacy, k = 2), which is no guarantee at all"
             )
     return ApproxDP(ceil_float(2 * Fraction(cost.epsilon)), delta)
+
+
+def _check_events(events: Any) -> tuple[Event, ...]:
+    """``None`` or an iterable of :mod:`dpkit.accounting.events` descriptors, as a tuple."""
+    if events is None:
+        return ()
+    if isinstance(events, Event | str | bytes) or not isinstance(events, Iterable):
+        raise TypeError(
+            "Accountant.spend: `events` must be None or a list of dpkit.accounting.events "
+            f"descriptors; got {type(events).__name__}"
+        )
+    out = tuple(events)
+    for i, event in enumerate(out):
+        if not isinstance(event, Event):
+            raise TypeError(
+                f"Accountant.spend: `events[{i}]` must be a dpkit.accounting.events descriptor "
+                f"(Laplace, Gaussian, Approx, Zcdp, ...); got {type(event).__name__}"
+            )
+    return out
 
 
 def _check_label(label: Any) -> str:
@@ -524,7 +551,14 @@ class Accountant:
 
     # -- the contract ----------------------------------------------------------------------
 
-    def spend(self, cost: PrivacyLoss, *, label: str, relation: str = "unbounded") -> Spend:
+    def spend(
+        self,
+        cost: PrivacyLoss,
+        *,
+        label: str,
+        relation: str = "unbounded",
+        events: Iterable[Event] | None = None,
+    ) -> Spend:
         """Check ``cost`` against what remains and record it, atomically; or refuse.
 
         Parameters
@@ -536,6 +570,10 @@ class Accountant:
         relation : {"unbounded", "bounded"}
             The neighbour relation ``cost`` holds under (mechanisms pass their own). Converted
             to the budget's relation or refused (see the table in :class:`Accountant`).
+        events : list of dpkit.accounting.events descriptors, optional
+            What the release is, for accounting (under ``relation``), recorded beside the
+            spend (and in the ledger) for analyses tighter than the charge's; the charge
+            itself is ``cost``'s.
 
         Returns
         -------
@@ -549,7 +587,8 @@ class Accountant:
             carries ``requested`` (``cost``) and ``remaining`` (in the budget's type).
         TypeError
             If ``cost`` is not a loss, has no conversion to the budget's type (see the table
-            in :class:`Accountant`), or ``label`` or ``relation`` is not a str.
+            in :class:`Accountant`), ``label`` or ``relation`` is not a str, or ``events``
+            holds something that is not an event descriptor.
         ParameterError
             If ``cost`` has a negative, NaN or infinite parameter, ``label`` is empty, or
             ``relation`` is ``"bounded"`` against an add/remove budget.
@@ -577,10 +616,11 @@ class Accountant:
         label = _check_label(label)
         cost = _check_cost(cost)
         relation = check_relation("Accountant.spend", relation)
+        described = _check_events(events)
         charge = self._charge(self._under_budget_relation(cost, relation))
         timestamp = datetime.now(UTC)
         index, totals = self._store.try_append(
-            label, cost, charge, timestamp, self._limit, relation
+            label, cost, charge, timestamp, self._limit, relation, described
         )
         if index is None:
             remaining = self._remaining_from(totals)
@@ -597,7 +637,78 @@ class Accountant:
                 requested=cost,
                 remaining=remaining,
             )
-        return Spend(index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation)
+        return Spend(
+            index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation, described
+        )
+
+    def attach_record(self, index: int, record: Mapping[str, Any]) -> None:
+        """Keep the public record of the release that spend ``index`` paid for.
+
+        A release spends first and releases after; once it is made, its record (what it
+        released and how: :mod:`dpkit.session._record` writes the Session's) is kept beside
+        the spend, in the ledger when there is one, for ``dpkit report`` and
+        :meth:`records`. Each spend keeps at most one record.
+
+        Parameters
+        ----------
+        index : int
+            The spend's :attr:`Spend.index`.
+        record : Mapping
+            A mapping that serialises to strict JSON (no NaN or infinity). It is stored as
+            JSON text: released values are public, and the ledger then holds them.
+
+        Raises
+        ------
+        TypeError
+            ``record`` is not a mapping, or does not serialise to JSON.
+        ParameterError
+            The spend already has a record.
+        LedgerError
+            No such spend, or the ledger cannot be written.
+        """
+        if not isinstance(record, Mapping):
+            raise TypeError(
+                f"Accountant.attach_record: `record` must be a mapping; got {type(record).__name__}"
+            )
+        try:
+            text = json.dumps(record, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"Accountant.attach_record: `record` is not JSON: {exc}") from None
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(
+                f"Accountant.attach_record: `index` must be a spend's int index; got {index!r}"
+            )
+        if not self._store.attach(index, text):
+            raise ParameterError(
+                f"Accountant.attach_record: spend #{index} has a record already; records are "
+                "written once"
+            )
+
+    def records(self) -> dict[int, dict[str, Any]]:
+        """Every release record kept beside a spend (:meth:`attach_record`), by spend index.
+
+        Returns
+        -------
+        dict
+            ``{spend index: record}``, oldest first, each record as its JSON decodes.
+
+        Raises
+        ------
+        LedgerError
+            The ledger cannot be read, or a record is not JSON (a corrupt ledger).
+        """
+        out: dict[int, dict[str, Any]] = {}
+        for index, text in self._store.records().items():
+            try:
+                out[index] = json.loads(text)
+            except ValueError as exc:
+                where = (
+                    "in-memory ledger" if self.ledger is None else f"ledger {str(self.ledger)!r}"
+                )
+                raise LedgerError(
+                    f"{where} is corrupt: the record of spend #{index}: {exc}"
+                ) from None
+        return out
 
     def labelled(self, name: str) -> LabelledAccountant:
         """A view of this accountant whose spends are labelled ``"name: <mechanism label>"``.
@@ -672,6 +783,7 @@ class Accountant:
             self._pair_to_loss(entry.charge, up=True),
             entry.timestamp,
             entry.relation,
+            entry.events,
         )
 
     def summary(self) -> str:
@@ -761,10 +873,17 @@ class LabelledAccountant:
         self.accountant = accountant
         self.name = name
 
-    def spend(self, cost: PrivacyLoss, *, label: str, relation: str = "unbounded") -> Spend:
+    def spend(
+        self,
+        cost: PrivacyLoss,
+        *,
+        label: str,
+        relation: str = "unbounded",
+        events: Iterable[Event] | None = None,
+    ) -> Spend:
         """:meth:`Accountant.spend` with the label ``"<name>: <label>"``."""
         return self.accountant.spend(
-            cost, label=f"{self.name}: {_check_label(label)}", relation=relation
+            cost, label=f"{self.name}: {_check_label(label)}", relation=relation, events=events
         )
 
     def __getattr__(self, attr: str) -> Any:

@@ -44,6 +44,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "dpkit.cli.query",
     "dpkit.cli.sql",
     "dpkit.cli.audit",
+    "dpkit.cli.report",
 )
 
 #: Exit code when stdout is closed early (``| head``): 128 + SIGPIPE (13), as the shell

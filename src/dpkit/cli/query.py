@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ from dpkit.cli._args import (
 )
 from dpkit.cli._errors import query_message
 from dpkit.cli._interrupt import Interrupted, InterruptWatch, settled
+from dpkit.cli.report import check_output
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -149,6 +151,12 @@ def register(sub: Any) -> None:
         "--json", action="store_true", help="print JSON (a value past the float range is null)"
     )
     p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="also write the release report (one HTML file) of this release and its budget",
+    )
     p.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -486,6 +494,7 @@ def run(args: argparse.Namespace) -> int:
     import dpkit as dp
 
     check_delta_limit("query", args.delta)
+    report = None if args.report is None else check_output("query: --report", args.report)
     aggs = _aggregates(args)
     if args.group_by is None and args.keys is not None:
         raise ParameterError("query: --keys needs --group-by")
@@ -514,6 +523,8 @@ def run(args: argparse.Namespace) -> int:
         f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
         "the output above may be incomplete"
     )
+    if report is not None:  # before the output: a reader closing the pipe early loses nothing
+        session.report(report)
     frame = _polars(rel.frame)
     if args.json:
         out = {
@@ -537,6 +548,8 @@ def run(args: argparse.Namespace) -> int:
             "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
         }
         print(json.dumps(out, default=str, allow_nan=False))
+        if report is not None:
+            print(f"report written to {report}", file=sys.stderr)
         return 0
     print(_table(frame, args.layout, terminal_width()))
     print(
@@ -561,4 +574,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: bounds chosen privately {b.bounds} (global); {frac}")
     if rel.contribution is not None:
         print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
+    if report is not None:
+        print(f"report written to {report}")
     return 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from dpkit.cli.query import (
     _polars,
     _table,
 )
+from dpkit.cli.report import check_output
 from dpkit.errors import ParameterError
 
 __all__ = ["register"]
@@ -110,6 +112,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
     p.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="also write the release report (one HTML file) of this release and its budget",
+    )
+    p.add_argument(
         "--layout",
         choices=LAYOUTS,
         default="auto",
@@ -170,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     import dpkit as dp
 
     check_delta_limit("sql", args.delta)
+    report = None if args.report is None else check_output("sql: --report", args.report)
     bounds = _bounds(args.bounds)
     keys = None if args.keys is None else _read_table(args.keys, "the --keys file")
     acct = _accountant(args)
@@ -202,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
         "the output above may be incomplete"
     )
+    if report is not None:  # before the output: a reader closing the pipe early loses nothing
+        session.report(report)
     frame = _polars(rel.frame)
     if args.json:
         out = {
@@ -224,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
             "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
         }
         print(json.dumps(out, default=str, allow_nan=False))
+        if report is not None:
+            print(f"report written to {report}", file=sys.stderr)
         return 0
     print(_table(frame, args.layout, terminal_width()))
     print(
@@ -237,6 +250,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: bounds chosen privately {b.bounds} (global)")
     if rel.contribution is not None:
         print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
+    if report is not None:
+        print(f"report written to {report}")
     return 0
 
 

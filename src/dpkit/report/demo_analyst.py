@@ -1,8 +1,9 @@
 """Demo section: the analyst's task on the bundled Adult data with the Session.
 
 "A private count per Education level, the mean Age per Sex and the median hours worked, under
-a total epsilon of 1, one row per person", with every figure of each plan printed.
-The Session reference of the documentation (docs/guides/session.md) shows the same code.
+a total epsilon of 1, one row per person", with every figure of each plan printed, then the
+release report of the three releases (``analyst-report.html`` in the output folder). The
+Session reference of the documentation (docs/guides/session.md) shows the same code.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 TITLE = "The analyst: DataFrame queries with dp.Session"
+#: the release report of the section's three releases, in the demo's output folder
+REPORT = "analyst-report.html"
 
 
 def run(ctx: Any) -> None:
@@ -29,3 +32,7 @@ def run(ctx: Any) -> None:
     # -------------------------------------------------------------------------------------
     echo("")
     echo(s.accountant.summary())
+    # the release report a privacy officer signs off (docs/guides/report.md)
+    report = s.report(ctx.out / REPORT)
+    echo("")
+    echo(f"release report (open it in a browser): {report.resolve()}")

@@ -32,7 +32,9 @@ from dpkit.session._plan import (
     scaled,
     split,
 )
+from dpkit.session._record import release_events
 from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
+from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
 from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
 from dpkit.session.result import QueryRelease
@@ -273,6 +275,7 @@ class Query:
         "_pre",
         "_s",
         "_sel_w",
+        "_steps",
     )
 
     def __init__(
@@ -285,6 +288,8 @@ class Query:
     ) -> None:
         self._s = session
         self._filters: tuple[nw.Expr, ...] = ()
+        #: the with_columns and filter calls as the analyst wrote them (see _text)
+        self._steps: tuple[str, ...] = ()
         #: row-level columns, one group per with_columns call: ((name, total expr, type), ...)
         self._derived: tuple[tuple[tuple[str, nw.Expr, Any], ...], ...] = ()
         self._by: tuple[str, ...] = ()
@@ -370,9 +375,9 @@ class Query:
         in a release, after its cost is charged; ``explain()`` never evaluates it.
         """
         schema = self._schema()
-        return self._copy(
-            _filters=self._filters + tuple(_check_filter(p, schema) for p in predicates)
-        )
+        checked = tuple(_check_filter(p, schema) for p in predicates)
+        step = f".filter({', '.join(expr_text(p) for p in predicates)})"
+        return self._copy(_filters=self._filters + checked, _steps=(*self._steps, step))
 
     def with_columns(self, **columns: nw.Expr) -> Query:
         """Add columns computed from each row's own values, for :meth:`filter`,
@@ -451,7 +456,10 @@ class Query:
             group.append((name, typed.expr, typed.dtype))
         if not group:
             return self
-        return self._copy(_derived=(*self._derived, tuple(group)))
+        step = ", ".join(f"{name}={expr_text(expr)}" for name, expr in columns.items())
+        return self._copy(
+            _derived=(*self._derived, tuple(group)), _steps=(*self._steps, f".with_columns({step})")
+        )
 
     def _schema(self) -> dict[str, Any]:
         """The public schema the query's steps see: the table's, then the added columns."""
@@ -899,17 +907,67 @@ class Query:
             Bad parameters or data (nothing spent).
         BudgetExceededError
             The release would overspend: nothing is spent, nothing is drawn.
+
+        Notes
+        -----
+        The release's record (:attr:`QueryRelease.record`: what it released and how) is kept
+        by the Session for :meth:`Session.report` and beside its spend in the accountant's
+        ledger.
         """
+        return self._measure(epsilon, delta, alpha, rho, noise, rng, label)
+
+    def _measure(
+        self,
+        epsilon: Any,
+        delta: Any,
+        alpha: Any,
+        rho: Any,
+        noise: Any,
+        rng: Any,
+        label: Any,
+        finish: Any = None,
+    ) -> QueryRelease:
+        """:meth:`measure`; ``finish`` (SQL's) turns the release into what the caller
+        returns and says how the query was written: ``finish(rel) -> (rel, language, text)``."""
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
         assert plan.budget is not None
         if label is not None and not isinstance(label, str):
             raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
         source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
-        self._s._spend(plan.budget.cost, label)
-        return ex.after_spend(
+        spend = self._s._spend(plan.budget.cost, label, release_events(plan))
+        rel = ex.after_spend(
             lambda: self._release(ctx, plan, source, label, epsilon, delta, rho, noise, alpha)
         )
+        language, text = "python", self.text()
+        if finish is not None:
+            rel, language, text = finish(rel)
+        return self._s._recorded(rel, spend, language, text, source)
+
+    def text(self) -> str:
+        """The query as the builder calls that make it, one per line (for reports).
+
+        Returns
+        -------
+        str
+            ``s.query(...)``, then each ``with_columns`` and ``filter`` as written, the
+            ``group_by`` and the ``agg``: public facts only (the analyst's own inputs).
+        """
+        s = self._s
+        head = "s.query()"
+        if s.privacy_unit is not None:
+            rows: Any = "auto" if self._auto_rows is not None else self._max_rows
+            opts = [f"max_rows_per_unit={value_text(rows)}"]
+            if self._auto_rows is None:
+                opts.append(f"max_groups_per_unit={self._max_groups}")
+            head = f"s.query({', '.join(opts)})"
+        options = []
+        if self._by and self._keys is None:
+            if self._sel_w != 1.0:
+                options.append(f"selection_weight={value_text(self._sel_w)}")
+            if self._pre is not None:
+                options.append(f"pre_threshold={self._pre}")
+        return query_text(head, self._steps, self._by, self._keys, self._aggs, options)
 
     def _release(
         self,

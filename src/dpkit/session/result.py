@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -59,6 +61,11 @@ class QueryRelease:
     details
         The public figures above as one read-only mapping (``label``, ``privacy_unit``,
         ``threshold``), as every result record offers (:class:`dpkit.release.Released`).
+    record
+        The release record (:mod:`dpkit.session._record`): when, the query as written, the
+        plan's facts, the released table, the cost, its events and the randomness, as plain
+        JSON data; kept by the Session and beside the spend in the ledger. ``None`` for a
+        result that was not released by a Session.
     """
 
     frame: Any
@@ -71,6 +78,42 @@ class QueryRelease:
     threshold: int | None = None
     bounds: dict[str, Any] = field(default_factory=dict)
     contribution: Any = None
+    record: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def report(
+        self, path: str | os.PathLike[str], *, audit: Any = None, title: str | None = None
+    ) -> Path:
+        """Write the release report of this one release: one self-contained HTML file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (an existing file is replaced).
+        audit : AuditResult or sequence of them, optional
+            Results of :func:`dpkit.audit.audit` to show with their verdicts.
+        title : str, optional
+            The report's title (default "Release report").
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        ParameterError
+            The result has no record (it was not released by a Session).
+        OSError
+            The file cannot be written.
+
+        Notes
+        -----
+        The budget section shows this release's cost and the budget it was charged to;
+        what the whole budget has spent is in :meth:`Session.report` or ``dpkit report``.
+        """
+        from dpkit.report.release_report import release_report
+
+        return release_report(self, path, audit=audit, title=title)
 
     @property
     def details(self) -> Mapping[str, Any]:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import os
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import narwhals as nw
 
-from dpkit.accounting import ZCDP, Accountant, ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting import ZCDP, Accountant, ApproxDP, PrivacyLoss, PureDP, Spend
 from dpkit.accounting.accountant import LabelledAccountant
-from dpkit.errors import ParameterError
+from dpkit.errors import LedgerError, ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
@@ -17,6 +22,7 @@ from dpkit.session._execute import RESERVED, Guarded
 from dpkit.session._schema import declared_casts, declared_types
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
+from dpkit.session.result import QueryRelease
 
 __all__ = ["Session"]
 
@@ -185,6 +191,8 @@ class Session:
                 f"Session: `accountant` must be a dpkit Accountant; got {type(accountant).__name__}"
             )
         self.accountant = accountant
+        #: the record of each release, oldest first (see records)
+        self._records: list[dict[str, Any]] = []
         self._source = as_source(rng)
         self._data = data
         self._base = self._engine.to_lazy(data)
@@ -343,9 +351,85 @@ class Session:
                 "rename or drop the other column first"
             )
 
-    def _spend(self, cost: PrivacyLoss, label: str) -> None:
+    def _spend(self, cost: PrivacyLoss, label: str, events: tuple[Any, ...] = ()) -> Spend:
         # add/remove one row or one unit: the relation every Session guarantee holds under
-        self.accountant.spend(cost, label=label, relation="unbounded")
+        return self.accountant.spend(cost, label=label, relation="unbounded", events=events)
+
+    def _recorded(
+        self, rel: QueryRelease, spend: Spend, language: str, text: str, source: Any
+    ) -> QueryRelease:
+        """``rel`` with its record (:mod:`dpkit.session._record`), which the Session keeps
+        and the accountant stores beside the spend. A ledger that cannot keep it (a disk
+        error) loses the record, not the release: a warning says so."""
+        from dpkit.session._record import build
+
+        record = build(
+            rel, session=self, spend=spend, language=language, text=text, secure=source.secure
+        )
+        try:
+            self.accountant.attach_record(spend.index, record)
+        except LedgerError as exc:
+            warnings.warn(
+                f"Session: the release was made, but the ledger could not keep its record "
+                f"({exc}); Session.report still has it",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        self._records.append(record)
+        return dataclasses.replace(rel, record=copy.deepcopy(record))
+
+    @property
+    def records(self) -> tuple[dict[str, Any], ...]:
+        """The record of every release this Session made, oldest first (copies).
+
+        Each is plain JSON data (:mod:`dpkit.session._record`): when, the query as written,
+        the plan's facts, the released table, the privacy cost, its events and relation, the
+        randomness. The same record is kept beside the release's spend in the ledger.
+        """
+        return tuple(copy.deepcopy(r) for r in self._records)
+
+    def report(
+        self, path: str | os.PathLike[str], *, audit: Any = None, title: str | None = None
+    ) -> Path:
+        """Write the release report of every release this Session made: one HTML file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (an existing file is replaced).
+        audit : AuditResult or sequence of them, optional
+            Results of :func:`dpkit.audit.audit` to show with their verdicts.
+        title : str, optional
+            The report's title (default "Release report").
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        TypeError
+            ``audit`` holds something that is not an audit result, or ``title`` is not a str.
+        OSError
+            The file cannot be written.
+
+        Privacy
+        -------
+        Post-processing: the report shows the releases' records (public parameters, plans,
+        released values and their intervals, costs) and the accountant's spends, nothing
+        computed from the data. A seeded release is flagged as not private.
+
+        Notes
+        -----
+        Self-contained: inline CSS, charts as inline SVG, no script, nothing fetched. The
+        budget summary covers the accountant's whole history (with a shared ledger, other
+        users' spends too); the releases are this Session's. ``dpkit report LEDGER`` renders
+        the same report from the ledger alone.
+        """
+        from dpkit.report.release_report import session_report
+
+        return session_report(self, path, audit=audit, title=title)
 
     def sql(
         self,

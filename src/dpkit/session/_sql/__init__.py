@@ -134,12 +134,15 @@ def run(
         return dataclasses.replace(plan, notes=plan.notes + notes)
     if label is None:
         label = "Session.sql: " + " ".join(parsed.text.split())[:200]
-    rel = q.measure(
-        epsilon, 0.0 if delta is None else delta, alpha, rho=rho, noise=noise, rng=rng, label=label
+
+    def finish(rel: Any) -> tuple[Any, str, str]:
+        frame = post_process(session, rel.frame, program.post)
+        plan = dataclasses.replace(rel.plan, notes=rel.plan.notes + notes)
+        return dataclasses.replace(rel, frame=frame, plan=plan), "sql", parsed.text
+
+    out = q._measure(
+        epsilon, 0.0 if delta is None else delta, alpha, rho, noise, rng, label, finish
     )
-    frame = post_process(session, rel.frame, program.post)
-    plan = dataclasses.replace(rel.plan, notes=rel.plan.notes + notes)
-    out = dataclasses.replace(rel, frame=frame, plan=plan)
     return out if measure else out.frame
 
 
