@@ -146,17 +146,12 @@ def _cell(value: Any) -> Any:
 
 def as_polars(frame: Any) -> Any:
     """A released frame as Polars (pandas and Spark releases converted; they are public)."""
-    import polars as pl
+    from dpkit.session.engines import engine_for
 
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    if hasattr(frame, "toArrow"):
-        return pl.from_arrow(frame.toArrow())
-    return pl.from_pandas(frame)
+    return engine_for(frame).released(frame)
 
 
-def _table(frame: Any) -> dict[str, Any]:
-    out = as_polars(frame)
+def _table(out: Any) -> dict[str, Any]:
     return {
         "columns": [{"name": c, "dtype": str(t)} for c, t in out.schema.items()],
         "rows": [[_cell(v) for v in row] for row in out.iter_rows()],
@@ -363,7 +358,7 @@ def build(
             "notes": list(plan.notes),
             "text": str(plan),
         },
-        "table": _table(rel.frame),
+        "table": _table(session._engine.released(rel.frame)),
         "randomness": {"secure": bool(secure)},
         "dpkit": _version(),
     }

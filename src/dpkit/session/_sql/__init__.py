@@ -146,14 +146,6 @@ def run(
     return out if measure else out.frame
 
 
-def _as_polars(frame: Any) -> pl.DataFrame:
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    out = pl.from_arrow(frame.toArrow()) if hasattr(frame, "toArrow") else pl.from_pandas(frame)
-    assert isinstance(out, pl.DataFrame)
-    return out
-
-
 def post_process(session: Any, released: Any, post: Post) -> Any:
     """The SQL result from the released table: the SELECT list (with intervals), HAVING,
     ORDER BY, LIMIT and OFFSET, computed on released values and public keys only, back in
@@ -162,7 +154,7 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
     The expressions were made total before the spend on the columns in ``post.types``
     (keys in their public types, statistics as Float64); they run on exactly those here,
     so no released value can make them fail (a division by zero gives NULL)."""
-    frame = _as_polars(released)
+    frame = session._engine.released(released)
     anchor = "__dpkit_sql_row"  # a column, so that a literal has one value per row
     typed = frame.with_row_index(anchor).select(
         anchor,

@@ -206,6 +206,14 @@ class Engine:
         values."""
         return frame
 
+    def released(self, frame: Any) -> pl.DataFrame:
+        """A frame :meth:`output` returned, back as Polars: its values are public, but an
+        engine that would run a query to read it (Spark) returns the Polars frame it was
+        built from, so that only aggregations ever reach the driver."""
+        if isinstance(frame, pl.DataFrame):
+            return frame
+        return nw.from_native(frame, eager_only=True).to_polars()
+
 
 #: narwhals' aggregation for each ``op`` of :meth:`Engine.aggregate`
 _AGGREGATIONS: dict[str, Any] = {

@@ -257,6 +257,10 @@ class PandasEngine(Engine):
                 cols[c] = _released(s)
         return pd.DataFrame(cols, columns=frame.columns)
 
+    def released(self, frame: Any) -> pl.DataFrame:
+        """A released pandas frame back as Polars."""
+        return pl.from_pandas(frame)
+
 
 def _on_polars(df: Any, exprs: dict[str, nw.Expr], schema: dict[str, Any]) -> pl.DataFrame:
     """The total expressions ``exprs`` (:mod:`dpkit.session._total`, built for the public

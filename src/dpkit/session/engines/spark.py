@@ -459,8 +459,24 @@ class SparkEngine(Engine):
                 for f in out.schema.fields
             ]
             out = spark.createDataFrame(data, schema=StructType(fields))
+        # the released values as the driver already holds them, for the release record: read
+        # back from Spark, they would be one more action whose plan is not an aggregation
+        out.__dict__[_RELEASED] = pl.from_arrow(table)
         return out
 
+    def released(self, frame: Any) -> pl.DataFrame:
+        """The Polars frame :meth:`output` built ``frame`` from (no Spark action); a Spark
+        frame from elsewhere is read through Arrow."""
+        kept = frame.__dict__.get(_RELEASED)
+        if isinstance(kept, pl.DataFrame):
+            return kept
+        out = pl.from_arrow(frame.toArrow())
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+
+#: the attribute of a released Spark frame that holds the Polars frame it was built from
+_RELEASED = "_dpkit_released"
 
 #: PySpark loggers that print a failing query's message (which can quote a data value) to
 #: stderr when the error is raised on the driver
