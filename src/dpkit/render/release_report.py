@@ -39,8 +39,8 @@ from typing import Any
 from dpkit.accounting import ZCDP, Accountant, ApproxDP, PrivacyLoss, PureDP, compose
 from dpkit.accounting import events as ev
 from dpkit.errors import ParameterError
-from dpkit.report._html import CSP, CSS, banner, budget_chart, esc, fmt, table, time_tag
-from dpkit.report._sections import (
+from dpkit.render._html import CSP, CSS, banner, budget_chart, esc, fmt, table, time_tag
+from dpkit.render._sections import (
     audit_section,
     loss_from_json,
     loss_text,

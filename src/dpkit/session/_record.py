@@ -4,7 +4,7 @@ A record says what one release was and what it released, in JSON types only (dic
 strings, numbers, booleans, ``None``; no float that is not finite), so that it can be kept
 beside the release's spend in the ledger (:meth:`dpkit.Accountant.attach_record`) and a
 report rendered from the ledger alone is the report of the Session that made the release
-(:mod:`dpkit.report.release_report`). Keys (format ``dpkit-release`` version 1):
+(:mod:`dpkit.render.release_report`). Keys (format ``dpkit-release`` version 1):
 
 ``time``, ``spend``, ``label``
     When the budget was charged (ISO 8601, UTC), the spend's index in its accountant, and

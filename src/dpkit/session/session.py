@@ -427,7 +427,7 @@ class Session:
         users' spends too); the releases are this Session's. ``dpkit report LEDGER`` renders
         the same report from the ledger alone.
         """
-        from dpkit.report.release_report import session_report
+        from dpkit.render.release_report import session_report
 
         return session_report(self, path, audit=audit, title=title)
 
