@@ -108,16 +108,9 @@ def test_siblings_do_not_import_each_other() -> None:
     assert not offenders, "siblings importing each other:\n" + "\n".join(offenders)
 
 
-#: Imports of another package's private module that the Session's restructuring removes.
-#: Each names the importer, the private module and why it stays for now; nothing else may
-#: reach into another package's underscore module.
-PRIVATE_IMPORTS_ALLOWED = {
-    (
-        "audit/session_query.py",
-        "dpkit.session._sample",
-    ): "QuerySampler and salt_pool, the Session's batched sampler for audits; the Session's "
-    "restructuring gives it a public home",
-}
+#: Imports of another package's private module that are allowed, as ``(importer, module)``:
+#: none. Where another package needs an internal interface it gets a public name.
+PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _module_name(path: Path) -> str:
@@ -195,6 +188,11 @@ def test_the_allowed_private_imports_still_exist() -> None:
             for module, _names in _imported(node, importer, path.name == "__init__.py"):
                 found.add((str(path.relative_to(SRC)), module))
     assert set(PRIVATE_IMPORTS_ALLOWED) <= found
+
+
+def test_no_private_import_is_allowed() -> None:
+    # the allowance stays empty: a package that needs another's internals gets a public name
+    assert not PRIVATE_IMPORTS_ALLOWED
 
 
 ROOT = SRC.parents[1]

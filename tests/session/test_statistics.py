@@ -16,7 +16,7 @@ import pytest
 import dpkit as dp
 from dpkit import statistics
 from dpkit.samplers import as_source
-from dpkit.session._sample import QuerySampler
+from dpkit.session.batch import QuerySampler
 
 # ----------------------------------------------------------------------------- many quantiles
 

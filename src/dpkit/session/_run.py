@@ -4,7 +4,7 @@
 noise-free per-group figures (never released). :func:`draw` adds the noise: one release
 (``size=None``) or ``size`` independent releases at once, by the same code. For ``size=1`` the
 random bits are consumed in the same order as one release, so a seed gives the same values;
-:class:`dpkit.session._sample.QuerySampler` (the audit's batched path) draws many at once.
+:class:`dpkit.session.batch.QuerySampler` (the audit's batched path) draws many at once.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ its noise in Python. :class:`QuerySampler` splits the two: the engine's exact pe
 figures are computed once per salt (:func:`dpkit.session._run.aggregate`, cached) and the
 noise of ``size`` releases is drawn at once by :func:`dpkit.session._run.draw`, the function
 every release calls. It validates exactly as :meth:`Query.measure` (same plan, same checks)
-and spends nothing: it serves :mod:`dpkit.audit`, which tests the release's claim on
-neighbouring tables, and it is not part of the public API.
+and spends nothing. It serves :mod:`dpkit.audit` (``audit/session_query.py``), which tests
+the release's claim on neighbouring tables; ``dpkit`` does not re-export it.
 
 Salts. A release's bounding keeps each unit's rows by a salted hash, the salt drawn fresh and
 secret. The release's mechanism is the mixture, over the salt, of the mechanisms ``M_s`` that
