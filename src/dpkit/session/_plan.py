@@ -6,6 +6,7 @@ it and ``release()`` executes it. See :class:`dpkit.session.Query` for the guara
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,7 +16,7 @@ from dpkit._validate import check_choice, check_delta, check_positive
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.noise import Noise, law, threshold
-from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
+from dpkit.session.aggregates import Aggregate, Count, Histogram, Part, Quantile
 from dpkit.statistics.bounds import default_fallback
 from dpkit.statistics.quantile_release import QuantileSpend, quantile_method, quantile_stages
 
@@ -301,6 +302,130 @@ def selection_threshold(
     return tau, cut, bound, max(bound - keys * noise.tail(tau - 1), 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class Recipe:
+    """A query's public inputs that its plan is split from, besides the budget, the
+    aggregates and the contribution bound: what :meth:`Plan.with_rows` and
+    :meth:`Plan.with_bounds` reuse, so a release validates its budget once and re-plans
+    from the validated :class:`Budget`."""
+
+    engine: str
+    privacy_unit: str | None
+    by: tuple[str, ...]
+    public_keys: bool
+    selection_weight: float
+    pre_threshold: int | None
+    #: the query's public schema (derived columns included) and its text columns parsed
+    #: as numbers
+    schema: dict[str, Any]
+    parsed: tuple[str, ...]
+    #: ``max_groups_per_unit`` as given (``None``: the contribution bound)
+    groups_given: int | None
+    #: the ``max_rows_per_unit="auto"`` settings, or ``None``
+    auto_rows: Any
+
+    def plan(
+        self,
+        budget: Budget | None,
+        alpha: float,
+        aggregates: tuple[Aggregate, ...],
+        k: int,
+        m: int,
+    ) -> Plan:
+        """The plan of ``aggregates`` at ``k`` rows and ``m`` groups per unit under
+        ``budget`` (``None``: bounding and sensitivities only)."""
+        private = bool(self.by) and not self.public_keys
+        base = Plan(
+            self.engine,
+            self.privacy_unit,
+            k,
+            m,
+            self.by,
+            self.public_keys,
+            budget,
+            alpha,
+            aggregates,
+            notes=plan_notes(self.parsed, self.privacy_unit, aggregates),
+            recipe=self,
+        )
+        auto = self.auto_rows
+        if budget is None:
+            if auto is not None:
+                rows = RowsPlan(auto, Fraction(auto.share), 0.0)
+                base = dataclasses.replace(base, rows=rows)
+            return base
+        rest = budget
+        if auto is not None:  # the contribution bound's share of the whole budget
+            share = Fraction(auto.share)
+            base = dataclasses.replace(
+                base, rows=RowsPlan(auto, share, pure_epsilon(budget, share, 1))
+            )
+            rest = scaled(budget, 1 - share)
+        parts, quants, sel, bounds = split(
+            aggregates,
+            rest,
+            k=k,
+            groups=m if self.by else 1,
+            alpha=alpha,
+            selection_weight=self.selection_weight,
+            reuse=reused_count(aggregates, k),
+            private=private,
+            schema=self.schema,
+            pre_threshold=self.pre_threshold,
+        )
+        return dataclasses.replace(
+            base,
+            parts=tuple(parts),
+            quantiles=tuple(quants),
+            selection=sel,
+            bounds=tuple(bounds),
+        )
+
+
+def reused_count(aggregates: tuple[Aggregate, ...], k: int) -> str | None:
+    """A ``dp.count()`` that can double as the selection count (one row per unit)."""
+    if k != 1:
+        return None
+    for a in aggregates:
+        if isinstance(a, Count) and a.column is None:
+            return a.name
+    return None
+
+
+def plan_notes(
+    parsed: tuple[str, ...], privacy_unit: str | None, aggregates: tuple[Aggregate, ...]
+) -> tuple[str, ...]:
+    """The plan's notes: text parsed as numbers, rows left out, nulls, clipping, lattices."""
+    notes = [
+        f"{c!r} is text with no declared type: parsed as numbers, text that is not a "
+        "plain number counts as missing"
+        for c in parsed
+    ]
+    if privacy_unit is not None:
+        notes.append(f"rows whose privacy unit {privacy_unit!r} is null are left out")
+    for a in aggregates:
+        if a.column is None or isinstance(a, Histogram):
+            continue
+        fill = getattr(a, "fill", None)
+        rule = "left out" if fill is None else f"replaced by {fill!r}"
+        clip = (
+            "the bounds the release chooses privately (bounds='auto')"
+            if getattr(a, "auto", False)
+            else repr(getattr(a, "bounds", None))
+        )
+        notes.append(
+            f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
+            f"are clipped to {clip}"
+        )
+        lat = getattr(a, "lattice", None)
+        if lat is not None:
+            notes.append(
+                f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
+                f"(rounding <= {lat.unit / 2!r} per value)"
+            )
+    return tuple(notes)
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything a release will do, computed from public parameters only."""
@@ -322,6 +447,27 @@ class Plan:
     bounds: tuple[BoundsPlan, ...] = ()
     chosen: tuple[tuple[str, Any], ...] = ()
     rows: RowsPlan | None = None
+    #: the query's public inputs the plan was split from (what re-planning reuses)
+    recipe: Recipe | None = field(default=None, compare=False, repr=False)
+
+    def with_rows(self, k: int) -> Plan:
+        """The plan once ``max_rows_per_unit="auto"`` has chosen ``k``: the budget (already
+        validated) split again for sensitivities at ``k`` rows per unit, the contribution
+        stage kept with its choice."""
+        assert self.rows is not None and self.recipe is not None
+        m = min(self.recipe.groups_given or k, k)
+        plan = self.recipe.plan(self.budget, self.alpha, self.aggregates, k, m)
+        return dataclasses.replace(plan, rows=dataclasses.replace(self.rows, chosen=k))
+
+    def with_bounds(
+        self, aggregates: tuple[Aggregate, ...], chosen: tuple[tuple[str, Any], ...] = ()
+    ) -> Plan:
+        """The plan for ``aggregates`` (the query's, with the bounds ``bounds="auto"`` chose,
+        ``chosen`` naming each choice's release): the same budget, rows and stages, the
+        statistics split for the chosen bounds."""
+        assert self.recipe is not None
+        plan = self.recipe.plan(self.budget, self.alpha, aggregates, self.max_rows, self.max_groups)
+        return dataclasses.replace(plan, rows=self.rows, bounds=self.bounds, chosen=chosen)
 
     def __str__(self) -> str:
         return explain_text(self)

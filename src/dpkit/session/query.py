@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
@@ -23,20 +22,12 @@ from dpkit.session._auto import (
     choose_max_rows,
 )
 from dpkit.session._casts import parse_number
-from dpkit.session._plan import (
-    MAX_CUT,
-    Plan,
-    RowsPlan,
-    make_budget,
-    pure_epsilon,
-    scaled,
-    split,
-)
+from dpkit.session._plan import MAX_CUT, Plan, Recipe, make_budget
 from dpkit.session._record import release_events
 from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
-from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
+from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
@@ -693,109 +684,29 @@ class Query:
         return dataclasses.replace(ctx, frame=self._rows_of(table))
 
     def _plan(
-        self,
-        epsilon: Any,
-        delta: Any,
-        rho: Any,
-        noise: Any,
-        alpha: Any,
-        required: bool = False,
-        *,
-        aggregates: tuple[Aggregate, ...] | None = None,
-        rows: int | None = None,
+        self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any, required: bool = False
     ) -> Plan:
-        """The plan; ``aggregates`` (with their bounds chosen) and ``rows`` (the chosen
-        ``max_rows_per_unit``) replace the query's own once a release has chosen them."""
+        """The plan from the release's raw parameters: ``alpha`` and the budget validated
+        here, once (a release then re-plans by method: :meth:`Plan.with_rows`,
+        :meth:`Plan.with_bounds`). Without ``epsilon`` or ``rho`` and not ``required``, the
+        bounding and sensitivities only."""
         a = check_alpha("release", alpha, smallest=MIN_ALPHA)
-        aggs = self._aggs if aggregates is None else aggregates
-        k = self._max_rows if rows is None else rows
-        m = self._max_groups if rows is None else min(self._groups_given or rows, rows)
         private = bool(self._by) and self._keys is None
         need = required or epsilon is not None or rho is not None
         budget = make_budget(epsilon, delta, rho, noise, private) if need else None
-        auto = self._auto_rows
-        base = Plan(
+        recipe = Recipe(
             self._s._engine.name,
             self._s.privacy_unit,
-            k,
-            m,
             self._by,
             self._keys is not None,
-            budget,
-            a,
-            aggs,
-            notes=self._notes(aggs),
+            self._sel_w,
+            self._pre,
+            self._schema(),
+            tuple(self._parsed()),
+            self._groups_given,
+            self._auto_rows,
         )
-        if budget is None:
-            if auto is not None:
-                base = dataclasses.replace(base, rows=RowsPlan(auto, Fraction(auto.share), 0.0))
-            return base
-        rest = budget
-        if auto is not None:  # the contribution bound's share of the whole budget
-            share = Fraction(auto.share)
-            base = dataclasses.replace(
-                base, rows=RowsPlan(auto, share, pure_epsilon(budget, share, 1))
-            )
-            rest = scaled(budget, 1 - share)
-        groups = m if self._by else 1
-        parts, quants, sel, bounds = split(
-            aggs,
-            rest,
-            k=k,
-            groups=groups,
-            alpha=a,
-            selection_weight=self._sel_w,
-            reuse=self._reuse(aggs, k),
-            private=private,
-            schema=self._schema(),
-            pre_threshold=self._pre,
-        )
-        return dataclasses.replace(
-            base,
-            parts=tuple(parts),
-            quantiles=tuple(quants),
-            selection=sel,
-            bounds=tuple(bounds),
-        )
-
-    def _reuse(self, aggs: tuple[Aggregate, ...], k: int) -> str | None:
-        """A ``dp.count()`` that can double as the selection count (one row per unit)."""
-        if k != 1:
-            return None
-        for a in aggs:
-            if isinstance(a, Count) and a.column is None:
-                return a.name
-        return None
-
-    def _notes(self, aggs: tuple[Aggregate, ...]) -> tuple[str, ...]:
-        notes = [
-            f"{c!r} is text with no declared type: parsed as numbers, text that is not a "
-            "plain number counts as missing"
-            for c in self._parsed()
-        ]
-        if self._s.privacy_unit is not None:
-            notes.append(f"rows whose privacy unit {self._s.privacy_unit!r} is null are left out")
-        for a in aggs:
-            if a.column is None or isinstance(a, Histogram):
-                continue
-            fill = getattr(a, "fill", None)
-            rule = "left out" if fill is None else f"replaced by {fill!r}"
-            clip = (
-                "the bounds the release chooses privately (bounds='auto')"
-                if getattr(a, "auto", False)
-                else repr(getattr(a, "bounds", None))
-            )
-            notes.append(
-                f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
-                f"are clipped to {clip}"
-            )
-            lat = getattr(a, "lattice", None)
-            if lat is not None:
-                notes.append(
-                    f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
-                    f"(rounding <= {lat.unit / 2!r} per value)"
-                )
-        return tuple(notes)
+        return recipe.plan(budget, a, self._aggs, self._max_rows, self._max_groups)
 
     def explain(
         self,
@@ -936,9 +847,7 @@ class Query:
         source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
         spend = self._s._spend(plan.budget.cost, label, release_events(plan))
-        rel = ex.after_spend(
-            lambda: self._release(ctx, plan, source, label, epsilon, delta, rho, noise, alpha)
-        )
+        rel = ex.after_spend(lambda: self._release(ctx, plan, source, label))
         language, text = "python", self.text()
         if finish is not None:
             rel, language, text = finish(rel)
@@ -969,18 +878,7 @@ class Query:
                 options.append(f"pre_threshold={self._pre}")
         return query_text(head, self._steps, self._by, self._keys, self._aggs, options)
 
-    def _release(
-        self,
-        ctx: ex.Context,
-        plan: Plan,
-        source: Any,
-        label: str,
-        epsilon: Any,
-        delta: Any,
-        rho: Any,
-        noise: Any,
-        alpha: Any,
-    ) -> QueryRelease:
+    def _release(self, ctx: ex.Context, plan: Plan, source: Any, label: str) -> QueryRelease:
         """The release once its cost is charged: the automatic stages, then the statistics."""
         ctx = self._with_rows(ctx)
         contribution = None
@@ -990,31 +888,13 @@ class Query:
                 ctx, plan.rows.epsilon, auto.level, auto.max_bound, source
             )
             k = contribution.bound
-            plan = dataclasses.replace(
-                self._plan(epsilon, delta, rho, noise, alpha, True, rows=k),
-                rows=dataclasses.replace(plan.rows, chosen=k),
-            )
+            plan = plan.with_rows(k)
             ctx = dataclasses.replace(ctx, max_rows=plan.max_rows, max_groups=plan.max_groups)
         rows = ex.bounded_rows(ctx, fresh_salt(ctx, source))
         chosen: dict[str, Any] = {}
         if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
             ctx, chosen = choose_bounds(ctx, rows, plan, source)
-            replanned = self._plan(
-                epsilon,
-                delta,
-                rho,
-                noise,
-                alpha,
-                True,
-                aggregates=ctx.aggregates,
-                rows=plan.max_rows if plan.rows is not None else None,
-            )
-            plan = dataclasses.replace(
-                replanned,
-                rows=plan.rows,
-                bounds=plan.bounds,
-                chosen=tuple((name, rel) for name, rel in chosen.items()),
-            )
+            plan = plan.with_bounds(ctx.aggregates, tuple(chosen.items()))
         out = execute(ctx, plan, rows, source, label, self._s._engine)
         return dataclasses.replace(out, bounds=chosen, contribution=contribution)
 
@@ -1032,7 +912,7 @@ class Query:
                 a.resolve(WORST_BOUNDS) if getattr(a, "auto", False) else a  # type: ignore[attr-defined]
                 for a in self._aggs
             )
-            self._plan(epsilon, delta, rho, noise, alpha, True, aggregates=worst)
+            plan.with_bounds(worst)
         check_stages(plan)  # the automatic stages' noise within the sampler's range
         for part in plan.parts:  # a sum's interval within the float range for some table
             if part.part.label == "sum":
