@@ -31,7 +31,7 @@ from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
-    from dpkit.session.session import Session
+    from dpkit.session._handle import SessionHandle
 
 __all__ = ["Query", "fresh_salt"]
 
@@ -271,7 +271,7 @@ class Query:
 
     def __init__(
         self,
-        session: Session,
+        session: SessionHandle,
         *,
         max_rows_per_unit: int | str | None = None,
         max_groups_per_unit: int | None = None,
@@ -312,7 +312,7 @@ class Query:
                     raise ParameterError(
                         f"query: `max_rows_per_unit` must be an int >= 1 or 'auto'; got {k!r}"
                     )
-                self._auto_rows = auto_rows or session._auto_rows
+                self._auto_rows = auto_rows or session.auto_rows
                 k = self._auto_rows.max_bound  # the worst case, until a release chooses it
             k = _check_bound("query", "max_rows_per_unit", k)
             if m is not None:
@@ -454,7 +454,7 @@ class Query:
 
     def _schema(self) -> dict[str, Any]:
         """The public schema the query's steps see: the table's, then the added columns."""
-        schema = dict(self._s._schema)
+        schema = dict(self._s.schema)
         for group in self._derived:
             schema.update((name, dtype) for name, _, dtype in group)
         return schema
@@ -565,8 +565,8 @@ class Query:
         s = self._s
         if not self._aggs:
             raise ParameterError("query: nothing to release; add aggregates with .agg(...)")
-        s._check_unchanged()
-        lf = s._table(rows=False)
+        s.check_unchanged()
+        lf = s.table(rows=False)
         schema = self._schema()
         parsed = self._parsed()
         for c in parsed:
@@ -582,9 +582,9 @@ class Query:
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
         keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
-        engine = s._engine
+        engine = s.engine
         for c in self._by:
-            s._check_unambiguous("group_by", c)
+            s.check_unambiguous("group_by", c)
             engine.check_column("group_by", c, "key", schema[c])
         if s.privacy_unit is not None:
             unit = s.privacy_unit
@@ -592,7 +592,7 @@ class Query:
         for a in self._aggs:
             if a.column is not None and a.column in schema:
                 owner = f"dp.{type(a).__name__.lower()}"
-                s._check_unambiguous(owner, a.column)
+                s.check_unambiguous(owner, a.column)
                 engine.check_column(owner, a.column, "value", schema[a.column])
         names: list[str] = list(self._by)
         schema = {**schema, **{c: nw.Float64() for c in parsed}}  # what the aggregates see
@@ -622,7 +622,7 @@ class Query:
         added = {name for group in self._derived for name, _, _ in group}
         shared = not any(a.column in added for a in self._aggs)
         return ex.Context(
-            ex.Guarded(s._engine),  # engine errors quote no data
+            ex.Guarded(s.engine),  # engine errors quote no data
             _checked(self._rows_of(lf)) if self._filters or added else self._rows_of(lf),
             schema,
             s.privacy_unit,
@@ -631,8 +631,8 @@ class Query:
             self._by,
             keys,
             self._aggs,
-            table=s._frame if s._known_clean is not None and shared else None,
-            known_clean=s._known_clean if shared else None,
+            table=s.frame if s.known_clean is not None and shared else None,
+            known_clean=s.known_clean if shared else None,
         )
 
     def _rows_of(self, table: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
@@ -645,30 +645,30 @@ class Query:
         ``max_rows_per_unit`` rows): the release is the same function of the named units'
         rows whatever the unnamed rows are."""
         s = self._s
-        schema = dict(s._schema)
+        schema = dict(s.schema)
         for group in self._derived:  # each call's columns, from the columns before it
-            table = s._engine.converted(table, {n: e for n, e, _ in group}, schema)
+            table = s.engine.converted(table, {n: e for n, e, _ in group}, schema)
             schema.update((n, t) for n, _, t in group)
         conds = list(self._filters)
         if s.privacy_unit is not None:
             unit = nw.col(s.privacy_unit)
             named = ~unit.is_null()
-            public_float = s._schema[s.privacy_unit].is_float()
+            public_float = s.schema[s.privacy_unit].is_float()
             if public_float and table.collect_schema()[s.privacy_unit].is_float():
                 named = named & ~unit.is_nan()  # a pandas unit keeps its own (int) type
             conds.append(named.fill_null(False))
-        rows = s._engine.where(table, conds, schema)
+        rows = s.engine.where(table, conds, schema)
         parsed = self._parsed()
         if parsed:  # text with no declared type, as numbers for the aggregates (total parse)
             numbers = {c: parse_number(nw.col(c)) for c in parsed}
-            rows = s._engine.converted(rows, numbers, s._schema)
+            rows = s.engine.converted(rows, numbers, s.schema)
         return rows
 
     def _parsed(self) -> list[str]:
         """The text columns with no declared type (a CSV file's; a pandas ``str`` or
         ``object`` column's) that an aggregate uses as numbers: a sum, mean, variance or
         quantile, or a histogram with numeric edges."""
-        text = self._s._text
+        text = self._s.text
         out: list[str] = []
         for a in self._aggs:
             numeric = hasattr(a, "bounds") or (isinstance(a, Histogram) and a.edges is not None)
@@ -680,7 +680,7 @@ class Query:
         """``ctx`` on the data itself: a release calls it once its cost is charged (on
         pandas this converts the data and runs the filters)."""
         s = self._s
-        table = s._table()
+        table = s.table()
         return dataclasses.replace(ctx, frame=self._rows_of(table))
 
     def _plan(
@@ -695,7 +695,7 @@ class Query:
         need = required or epsilon is not None or rho is not None
         budget = make_budget(epsilon, delta, rho, noise, private) if need else None
         recipe = Recipe(
-            self._s._engine.name,
+            self._s.engine.name,
             self._s.privacy_unit,
             self._by,
             self._keys is not None,
@@ -846,12 +846,12 @@ class Query:
             raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
         source = self._source(rng)  # a bad rng is refused before the spend
         label = label or self._label()
-        spend = self._s._spend(plan.budget.cost, label, release_events(plan))
+        spend = self._s.spend(plan.budget.cost, label, release_events(plan))
         rel = ex.after_spend(lambda: self._release(ctx, plan, source, label))
         language, text = "python", self.text()
         if finish is not None:
             rel, language, text = finish(rel)
-        return self._s._recorded(rel, spend, language, text, source)
+        return self._s.recorded(rel, spend, language, text, source)
 
     def text(self) -> str:
         """The query as the builder calls that make it, one per line (for reports).
@@ -895,7 +895,7 @@ class Query:
         if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
             ctx, chosen = choose_bounds(ctx, rows, plan, source)
             plan = plan.with_bounds(ctx.aggregates, tuple(chosen.items()))
-        out = execute(ctx, plan, rows, source, label, self._s._engine)
+        out = execute(ctx, plan, rows, source, label, self._s.engine)
         return dataclasses.replace(out, bounds=chosen, contribution=contribution)
 
     def _prepare(
@@ -932,7 +932,7 @@ class Query:
 
     def _source(self, rng: Any) -> Any:
         """``rng``, or the Session's own source when it is ``None``."""
-        return self._s._source if rng is None else as_source(rng)
+        return self._s.source if rng is None else as_source(rng)
 
     def _label(self) -> str:
         names = ", ".join(a.name for a in self._aggs)
