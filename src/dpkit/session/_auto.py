@@ -48,7 +48,7 @@ import numpy as np
 from dpkit._validate import check_level, check_number
 from dpkit.errors import ParameterError
 from dpkit.samplers import MAX_NOISE_SCALE
-from dpkit.session import _execute as ex
+from dpkit.session import _engine as ex
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
 from dpkit.statistics.bounds import bounds_noise_scale, threshold_noise_scale

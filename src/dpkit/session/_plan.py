@@ -564,11 +564,11 @@ def _quantile_plan(
     agg: Quantile, budget: Budget, share: Fraction, k: int, schema: Any
 ) -> QuantilePlan:
     """The quantile aggregate's plan: its support from the column's type
-    (:func:`~dpkit.session._run.quantile_support`), the method the statistics layer will
+    (:func:`~dpkit.session._draw.quantile_support`), the method the statistics layer will
     run (:func:`dpkit.statistics.quantile_release.quantile_method`, the function the release's
     own resolution is; the release then runs this method, never resolving again) and each
     stage's epsilon (:func:`quantile_spend`)."""
-    from dpkit.session._run import check_quantile, quantile_support  # _run imports this module
+    from dpkit.session._draw import check_quantile, quantile_support  # _draw imports this module
 
     check_quantile(schema, agg)
     support = quantile_support(schema, agg)

@@ -25,7 +25,7 @@ class Summed:
 
     ``bound`` is the largest ``|expr|`` of one row (public: from the lattice). A float64 sum
     of such values is exact while a group's rows times ``bound`` stay below ``2**53``; past
-    that, :func:`dpkit.session._execute.aggregate_table` sums the values' digits instead
+    that, :func:`dpkit.session._engine.aggregate_table` sums the values' digits instead
     (:func:`digits`), so the figure is exact whatever the size of the table.
     """
 

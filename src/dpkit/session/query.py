@@ -12,8 +12,8 @@ import polars as pl
 
 from dpkit._validate import MIN_ALPHA, check_alpha, check_int, check_positive
 from dpkit.errors import ParameterError
-from dpkit.samplers import as_source, uniform_int
-from dpkit.session import _execute as ex
+from dpkit.samplers import as_source
+from dpkit.session import _engine as ex
 from dpkit.session._auto import (
     WORST_BOUNDS,
     AutoRows,
@@ -22,9 +22,9 @@ from dpkit.session._auto import (
     choose_max_rows,
 )
 from dpkit.session._casts import parse_number
+from dpkit.session._draw import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session._plan import MAX_CUT, Plan, Recipe, make_budget
 from dpkit.session._record import release_events
-from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
@@ -33,7 +33,7 @@ from dpkit.session.result import QueryRelease
 if TYPE_CHECKING:
     from dpkit.session._handle import SessionHandle
 
-__all__ = ["Query", "fresh_salt"]
+__all__ = ["Query"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
@@ -169,15 +169,6 @@ def _check_key_types(
             )
         cast[c] = typed
     return keys.with_columns(cast[c].alias(c) for c in by)
-
-
-def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
-    """The secret salt of one release's bounding (``None`` without a privacy unit): four
-    uniform 63-bit words, drawn fresh from ``source`` for every release."""
-    salt = None
-    if ctx.unit is not None:
-        salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
-    return salt
 
 
 def _none_or_one(value: Any) -> bool:
@@ -890,7 +881,7 @@ class Query:
             k = contribution.bound
             plan = plan.with_rows(k)
             ctx = dataclasses.replace(ctx, max_rows=plan.max_rows, max_groups=plan.max_groups)
-        rows = ex.bounded_rows(ctx, fresh_salt(ctx, source))
+        rows = ex.bounded_rows(ctx, ex.fresh_salt(ctx, source))
         chosen: dict[str, Any] = {}
         if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
             ctx, chosen = choose_bounds(ctx, rows, plan, source)

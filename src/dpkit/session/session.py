@@ -18,7 +18,7 @@ from dpkit.errors import LedgerError, ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
-from dpkit.session._execute import RESERVED, Guarded
+from dpkit.session._engine import RESERVED, Guarded
 from dpkit.session._handle import SessionHandle
 from dpkit.session._schema import declared_casts, declared_types
 from dpkit.session.engines import engine_for

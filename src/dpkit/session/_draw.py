@@ -1,15 +1,15 @@
-"""Executing a planned query: engine aggregation once, then noise in a fixed order.
+"""The noise side of a release: the draws, in a fixed order, on the engine's exact figures.
 
-:func:`aggregate` runs the engine work on the bounded rows and returns only the exact,
-noise-free per-group figures (never released). :func:`draw` adds the noise: one release
-(``size=None``) or ``size`` independent releases at once, by the same code. For ``size=1`` the
-random bits are consumed in the same order as one release, so a seed gives the same values;
-:class:`dpkit.session.batch.QuerySampler` (the audit's batched path) draws many at once.
+:func:`dpkit.session._engine.aggregate` runs the engine work on the bounded rows and returns
+only the exact, noise-free per-group figures (never released); :func:`execute` hands them
+to :func:`draw`, which adds the noise: one release (``size=None``) or ``size`` independent
+releases at once, by the same code. For ``size=1`` the random bits are consumed in the same
+order as one release, so a seed gives the same values; :class:`dpkit.session.batch.QuerySampler`
+(the audit's batched path) draws many at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import narwhals as nw
@@ -20,15 +20,12 @@ from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.session import _execute as ex
+from dpkit.session import _engine as ex
 from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
-from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Histogram, Quantile
 from dpkit.session.result import QueryRelease
 
 __all__ = [
-    "Aggregated",
-    "aggregate",
     "check_quantile",
     "check_quantile_plan",
     "draw",
@@ -49,56 +46,6 @@ def statistics_layer() -> Any:
     return statistics
 
 
-@dataclass(frozen=True)
-class Aggregated:
-    """The exact per-group figures of one bounded table (inputs of the noise; never released).
-
-    ``table`` has one row per group (keys sorted, public keys completed) and the statistic
-    columns; ``arrays`` holds those columns as int64 arrays; ``grids`` and ``hists`` hold the
-    grid counts of each quantile aggregate and the bin counts of each histogram.
-    """
-
-    table: pl.DataFrame
-    arrays: dict[str, np.ndarray]
-    grids: tuple[pl.DataFrame, ...]
-    hists: tuple[pl.DataFrame, ...]
-
-
-def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
-    """Every engine aggregation the release needs, on the bounded ``rows``.
-
-    With private keys, the groups whose exact selection count is below the plan's
-    pre-threshold are dropped in the engine (:func:`dpkit.session._plan.selection_threshold`):
-    only candidates at or above the cut reach Python."""
-    columns: dict[str, Any] = {}
-    named: dict[str, list[str]] = {}
-    clean = ex.table_clean(ctx, ex.summed_columns(ctx))
-    for i, a in enumerate(ctx.aggregates):
-        if hasattr(a, "columns"):
-            cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
-            columns.update(cols)
-            named[a.name] = list(cols)
-    sel = plan.selection
-    cut = None
-    if sel is not None:
-        if sel.reuse is None:
-            columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-            cut = (ex.SELECT, sel.cut)
-        else:  # the count of one row per unit: its first (only) column
-            cut = (named[sel.reuse][0], sel.cut)
-    table = (
-        ex.aggregate_table(ctx, rows, columns, clean.rows, cut) if columns else ex.keys_only(ctx)
-    )
-    return Aggregated(
-        table,
-        ex.column_arrays(table, list(columns)),
-        tuple(ex.grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
-        tuple(
-            ex.histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)
-        ),
-    )
-
-
 def execute(
     ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
 ) -> QueryRelease:
@@ -106,7 +53,7 @@ def execute(
     (the selection count, then each aggregate's statistics in order), so a seed reproduces a
     release on every engine."""
     assert plan.budget is not None
-    frame, releases = draw(ctx, plan, aggregate(ctx, plan, rows), source)
+    frame, releases = draw(ctx, plan, ex.aggregate(ctx, plan, rows), source)
     sel = plan.selection
     return QueryRelease(
         frame=engine.output(frame, like=ctx.frame, keys=ctx.by),
@@ -121,7 +68,7 @@ def execute(
 
 
 def draw(
-    ctx: ex.Context, plan: Plan, agg: Aggregated, source: Any, size: int | None = None
+    ctx: ex.Context, plan: Plan, agg: ex.Aggregated, source: Any, size: int | None = None
 ) -> tuple[pl.DataFrame, dict[str, Release]]:
     """The noisy frame of one release (``size=None``), or of ``size`` independent releases
     stacked with a ``draw`` column (``0 .. size - 1``; a draw releasing no group has no row).
