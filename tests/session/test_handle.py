@@ -25,7 +25,7 @@ def test_a_query_holds_the_handle_of_its_session() -> None:
 
 
 #: the modules of a query's release: what they need from the Session is the handle
-QUERY_MODULES = ("query.py",)
+QUERY_MODULES = ("query.py", "_pipeline.py")
 
 
 def test_a_query_reads_no_private_attribute_of_its_session() -> None:

@@ -1,8 +1,8 @@
 """The noise side of a release: the draws, in a fixed order, on the engine's exact figures.
 
 :func:`dpkit.session._engine.aggregate` runs the engine work on the bounded rows and returns
-only the exact, noise-free per-group figures (never released); :func:`execute` hands them
-to :func:`draw`, which adds the noise: one release (``size=None``) or ``size`` independent
+only the exact, noise-free per-group figures (never released); :func:`draw` adds the noise to
+them: one release (``size=None``) or ``size`` independent
 releases at once, by the same code. For ``size=1`` the random bits are consumed in the same
 order as one release, so a seed gives the same values; :class:`dpkit.session.batch.QuerySampler`
 (the audit's batched path) draws many at once.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import narwhals as nw
 import numpy as np
 import polars as pl
 
@@ -23,13 +22,11 @@ from dpkit.samplers import as_source
 from dpkit.session import _engine as ex
 from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
 from dpkit.session.aggregates import Histogram, Quantile
-from dpkit.session.result import QueryRelease
 
 __all__ = [
     "check_quantile",
     "check_quantile_plan",
     "draw",
-    "execute",
     "quantile_support",
     "statistics_layer",
 ]
@@ -44,27 +41,6 @@ def statistics_layer() -> Any:
             "build of dpkit does not have yet"
         ) from None
     return statistics
-
-
-def execute(
-    ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
-) -> QueryRelease:
-    """Aggregate in the engine, then draw the noise: groups sorted by key, a fixed draw order
-    (the selection count, then each aggregate's statistics in order), so a seed reproduces a
-    release on every engine."""
-    assert plan.budget is not None
-    frame, releases = draw(ctx, plan, ex.aggregate(ctx, plan, rows), source)
-    sel = plan.selection
-    return QueryRelease(
-        frame=engine.output(frame, like=ctx.frame, keys=ctx.by),
-        privacy=plan.budget.cost,
-        relation="unbounded",
-        privacy_unit=ctx.unit,
-        label=label,
-        plan=plan,
-        releases=releases,
-        threshold=None if sel is None else sel.threshold,
-    )
 
 
 def draw(

@@ -14,20 +14,15 @@ from dpkit._validate import MIN_ALPHA, check_alpha, check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import _engine as ex
+from dpkit.session import _pipeline as pipeline
 from dpkit.session._auto import (
-    WORST_BOUNDS,
     AutoRows,
-    check_stages,
-    choose_bounds,
-    choose_max_rows,
 )
 from dpkit.session._casts import parse_number
-from dpkit.session._draw import check_quantile, check_quantile_plan, execute, statistics_layer
 from dpkit.session._plan import MAX_CUT, Plan, Recipe, make_budget
-from dpkit.session._record import release_events
 from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
-from dpkit.session.aggregates import Aggregate, Histogram, Quantile
+from dpkit.session.aggregates import Aggregate, Histogram
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
@@ -829,20 +824,21 @@ class Query:
         label: Any,
         finish: Any = None,
     ) -> QueryRelease:
-        """:meth:`measure`; ``finish`` (SQL's) turns the release into what the caller
-        returns and says how the query was written: ``finish(rel) -> (rel, language, text)``."""
+        """:meth:`measure`, through the release's steps (``session/_pipeline.py``);
+        ``finish`` (SQL's) turns the release into what the caller returns and says how the
+        query was written: ``finish(rel) -> (rel, language, text)``."""
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
-        assert plan.budget is not None
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
-        source = self._source(rng)  # a bad rng is refused before the spend
-        label = label or self._label()
-        spend = self._s.spend(plan.budget.cost, label, release_events(plan))
-        rel = ex.after_spend(lambda: self._release(ctx, plan, source, label))
-        language, text = "python", self.text()
-        if finish is not None:
-            rel, language, text = finish(rel)
-        return self._s.recorded(rel, spend, language, text, source)
+        return pipeline.measure(
+            self._s,
+            ctx,
+            plan,
+            source=lambda: self._source(rng),
+            label=label,
+            default_label=self._label(),
+            on_data=self._with_rows,
+            text=self.text,
+            finish=finish,
+        )
 
     def text(self) -> str:
         """The query as the builder calls that make it, one per line (for reports).
@@ -869,26 +865,6 @@ class Query:
                 options.append(f"pre_threshold={self._pre}")
         return query_text(head, self._steps, self._by, self._keys, self._aggs, options)
 
-    def _release(self, ctx: ex.Context, plan: Plan, source: Any, label: str) -> QueryRelease:
-        """The release once its cost is charged: the automatic stages, then the statistics."""
-        ctx = self._with_rows(ctx)
-        contribution = None
-        if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
-            auto = plan.rows.auto
-            contribution = choose_max_rows(
-                ctx, plan.rows.epsilon, auto.level, auto.max_bound, source
-            )
-            k = contribution.bound
-            plan = plan.with_rows(k)
-            ctx = dataclasses.replace(ctx, max_rows=plan.max_rows, max_groups=plan.max_groups)
-        rows = ex.bounded_rows(ctx, ex.fresh_salt(ctx, source))
-        chosen: dict[str, Any] = {}
-        if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
-            ctx, chosen = choose_bounds(ctx, rows, plan, source)
-            plan = plan.with_bounds(ctx.aggregates, tuple(chosen.items()))
-        out = execute(ctx, plan, rows, source, label, self._s.engine)
-        return dataclasses.replace(out, bounds=chosen, contribution=contribution)
-
     def _prepare(
         self, epsilon: Any, delta: Any, alpha: Any, rho: Any, noise: Any
     ) -> tuple[ex.Context, Plan]:
@@ -898,27 +874,7 @@ class Query:
         any other (see :meth:`_rows_of`)."""
         ctx = self._context()
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
-        if plan.bounds:  # the statistics once bounds are chosen: checked on the worst lattice
-            worst = tuple(
-                a.resolve(WORST_BOUNDS) if getattr(a, "auto", False) else a  # type: ignore[attr-defined]
-                for a in self._aggs
-            )
-            plan.with_bounds(worst)
-        check_stages(plan)  # the automatic stages' noise within the sampler's range
-        for part in plan.parts:  # a sum's interval within the float range for some table
-            if part.part.label == "sum":
-                from dpkit.statistics.moments import check_sum_interval
-
-                what = "narrow the bounds (rescale the data) or raise epsilon (or rho)"
-                owner = f"Session ({part.aggregate})"
-                check_sum_interval(owner, part.half_width, part.part.unit, what)
-        if plan.quantiles:
-            statistics_layer()  # fails before spending if the statistics layer is missing
-            quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
-            for a in quantiles:
-                check_quantile(ctx.schema, a)
-            for a, qp in zip(quantiles, plan.quantiles, strict=True):  # the planned stages
-                check_quantile_plan(a, qp, plan.alpha)  # run as planned, noise in range
+        pipeline.check_before_spend(ctx, plan)
         return ctx, plan
 
     def _source(self, rng: Any) -> Any:
