@@ -1,7 +1,7 @@
 """A release validates its budget once and re-plans by method, never from raw parameters.
 
 The budget (``epsilon``, ``delta``, ``rho``, ``noise``) is checked once, into the typed
-:class:`~dpkit.session._plan.Budget` the plan carries; a choice made at release time
+:class:`~dpkit.session._budget.Budget` the plan carries; a choice made at release time
 (``max_rows_per_unit="auto"``, ``bounds="auto"``) re-splits that budget through
 ``Plan.with_rows`` and ``Plan.with_bounds``. The counts are read from the calls made
 (a profile hook on the functions' code), whatever module calls them.
@@ -22,7 +22,7 @@ import pytest
 
 import dpkit as dp
 from dpkit.noise import Noise
-from dpkit.session import _plan
+from dpkit.session import _budget, _plan
 
 
 @contextmanager
@@ -81,7 +81,7 @@ def test_a_release_validates_its_budget_once(name: str) -> None:
     build, params, _ = CASES[name]
     query = build(_session(dp.ZCDP(10.0) if "rho" in params else None))
     params = {"epsilon": 1.0, **params} if "rho" not in params else params
-    with _calls(make_budget=_plan.make_budget) as seen:
+    with _calls(make_budget=_budget.make_budget) as seen:
         query.release(**params)
     assert seen["make_budget"] == 1
 

@@ -18,8 +18,9 @@ from dpkit.session import _pipeline as pipeline
 from dpkit.session._auto import (
     AutoRows,
 )
+from dpkit.session._budget import make_budget
 from dpkit.session._casts import parse_number
-from dpkit.session._plan import MAX_CUT, Plan, Recipe, make_budget
+from dpkit.session._plan import MAX_CUT, Plan, Recipe
 from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
 from dpkit.session.aggregates import Aggregate, Histogram
