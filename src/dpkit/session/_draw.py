@@ -63,7 +63,7 @@ def draw(
     for p in plan.parts:
         parts.setdefault(p.aggregate, []).append(p)
     stats = {
-        a.name: a.statistics(agg.arrays, f"__dpkit_a{i}_")  # type: ignore[attr-defined]
+        a.name: a.statistics(agg.arrays, f"__dpkit_a{i}_")
         for i, a in enumerate(ctx.aggregates)
         if not isinstance(a, Quantile | Histogram)
     }
@@ -94,7 +94,7 @@ def draw(
             for p, v in zip(parts[a.name], vals, strict=True):
                 releases[f"{a.name}: {p.part.label}"] = _part_release(p, v, budget.noise)
         halves = [p.half_width for p in parts[a.name]]
-        out.update(a.finish(vals, halves, plan.alpha))  # type: ignore[attr-defined]
+        out.update(a.finish(vals, halves, plan.alpha))
     frame = pl.DataFrame(out)
     quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
     for qp, q, counts in zip(plan.quantiles, quantiles, agg.grids, strict=True):

@@ -21,7 +21,15 @@ import polars as pl
 
 from dpkit.errors import DPError, ParameterError
 from dpkit.samplers import uniform_int
-from dpkit.session._specs import DistinctUnits, Rows, Summed, aggregation, digits, split_for
+from dpkit.session._specs import (
+    CleanColumns,
+    DistinctUnits,
+    Rows,
+    Summed,
+    aggregation,
+    digits,
+    split_for,
+)
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
@@ -31,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RESERVED",
     "Aggregated",
-    "CleanColumns",
     "Context",
     "Guarded",
     "after_spend",
@@ -403,15 +410,6 @@ def summed_columns(ctx: Context) -> list[str]:
     )
 
 
-class CleanColumns(frozenset[str]):
-    """Column names with no null and no NaN in the table, with each one's ``spans``:
-    ``(min, max)`` over the whole table, and the table's number of ``rows`` (None if not
-    known): no group of any query has more."""
-
-    spans: dict[str, tuple[Any, Any]]
-    rows: int | None
-
-
 def _probes(ctx: Context, cols: list[str]) -> list[nw.Expr]:
     """Aggregations telling whether a column has a null or a NaN, and its range.
 
@@ -470,11 +468,10 @@ def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
             agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
         known.update(_spans(agg, todo))
         known[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
-    out = CleanColumns(c for c in cols if known[c] is not None)
-    out.spans = {c: span for c in out if (span := known[c]) is not None}
+    clean = [c for c in cols if known[c] is not None]
+    spans = {c: span for c in clean if (span := known[c]) is not None}
     rows = known.get(_LEN)
-    out.rows = int(rows[0]) if rows is not None else None
-    return out
+    return CleanColumns(clean, spans, int(rows[0]) if rows is not None else None)
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:
@@ -614,8 +611,8 @@ def aggregate(ctx: Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
     named: dict[str, list[str]] = {}
     clean = table_clean(ctx, summed_columns(ctx))
     for i, a in enumerate(ctx.aggregates):
-        if hasattr(a, "columns"):
-            cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
+        cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
+        if cols:
             columns.update(cols)
             named[a.name] = list(cols)
     sel = plan.selection

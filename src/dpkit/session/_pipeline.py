@@ -39,10 +39,7 @@ def check_before_spend(ctx: ex.Context, plan: Plan) -> None:
     statistics on the worst bounds ``bounds="auto"`` can choose, the automatic stages'
     noise, each sum's interval, each quantile's planned stages."""
     if plan.bounds:  # the statistics once bounds are chosen: checked on the worst lattice
-        worst = tuple(
-            a.resolve(WORST_BOUNDS) if getattr(a, "auto", False) else a  # type: ignore[attr-defined]
-            for a in ctx.aggregates
-        )
+        worst = tuple(a.resolve(WORST_BOUNDS) if a.auto else a for a in ctx.aggregates)
         plan.with_bounds(worst)
     check_stages(plan)  # the automatic stages' noise within the sampler's range
     for part in plan.parts:  # a sum's interval within the float range for some table

@@ -314,18 +314,16 @@ def plan_notes(
     for a in aggregates:
         if a.column is None or isinstance(a, Histogram):
             continue
-        fill = getattr(a, "fill", None)
+        fill = a.fill
         rule = "left out" if fill is None else f"replaced by {fill!r}"
         clip = (
-            "the bounds the release chooses privately (bounds='auto')"
-            if getattr(a, "auto", False)
-            else repr(getattr(a, "bounds", None))
+            "the bounds the release chooses privately (bounds='auto')" if a.auto else repr(a.bounds)
         )
         notes.append(
             f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
             f"are clipped to {clip}"
         )
-        lat = getattr(a, "lattice", None)
+        lat = a.lattice
         if lat is not None:
             notes.append(
                 f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
@@ -412,15 +410,15 @@ def split(
     auto: list[BoundsPlan] = []
     for agg, w in zip(aggregates, weights, strict=True):
         share = w / total
-        b_share = Fraction(getattr(agg, "bounds_share", 0.0))
-        if getattr(agg, "auto", False):  # bounds chosen at release time: no parts yet
+        b_share = Fraction(agg.bounds_share)
+        if agg.auto:  # bounds chosen at release time: no parts yet
             auto.append(
                 BoundsPlan(
                     agg.name,
                     share * b_share,
                     pure_epsilon(budget, share * b_share, k),
-                    getattr(agg, "bounds_method", "histogram"),
-                    getattr(agg, "lower", None),
+                    agg.bounds_method,
+                    agg.lower,
                 )
             )
             continue
@@ -429,7 +427,7 @@ def split(
             quants.append(_quantile_plan(agg, budget, share, k, schema))
             continue
         cells = k if isinstance(agg, Histogram) else groups
-        a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
+        a_alpha = agg.interval_alpha(alpha)
         for part in agg.parts(budget.noise, ""):
             sens = k * part.per_row
             noise = _noise(budget, share * part.share, sens, cells)

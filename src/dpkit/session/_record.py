@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
+from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
 if TYPE_CHECKING:
     from dpkit.session.result import QueryRelease
@@ -158,12 +159,12 @@ def _table(out: Any) -> dict[str, Any]:
     }
 
 
-def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[str, Any]:
+def _aggregate(agg: Aggregate, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[str, Any]:
     """One aggregate's public facts: kind, column, outputs, bounds and how they were set."""
     kind = type(agg).__name__.lower()
-    if kind == "var" and getattr(agg, "root", False):
+    if agg.root:
         kind = "std"
-    if kind == "quantile" and getattr(agg, "single", False) and tuple(agg.levels) == (0.5,):
+    if isinstance(agg, Quantile) and agg.single and tuple(agg.levels) == (0.5,):
         kind = "median"
     out: dict[str, Any] = {
         "name": agg.name,
@@ -171,13 +172,13 @@ def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[s
         "column": agg.column,
         "outputs": list(agg.outputs()),
     }
-    if hasattr(agg, "levels"):
+    if isinstance(agg, Quantile):
         out["levels"] = list(agg.levels)
-    if getattr(agg, "edges", None) is not None:
+    if isinstance(agg, Histogram) and agg.edges is not None:
         out["bins"] = [_number(e) for e in agg.edges]
-    elif getattr(agg, "categories", None) is not None:
+    elif isinstance(agg, Histogram) and agg.categories is not None:
         out["bins"] = [_cell(c) for c in agg.categories]
-    if hasattr(agg, "bounds"):
+    if agg.bounds is not None:
         plan = auto.get(agg.name)
         got = chosen.get(agg.name)
         if plan is None:
@@ -193,7 +194,7 @@ def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[s
                 "clipped_fraction": None if got is None else _number(got.clipped_fraction),
                 "fallback": None if got is None else bool(got.fallback),
             }
-    if getattr(agg, "fill", None) is not None:
+    if agg.fill is not None:
         out["fill"] = _number(agg.fill)
     return out
 

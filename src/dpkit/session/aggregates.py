@@ -42,7 +42,7 @@ import numpy as np
 from dpkit._validate import check_bounds, check_level, check_number, check_positive, describe
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
-from dpkit.session._specs import CountOf, Rows, Summed
+from dpkit.session._specs import NOTHING_KNOWN, CleanColumns, CountOf, Rows, Summed
 from dpkit.statistics.bounds import METHODS as BOUNDS_METHODS
 from dpkit.statistics.bounds import check_moments_lower, representable
 from dpkit.statistics.quantile_release import METHODS as QUANTILE_METHODS
@@ -129,7 +129,16 @@ def _check_fill(owner: str, fill: Any) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
-    """Base of every aggregate: the column, the output name and the budget weight."""
+    """Base of every aggregate: the column, the output name and the budget weight.
+
+    The whole protocol a release uses is declared here, so that the plan, the engine side
+    and the noise side call it on any aggregate without probing for attributes: the noisy
+    parts (:meth:`parts`), the engine's per-group figures (:meth:`columns`), the exact
+    statistics and the released columns (:meth:`statistics`, :meth:`finish`), the interval
+    level (:meth:`interval_alpha`), and the bounding facts (:attr:`bounds`, :attr:`fill`,
+    :attr:`lattice`, :attr:`auto` and the automatic bounds' settings), which an aggregate
+    without bounds (a count, a histogram) answers with their neutral values.
+    """
 
     column: str | None
     name: str
@@ -138,6 +147,81 @@ class Aggregate:
     #: the noisy integer statistics; empty for aggregates released by another mechanism
     def parts(self, noise: str, prefix: str) -> list[Part]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def columns(
+        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
+    ) -> dict[str, Any]:
+        """What the engine aggregates per group for :meth:`statistics` (see
+        :mod:`dpkit.session._specs`); columns in ``clean`` are known to hold no null and no
+        NaN. Empty for an aggregate the engine counts another way (a quantile's grid, a
+        histogram's bins)."""
+        return {}
+
+    def statistics(  # pragma: no cover - abstract
+        self, table: dict[str, np.ndarray], prefix: str
+    ) -> list[np.ndarray]:
+        """The exact integer statistic of each part, per group, from the engine's figures."""
+        raise NotImplementedError
+
+    def finish(  # pragma: no cover - abstract
+        self, noisy: list[np.ndarray], half: list[int], alpha: float
+    ) -> dict[str, Any]:
+        """The released columns from the noisy statistics and their interval half-widths."""
+        raise NotImplementedError
+
+    def interval_alpha(self, alpha: float) -> float:
+        """The level each part's interval is computed at for an interval at ``alpha``."""
+        return alpha
+
+    def resolve(self, bounds: tuple[float, float]) -> Aggregate:
+        """This aggregate with ``bounds`` chosen for ``bounds="auto"`` (itself when it has
+        no automatic bounds)."""
+        return self
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """The clipping bounds (``None``: the aggregate clips nothing)."""
+        return None
+
+    @property
+    def fill(self) -> float | None:
+        """The value nulls and NaN are replaced by (``None``: left out)."""
+        return None
+
+    @property
+    def lattice(self) -> Lattice | None:
+        """The exact integer lattice of the clipped values (``None``: none)."""
+        return None
+
+    @property
+    def auto(self) -> bool:
+        """``bounds="auto"`` not yet resolved."""
+        return False
+
+    @property
+    def bounds_share(self) -> float:
+        """The share of the aggregate's budget spent on choosing its bounds."""
+        return 0.0
+
+    @property
+    def bounds_method(self) -> str:
+        """How ``bounds="auto"`` chooses: ``"histogram"`` or ``"tail"``."""
+        return "histogram"
+
+    @property
+    def lower(self) -> float | None:
+        """A public lower bound for ``bounds="auto"`` (``None``: both ends searched)."""
+        return None
+
+    @property
+    def root(self) -> bool:
+        """A standard deviation (the root of a variance)."""
+        return False
+
+    @property
+    def reads_numbers(self) -> bool:
+        """The aggregate reads its column as numbers (text columns are parsed for it)."""
+        return False
 
     def outputs(self) -> list[str]:
         """The released value columns (each also gets ``_low`` and ``_high``)."""
@@ -176,7 +260,7 @@ class Count(Aggregate):
         return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
 
     def columns(
-        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
     ) -> dict[str, Any]:
         """What the engine aggregates per group (see :mod:`dpkit.session._specs`); columns in
         ``clean`` are known to hold no null and no NaN."""
@@ -219,6 +303,10 @@ class _Bounded(Aggregate):
     #: a public lower bound for ``bounds="auto"`` (only the upper bound is then searched)
     lower: float | None = None
 
+    @property
+    def reads_numbers(self) -> bool:
+        return True
+
     def check_schema(self, schema: Any) -> None:
         _numeric(type(self).__name__.lower(), self.column or "", schema)
 
@@ -234,15 +322,15 @@ class _Bounded(Aggregate):
         return _with_lattice(out, _VAR_BITS if var else _SUM_BITS)
 
     def _base_columns(
-        self, schema: Any, prefix: str, clean: frozenset[str], squares: bool = False
+        self, schema: Any, prefix: str, clean: CleanColumns, squares: bool = False
     ) -> dict[str, Any]:
         assert self.column is not None
         lat = self.lattice
         valid = None if self.column in clean else lat.valid(self.column, schema[self.column])
-        span = getattr(clean, "spans", {}).get(self.column)  # the column's range, if known
+        span = clean.spans.get(self.column)  # the column's range, if known
         # uncentred units when their float64 sums are exact too: at most `rows` values per
         # group (the table's rows), each of magnitude <= lat.magnitude
-        rows = getattr(clean, "rows", None)
+        rows = clean.rows
         plain = not squares and rows is not None and rows * lat.magnitude <= 2**53
         off = lat.offsets(
             self.column, valid, self.fill, clip=not lat.inside(span), centred=not plain
@@ -275,7 +363,7 @@ class Sum(_Bounded):
         return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
 
     def columns(
-        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
     ) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean)
 
@@ -353,7 +441,7 @@ class Mean(_Bounded):
         ]
 
     def columns(
-        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
     ) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean)
 
@@ -408,7 +496,7 @@ class Var(_Bounded):
         ]
 
     def columns(
-        self, schema: Any, prefix: str, clean: frozenset[str] = frozenset()
+        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
     ) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean, squares=True)
 
@@ -510,6 +598,10 @@ class Histogram(Aggregate):
 
     edges: tuple[float, ...] | None = None
     categories: tuple[Any, ...] | None = None
+
+    @property
+    def reads_numbers(self) -> bool:
+        return self.edges is not None
 
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return [Part(f"{prefix}n", "count per bin", 1, Fraction(1), 1.0)]
@@ -695,7 +787,7 @@ def _with_lattice(agg: Any, bits: int) -> Any:
     if agg.auto:
         return agg
     lower, upper = agg.bounds
-    owner = "dp.std" if getattr(agg, "root", False) else f"dp.{type(agg).__name__.lower()}"
+    owner = "dp.std" if agg.root else f"dp.{type(agg).__name__.lower()}"
     lat = Lattice.for_bounds(owner, lower, upper, bits)
     if isinstance(agg, Var):
         # the variance works with squares of values and of the lattice unit: both must be

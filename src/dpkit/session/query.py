@@ -658,8 +658,7 @@ class Query:
         text = self._s.text
         out: list[str] = []
         for a in self._aggs:
-            numeric = hasattr(a, "bounds") or (isinstance(a, Histogram) and a.edges is not None)
-            if numeric and a.column in text and a.column not in out:
+            if a.reads_numbers and a.column in text and a.column not in out:
                 out.append(a.column)
         return out
 
