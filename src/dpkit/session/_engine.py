@@ -491,7 +491,7 @@ def grid_groups(ctx: Context) -> int | None:
     filter for no finer grid). None otherwise: private keys (the groups come from the data),
     other key types, many keys; the grid is then the coarsest.
     """
-    from dpkit.session.aggregates import QUANTILE_CELLS, QUANTILE_MIN_BITS, quantile_bits
+    from dpkit.session._kinds import QUANTILE_CELLS, QUANTILE_MIN_BITS, quantile_bits
 
     if not ctx.by:
         return 1
