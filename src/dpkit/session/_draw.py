@@ -24,10 +24,8 @@ from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
 from dpkit.session.aggregates import Histogram, Quantile
 
 __all__ = [
-    "check_quantile",
     "check_quantile_plan",
     "draw",
-    "quantile_support",
     "statistics_layer",
 ]
 
@@ -173,50 +171,6 @@ def _quantile_release(agg: Quantile, qp: Any, frame: pl.DataFrame, plan: Plan) -
             "value_intervals": np.stack((low, high), axis=-1),
         },
     )
-
-
-def quantile_support(schema: Any, agg: Quantile) -> str | float:
-    """The base measure of a quantile aggregate: an integer-typed column (a public schema
-    fact, never the values) puts the atoms on the integers (``support=1.0``, when the
-    mechanism's lattice holds them and the bounds are at least one wide); any other column,
-    or bounds too narrow or too wide for a step of 1 (``(0, 0.5)``, ``(0, 2**40)``), gets
-    ``"auto"`` (atoms on every dyadic grid). The rule of the array functions
-    (:func:`dpkit.statistics.quantiles` on an integer dtype), so both release the same
-    values from the same records; the engine's grid has a power-of-two unit, so it moves an
-    integer record to an integer (itself when the unit is 1 or less). Decided from the
-    schema and the bounds alone, before anything is spent."""
-    assert agg.column is not None
-    if schema[agg.column].is_integer():
-        from dpkit.mechanisms.quantile_em import QuantileLattice, resolution_level
-
-        lower, upper = agg.bounds
-        try:
-            resolution_level(QuantileLattice.for_bounds("dp.quantile", lower, upper), 1.0)
-        except ParameterError:  # the step of 1 is wider than the bounds
-            return "auto"
-        return 1.0
-    return "auto"
-
-
-def check_quantile(schema: Any, agg: Quantile) -> None:
-    """Refuse, before anything is spent, a ``method`` the column cannot take: ``"cdf"``
-    needs a resolution support (an integer-typed column) with a small grid."""
-    if agg.method != "cdf":
-        return
-    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
-    from dpkit.statistics.cdf import MAX_GRID, cdf_grid
-
-    support = quantile_support(schema, agg)
-    lower, upper = agg.bounds
-    ok = not isinstance(support, str) and (
-        cdf_grid(Measure(QuantileLattice.for_bounds("dp.quantile", lower, upper), support))
-        is not None
-    )
-    if not ok:
-        raise ParameterError(
-            f"dp.quantile({agg.column!r}): method='cdf' needs an integer-typed column with at "
-            f"most {MAX_GRID} integers inside the bounds {agg.bounds}; use method='auto'"
-        )
 
 
 def check_quantile_plan(agg: Quantile, qp: Any, alpha: float) -> None:

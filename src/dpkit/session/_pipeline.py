@@ -24,9 +24,9 @@ import narwhals as nw
 
 from dpkit.session import _engine as ex
 from dpkit.session._auto import WORST_BOUNDS, check_stages, choose_bounds, choose_max_rows
-from dpkit.session._draw import check_quantile, check_quantile_plan, draw, statistics_layer
+from dpkit.session._draw import check_quantile_plan, draw, statistics_layer
 from dpkit.session._handle import SessionHandle
-from dpkit.session._plan import Plan
+from dpkit.session._plan import Plan, check_quantile
 from dpkit.session._record import release_events
 from dpkit.session.aggregates import Quantile
 from dpkit.session.result import QueryRelease

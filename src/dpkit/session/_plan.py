@@ -32,10 +32,12 @@ __all__ = [
     "Recipe",
     "RowsPlan",
     "SelectionPlan",
+    "check_quantile",
     "default_cut",
     "explain_text",
     "plan_notes",
     "quantile_spend",
+    "quantile_support",
     "reused_count",
     "selection_threshold",
     "split",
@@ -470,17 +472,59 @@ def _quantile_plan(
     agg: Quantile, budget: Budget, share: Fraction, k: int, schema: Any
 ) -> QuantilePlan:
     """The quantile aggregate's plan: its support from the column's type
-    (:func:`~dpkit.session._draw.quantile_support`), the method the statistics layer will
+    (:func:`quantile_support`), the method the statistics layer will
     run (:func:`dpkit.statistics.quantile_release.quantile_method`, the function the release's
     own resolution is; the release then runs this method, never resolving again) and each
     stage's epsilon (:func:`quantile_spend`)."""
-    from dpkit.session._draw import check_quantile, quantile_support  # _draw imports this module
-
     check_quantile(schema, agg)
     support = quantile_support(schema, agg)
     method = quantile_method(agg.levels, bounds=agg.bounds, method=agg.method, support=support)
     spend = quantile_spend(budget, share, k, method)
     return QuantilePlan(agg.name, share, float_up(spend.total), method, support, spend)
+
+
+def quantile_support(schema: Any, agg: Quantile) -> str | float:
+    """The base measure of a quantile aggregate: an integer-typed column (a public schema
+    fact, never the values) puts the atoms on the integers (``support=1.0``, when the
+    mechanism's lattice holds them and the bounds are at least one wide); any other column,
+    or bounds too narrow or too wide for a step of 1 (``(0, 0.5)``, ``(0, 2**40)``), gets
+    ``"auto"`` (atoms on every dyadic grid). The rule of the array functions
+    (:func:`dpkit.statistics.quantiles` on an integer dtype), so both release the same
+    values from the same records; the engine's grid has a power-of-two unit, so it moves an
+    integer record to an integer (itself when the unit is 1 or less). Decided from the
+    schema and the bounds alone, before anything is spent."""
+    assert agg.column is not None
+    if schema[agg.column].is_integer():
+        from dpkit.mechanisms.quantile_em import QuantileLattice, resolution_level
+
+        lower, upper = agg.bounds
+        try:
+            resolution_level(QuantileLattice.for_bounds("dp.quantile", lower, upper), 1.0)
+        except ParameterError:  # the step of 1 is wider than the bounds
+            return "auto"
+        return 1.0
+    return "auto"
+
+
+def check_quantile(schema: Any, agg: Quantile) -> None:
+    """Refuse, before anything is spent, a ``method`` the column cannot take: ``"cdf"``
+    needs a resolution support (an integer-typed column) with a small grid."""
+    if agg.method != "cdf":
+        return
+    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
+    from dpkit.statistics.cdf import MAX_GRID, cdf_grid
+
+    support = quantile_support(schema, agg)
+    lower, upper = agg.bounds
+    ok = not isinstance(support, str) and (
+        cdf_grid(Measure(QuantileLattice.for_bounds("dp.quantile", lower, upper), support))
+        is not None
+    )
+    if not ok:
+        raise ParameterError(
+            f"dp.quantile({agg.column!r}): method='cdf' needs an integer-typed column with at "
+            f"most {MAX_GRID} integers inside the bounds {agg.bounds}; use method='auto'"
+        )
 
 
 def quantile_spend(
