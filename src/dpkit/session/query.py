@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
@@ -14,6 +13,7 @@ from dpkit._validate import MIN_ALPHA, check_alpha, check_int, check_positive
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import _engine as ex
+from dpkit.session import _keys as keys_mod
 from dpkit.session import _pipeline as pipeline
 from dpkit.session._auto import (
     AutoRows,
@@ -80,91 +80,6 @@ def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
         f"Query: a filter or added column cannot run on this data's schema ({failed}); the "
         "engine's message is not shown. Check the columns they name and their types"
     )
-
-
-def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
-    if (
-        isinstance(keys, pl.DataFrame | pl.LazyFrame)
-        or hasattr(keys, "__dataframe__")
-        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb", "pyspark"))
-    ):
-        frame = nw.from_native(keys)
-        if isinstance(frame, nw.LazyFrame):
-            frame = frame.collect()
-        out = frame.to_polars()
-        missing = [c for c in by if c not in out.columns]
-        if missing:
-            raise ParameterError(f"group_by: the `keys` frame lacks column(s) {missing}")
-        out = out.select(list(by))
-    elif isinstance(keys, Sequence) and not isinstance(keys, str):
-        rows = list(keys)
-        if len(by) == 1:
-            rows = [r[0] if isinstance(r, tuple) and len(r) == 1 else r for r in rows]
-            out = pl.DataFrame({by[0]: rows}, strict=False)
-        else:
-            if not all(isinstance(r, tuple | list) and len(r) == len(by) for r in rows):
-                raise ParameterError(
-                    f"group_by: with {len(by)} key columns, `keys` must be a list of "
-                    f"{len(by)}-tuples or a frame; got {keys!r}"
-                )
-            out = pl.DataFrame(rows, schema=list(by), orient="row", strict=False)
-    else:
-        raise TypeError(
-            "group_by: `keys` must be None (chosen privately), a list of keys or a frame of "
-            f"key columns; got {type(keys).__name__}"
-        )
-    if out.is_duplicated().any():
-        raise ParameterError("group_by: public `keys` must be distinct")
-    return out
-
-
-def _check_key_types(
-    schema: Any, by: tuple[str, ...], keys: pl.DataFrame | None, unit: str | None
-) -> pl.DataFrame | None:
-    """Refuse, before anything is spent, key columns (and a privacy unit) that cannot be
-    grouped (nested or untyped values: TypeError) and public keys that do not fit their
-    column's type (ParameterError): keys that do not cast to it, or that the cast changes
-    (non-integral numbers for an integer column, ``"01"`` for one, a datetime with a time
-    for a date column: the cast back differs). Returns the keys cast to the columns' types,
-    which every later step uses. The schema is public; the data is not read."""
-    roles = [(c, "a group key", "group_by") for c in by]
-    if unit is not None:
-        roles.append((unit, "the privacy unit", "Session"))
-    for c, role, owner in roles:
-        dtype = schema[c]
-        if dtype.is_nested() or isinstance(dtype, nw.Object | nw.Unknown):
-            raise TypeError(
-                f"{owner}: column {c!r} of type {dtype} cannot be {role} (lists, structs, "
-                "arrays and untyped objects are not supported); use a string or number "
-                "derived from it, computed before the Session"
-            )
-    if keys is None:
-        return None
-    cast: dict[str, pl.Series] = {}
-    for c in by:
-        dtype = schema[c]
-        target = nw.String() if isinstance(dtype, nw.Categorical | nw.Enum) else dtype
-        given = keys[c]
-        if dtype.is_integer() and given.dtype.is_float():
-            finite = given.drop_nulls()
-            if not finite.is_finite().all() or not (finite == finite.floor()).all():
-                raise ParameterError(
-                    f"group_by: the public `keys` of the integer column {c!r} must be whole "
-                    f"numbers; got {finite.filter(finite != finite.floor()).head(3).to_list()}"
-                )
-        try:
-            typed = nw.from_native(keys.select(c)).select(nw.col(c).cast(target)).to_native()[c]
-            same = bool(typed.cast(given.dtype).eq_missing(given).all())
-        except Exception:  # the cast's own error type (the keys are public)
-            same = False
-        if not same:
-            raise ParameterError(
-                f"group_by: the public `keys` of column {c!r} ({given.dtype}) do not fit its "
-                f"type {dtype}; give keys of that type (for example datetime.date values for "
-                "a date column)"
-            )
-        cast[c] = typed
-    return keys.with_columns(cast[c].alias(c) for c in by)
 
 
 def _none_or_one(value: Any) -> bool:
@@ -506,7 +421,7 @@ class Query:
                     "public `keys` every given group is released"
                 )
             pre = check_int("group_by", "pre_threshold", pre_threshold, minimum=1, maximum=MAX_CUT)
-        kf = None if keys is None else _public_keys(tuple(columns), keys)
+        kf = None if keys is None else keys_mod.public_keys(tuple(columns), keys)
         return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w, _pre=pre)
 
     def agg(self, *aggregates: Aggregate) -> Query:
@@ -568,7 +483,7 @@ class Query:
                 raise ParameterError(
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
-        keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
+        keys = keys_mod.check_key_types(schema, self._by, self._keys, s.privacy_unit)
         engine = s.engine
         for c in self._by:
             s.check_unambiguous("group_by", c)
