@@ -24,8 +24,9 @@ def test_a_query_holds_the_handle_of_its_session() -> None:
     assert all(not f.name.startswith("_") for f in dataclasses.fields(SessionHandle))
 
 
-#: the modules of a query's release: what they need from the Session is the handle
-QUERY_MODULES = ("query.py", "_pipeline.py")
+#: the modules of a query's release and its record: what they need from the Session is the
+#: handle, or the facts the Session hands them
+QUERY_MODULES = ("query.py", "_pipeline.py", "_record.py")
 
 
 def test_a_query_reads_no_private_attribute_of_its_session() -> None:

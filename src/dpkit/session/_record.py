@@ -292,26 +292,33 @@ def _version() -> str:
 def build(
     rel: QueryRelease,
     *,
-    session: Any,
+    accountant: Any,
+    schema: dict[str, Any],
+    declared: Any,
+    public_tables: dict[str, Any],
+    engine: Any,
     spend: Any,
     language: str,
     text: str,
     secure: bool,
 ) -> dict[str, Any]:
-    """The record of ``rel``, released by ``session`` and paid for by ``spend`` (the
-    :class:`~dpkit.accounting.Spend` its accountant returned), as JSON data.
+    """The record of ``rel``, paid for by ``spend`` (the :class:`~dpkit.accounting.Spend`
+    ``accountant`` returned), as JSON data.
 
-    ``language`` and ``text`` are the query as written (``"python"``, the builder's text;
-    ``"sql"``, the SQL); ``secure`` says whether its randomness was secure.
+    The Session's public facts: its ``schema`` (``declared``: the columns given with
+    ``schema=``), its SQL ``public_tables`` and its ``engine`` (which hands the released
+    frame back as Polars). ``language`` and ``text`` are the query as written
+    (``"python"``, the builder's text; ``"sql"``, the SQL); ``secure`` says whether its
+    randomness was secure.
     """
     plan = rel.plan
     budget = plan.budget
     assert budget is not None  # a released plan has its budget
-    acct = session.accountant
+    acct = accountant
     chosen = dict(rel.bounds)
     auto = {b.aggregate: b for b in plan.bounds}
-    declared = set(session._declared)
-    public = getattr(session, "_sql_public", None) or {}
+    declared = set(declared)
+    public = public_tables or {}
     keys = None
     if plan.by:
         keys = "public" if plan.public_keys else "private"
@@ -326,8 +333,7 @@ def build(
         "privacy_unit": rel.privacy_unit,
         "relation": rel.relation,
         "schema": [
-            {"name": c, "type": str(t), "declared": c in declared}
-            for c, t in session._schema.items()
+            {"name": c, "type": str(t), "declared": c in declared} for c, t in schema.items()
         ],
         "public_tables": (
             {name: list(frame.columns) for name, frame in public.items()}
@@ -359,7 +365,7 @@ def build(
             "notes": list(plan.notes),
             "text": str(plan),
         },
-        "table": _table(session._engine.released(rel.frame)),
+        "table": _table(engine.released(rel.frame)),
         "randomness": {"secure": bool(secure)},
         "dpkit": _version(),
     }

@@ -385,7 +385,16 @@ class Session:
         from dpkit.session._record import build
 
         record = build(
-            rel, session=self, spend=spend, language=language, text=text, secure=source.secure
+            rel,
+            accountant=self.accountant,
+            schema=self._schema,
+            declared=self._declared,
+            public_tables=self._sql_public,
+            engine=self._engine,
+            spend=spend,
+            language=language,
+            text=text,
+            secure=source.secure,
         )
         try:
             self.accountant.attach_record(spend.index, record)
