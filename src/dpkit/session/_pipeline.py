@@ -11,7 +11,7 @@
    ``Plan.with_bounds``), the rows bounded with a fresh salt, and :func:`execute`: the
    engine's aggregation (``session/_engine.py``) and the noise (``session/_draw.py``). Any
    error here is reported as one after the spend (``_engine.after_spend``).
-4. The record (:meth:`SessionHandle.recorded`): the release kept with what it was.
+4. The record (``SessionHandle.recorded``): the release kept with what it was.
 """
 
 from __future__ import annotations
