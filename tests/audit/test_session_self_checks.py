@@ -37,7 +37,7 @@ import pytest
 
 from dpkit.audit import targets
 from dpkit.noise import Noise
-from dpkit.session import _execute, _plan
+from dpkit.session import _engine, _plan
 from dpkit.statistics import QuantileStage
 
 SEED = 20260101
@@ -77,12 +77,12 @@ ONE_ROW = {"max_rows": 1, "max_groups": 1}
     ("name", "params", "least"), [("session_count", {}, 2.5), ("session_sum", ONE_ROW, 1.7)]
 )
 def test_bounding_that_ignores_max_rows_per_unit_is_a_violation(monkeypatch, name, params, least):
-    bounded_rows = _execute.bounded_rows
+    bounded_rows = _engine.bounded_rows
 
-    def unbounded_rows(ctx: _execute.Context, salt: Any) -> Any:
+    def unbounded_rows(ctx: _engine.Context, salt: Any) -> Any:
         return bounded_rows(dataclasses.replace(ctx, max_rows=10**6), salt)
 
-    monkeypatch.setattr(_execute, "bounded_rows", unbounded_rows)
+    monkeypatch.setattr(_engine, "bounded_rows", unbounded_rows)
     _case, res = _run(name, **params)
     assert res.verdict == "violation" and res.epsilon_lower_bound > least, res
 

@@ -105,9 +105,9 @@ def test_an_interrupt_before_the_spend_charges_nothing(
 def test_an_interrupt_after_the_spend_says_the_budget_was_charged(
     data: Path, ledger: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dpkit.session import query
+    from dpkit.session import _pipeline
 
-    monkeypatch.setattr(query, "execute", _interrupt)  # the engine's work after the spend
+    monkeypatch.setattr(_pipeline, "execute", _interrupt)  # the engine's work after the spend
     assert main(_release(data, ledger)) == EXIT_INTERRUPTED
     captured = capsys.readouterr()
     err = _one_line(captured.err)
@@ -119,9 +119,9 @@ def test_an_interrupt_after_the_spend_says_the_budget_was_charged(
 def test_an_sql_interrupt_after_the_spend_says_the_budget_was_charged(
     data: Path, ledger: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dpkit.session import query
+    from dpkit.session import _pipeline
 
-    monkeypatch.setattr(query, "execute", _interrupt)
+    monkeypatch.setattr(_pipeline, "execute", _interrupt)
     argv = ["sql", str(data), "SELECT COUNT(*) FROM data", "--epsilon", "1"]
     assert main([*argv, "--ledger", str(ledger)]) == EXIT_INTERRUPTED
     captured = capsys.readouterr()
@@ -136,14 +136,14 @@ def test_an_engine_error_caused_by_ctrl_c_is_reported_as_the_interrupt(
     """Spark's SIGINT handler cancels its jobs and the collect fails (Py4JJavaError), which
     the Session reports as an engine failure "check the query's filters": a real SIGINT
     under a handler that does not raise, then an engine error, is the interrupt."""
-    from dpkit.session import query
+    from dpkit.session import _pipeline
 
     def cancelled(*args: Any, **kwargs: Any) -> Any:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # the signal is delivered
         raise RuntimeError("Job 3 cancelled because SparkContext was shut down")
 
-    monkeypatch.setattr(query, "execute", cancelled)
+    monkeypatch.setattr(_pipeline, "execute", cancelled)
     previous = signal.signal(signal.SIGINT, lambda signum, frame: None)  # PySpark-like
     try:
         assert main(_release(data, ledger)) == EXIT_INTERRUPTED
@@ -153,7 +153,7 @@ def test_an_engine_error_caused_by_ctrl_c_is_reported_as_the_interrupt(
     assert "interrupted after the spend: the budget was charged" in err
     assert "engine failed" not in err and "filters" not in err
     # the same engine error without a Ctrl-C is the usual one-line error
-    monkeypatch.setattr(query, "execute", _raise_runtime)
+    monkeypatch.setattr(_pipeline, "execute", _raise_runtime)
     assert main(_release(data, ledger)) == 2
     assert "the release failed after its spend (RuntimeError)" in capsys.readouterr().err
 
@@ -171,9 +171,9 @@ def test_a_ctrl_c_raised_twice_is_reported_once(
     printing): each such second KeyboardInterrupt is absorbed and the report completed."""
     import dpkit.cli.main as entry
     from dpkit.cli import query as cli_query
-    from dpkit.session import query
+    from dpkit.session import _pipeline
 
-    monkeypatch.setattr(query, "execute", _interrupt)
+    monkeypatch.setattr(_pipeline, "execute", _interrupt)
     for name, module in (("settled", cli_query), ("_interrupted", entry)):
         real = getattr(module, name)
         calls: list[int] = []
@@ -248,7 +248,7 @@ def test_a_real_sigint_after_the_spend(data: Path, ledger: Path, tmp_path: Path)
     script.write_text(  # the engine's work: a Polars query that runs until interrupted
         "import sys\n"
         "import polars as pl\n"
-        "from dpkit.session import query\n"
+        "from dpkit.session import _pipeline\n"
         "def slow(*args, **kwargs):\n"
         "    lf = pl.LazyFrame({'a': range(20_000)}).join(\n"
         "        pl.LazyFrame({'b': range(20_000)}), how='cross').select(\n"
@@ -256,7 +256,7 @@ def test_a_real_sigint_after_the_spend(data: Path, ledger: Path, tmp_path: Path)
         "    print('released? not yet', file=sys.stderr, flush=True)\n"
         "    for _ in range(1000):\n"
         "        lf.collect(engine='streaming')\n"
-        "query.execute = slow\n"
+        "_pipeline.execute = slow\n"
         "from dpkit.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )

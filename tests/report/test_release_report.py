@@ -17,9 +17,9 @@ import dpkit as dp
 from dpkit.accounting import compose
 from dpkit.accounting import events as ev
 from dpkit.cli.main import main
-from dpkit.report import release_report as rr
-from dpkit.report._html import fmt
-from dpkit.report._sections import CHART_ROWS
+from dpkit.render import release_report as rr
+from dpkit.render._html import fmt
+from dpkit.render._sections import CHART_ROWS
 
 DATA = Path(__file__).parents[1] / "accounting" / "data" / "ledger-v2.sqlite"
 GENERATED = re.compile(r'<time class="generated" datetime="[^"]*">[^<]*</time>')

@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 
 import dpkit as dp
-from dpkit.report._html import exact, fmt
+from dpkit.render._html import exact, fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "_screenshots" / "report"

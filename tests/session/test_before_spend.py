@@ -302,12 +302,12 @@ def test_an_error_after_the_spend_names_its_type_only(monkeypatch: pytest.Monkey
     """Whatever fails once the cost is charged (an eager engine such as pandas raises while
     the query is built, outside the guarded collect) surfaces as a ParameterError naming the
     error's type, never its message, which can quote data; the charge stands."""
-    from dpkit.session import _execute
+    from dpkit.session import _engine
 
     def leak(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("could not convert 'zqsecret'")
 
-    monkeypatch.setattr(_execute, "bounded_rows", leak)
+    monkeypatch.setattr(_engine, "bounded_rows", leak)
     s = dp.Session(_df(), budget=dp.PureDP(10))
     with pytest.raises(dp.ParameterError, match=r"failed after its spend \(ValueError\)") as info:
         s.query().agg(dp.count()).release(epsilon=1.0)

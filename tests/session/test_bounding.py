@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 import dpkit as dp
-from dpkit.session._execute import bounded_rows
+from dpkit.session._engine import bounded_rows
 
 K, M = 5, 2
 GROUPS = ["g0", "g1", "g2", "g3", "g4"]

@@ -307,7 +307,7 @@ def test_quantile_grid_counts_equal_brute_force(
     receives. With public keys only their groups are counted (the "Female" rows never
     reach Python when the only key is "Male")."""
     from dpkit._lattice import units
-    from dpkit.session._execute import bounded_rows, grid_counts, grid_groups
+    from dpkit.session._engine import bounded_rows, grid_counts, grid_groups
 
     df = _table(500)
     agg = dp.quantile("Hours", [0.5], bounds=(0, 100))
@@ -337,7 +337,7 @@ def test_quantile_grid_counts_keep_a_null_public_key(
     the grid of three groups (2**22 steps), on every engine once the schema is declared (a
     float key column would get no engine-exact filter: all groups on 2**16 steps)."""
     from dpkit._lattice import units
-    from dpkit.session._execute import bounded_rows, grid_counts, grid_groups
+    from dpkit.session._engine import bounded_rows, grid_counts, grid_groups
 
     rng = np.random.default_rng(2)
     n = 600
@@ -385,7 +385,7 @@ def test_quantile_grid_groups_come_from_public_facts_only() -> None:
     float or date keys (which no engine-exact membership test covers) or many keys."""
     import datetime
 
-    from dpkit.session._execute import grid_groups
+    from dpkit.session._engine import grid_groups
 
     df = pl.DataFrame(
         {
@@ -417,7 +417,7 @@ def test_quantile_grid_counts_stay_bounded_on_many_distinct_values() -> None:
     """Private keys give no public bound on the groups, so the grid is the coarsest (2**16
     steps): 150,000 distinct values in one group reach Python as at most 2**16 + 1 counts,
     whatever the rows; the counts still add up to the rows."""
-    from dpkit.session._execute import bounded_rows, grid_counts
+    from dpkit.session._engine import bounded_rows, grid_counts
 
     n = 150_000
     x = np.random.default_rng(3).permutation(n) / n

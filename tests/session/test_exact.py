@@ -162,7 +162,7 @@ def test_sums_are_exact_at_any_size(
     largest value: 8.6e9 rows for a sum here) is summed by digits: the same exact figures,
     so the same release for the same seed, never a failure after the spend. Simulated by
     reporting 2**60 rows for the table."""
-    from dpkit.session import _execute as ex
+    from dpkit.session import _engine as ex
 
     rng = np.random.default_rng(3)
     df = pl.DataFrame({"g": rng.choice(["a", "b"], 500), "x": rng.uniform(-50, 150, 500)})

@@ -26,7 +26,7 @@ import dpkit.noise.laws as laws_module
 import dpkit.statistics.quantile_release as quantiles_module
 from dpkit.accounting import approx_to_zcdp
 from dpkit.session import _plan
-from dpkit.session._sample import QuerySampler
+from dpkit.session.batch import QuerySampler
 
 #: zCDP of each stage at epsilon: rho = epsilon**2 / DIVISOR[stage]
 DIVISOR = {"values": 8, "helpers": 8, "histogram": 2, "counts": 2}

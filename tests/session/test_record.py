@@ -16,7 +16,7 @@ import dpkit as dp
 from dpkit.accounting import compose
 from dpkit.accounting import events as ev
 from dpkit.errors import LedgerError
-from dpkit.report._html import exact
+from dpkit.render._html import exact
 
 
 def _people(rare: bool = True) -> pl.DataFrame:

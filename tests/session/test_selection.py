@@ -20,7 +20,7 @@ import pytest
 
 import dpkit as dp
 from dpkit.accounting import zcdp_to_approx
-from dpkit.session import _execute
+from dpkit.session import _engine
 
 # -------------------------------------------------------------------- exact tails (oracles)
 
@@ -190,14 +190,14 @@ def test_only_candidates_at_or_above_the_cut_reach_python(
     row per group of at least 5 units (8 rows), each with its exact count, on every engine;
     with one row per unit the count aggregate doubles as the selection count and is cut."""
     seen: list[pl.DataFrame] = []
-    collect = _execute.Guarded.collect
+    collect = _engine.Guarded.collect
 
     def recording(self: Any, frame: Any) -> pl.DataFrame:
         out = collect(self, frame)
         seen.append(out)
         return out
 
-    monkeypatch.setattr(_execute.Guarded, "collect", recording)
+    monkeypatch.setattr(_engine.Guarded, "collect", recording)
     s = dp.Session(
         engine(_ladder(rows)),
         privacy_unit="pid",

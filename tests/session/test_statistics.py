@@ -16,7 +16,7 @@ import pytest
 import dpkit as dp
 from dpkit import statistics
 from dpkit.samplers import as_source
-from dpkit.session._sample import QuerySampler
+from dpkit.session.batch import QuerySampler
 
 # ----------------------------------------------------------------------------- many quantiles
 
@@ -212,7 +212,7 @@ def test_log2_bucket_counts_equal_brute_force_on_every_engine(
     """The engine's signed log2 buckets (powers of two, negatives, zeros, tiny and huge values;
     NaN and null left out) counted per bucket equal dpkit.statistics.log2_buckets, and an
     integer column's too."""
-    from dpkit.session import _execute as ex
+    from dpkit.session import _engine as ex
     from dpkit.session._auto import bucket_counts
 
     df = _bucket_table()
@@ -235,7 +235,7 @@ def test_tail_step_counts_equal_brute_force_on_every_engine(
     """With bounds_method="tail" the engine counts each value's candidate index: equal to
     dpkit.statistics.tail_steps (signed without a lower bound; tiny, huge, negative values,
     infinities at the top, NaN and null left out), and an integer column's too."""
-    from dpkit.session import _execute as ex
+    from dpkit.session import _engine as ex
     from dpkit.session._auto import bucket_counts
 
     df = _bucket_table().with_columns(
@@ -654,8 +654,8 @@ def test_group_summaries_are_each_groups_counts(shuffled: bool) -> None:
     several columns included; unsorted counts take the gather per group."""
     from types import SimpleNamespace
 
-    from dpkit.session import _execute as ex
-    from dpkit.session._run import _summaries
+    from dpkit.session import _engine as ex
+    from dpkit.session._draw import _summaries
 
     rng = np.random.default_rng(3)
     n = 400

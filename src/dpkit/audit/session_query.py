@@ -2,7 +2,7 @@
 
 :class:`SessionQuery` turns a query builder (``frame -> Query``) into the batched audit
 function ``func(frame, size, rng)``: it draws ``size`` releases at once through
-:class:`dpkit.session._sample.QuerySampler`, which computes the engine's aggregates once per
+:class:`dpkit.session.batch.QuerySampler`, which computes the engine's aggregates once per
 bounding salt and draws the noise of many releases with the code every release runs.
 
 What the audit then tests, precisely. With a privacy unit, a release bounds each unit's rows
@@ -45,7 +45,7 @@ import polars as pl
 from dpkit.accounting.loss import PrivacyLoss
 from dpkit.audit.neighbours import NeighbourPair, unit_pairs
 from dpkit.errors import ParameterError
-from dpkit.session._sample import QuerySampler, salt_pool
+from dpkit.session.batch import QuerySampler, salt_pool
 
 __all__ = [
     "ENGINES",
@@ -117,7 +117,7 @@ class SessionQuery:
         self._samplers: list[tuple[Any, Any]] = []
 
     def sampler(self, frame: Any) -> QuerySampler:
-        """The :class:`~dpkit.session._sample.QuerySampler` of the query on ``frame`` (one per
+        """The :class:`~dpkit.session.batch.QuerySampler` of the query on ``frame`` (one per
         frame object, so the engine runs once per frame and salt)."""
         for known, smp in self._samplers:
             if known is frame:

@@ -48,7 +48,7 @@ import numpy as np
 from dpkit._validate import check_level, check_number
 from dpkit.errors import ParameterError
 from dpkit.samplers import MAX_NOISE_SCALE
-from dpkit.session import _execute as ex
+from dpkit.session import _engine as ex
 from dpkit.statistics.bounds import BASE as TAIL_BASE
 from dpkit.statistics.bounds import MAX_STEPS as TAIL_STEPS
 from dpkit.statistics.bounds import bounds_noise_scale, threshold_noise_scale
@@ -156,7 +156,7 @@ def tail_step(x: nw.Expr, lower: float | None) -> nw.Expr:
 
 
 def _key(agg: Any, x: nw.Expr) -> nw.Expr:
-    if getattr(agg, "bounds_method", "histogram") == "tail":
+    if agg.bounds_method == "tail":
         return tail_step(x, agg.lower)
     return log2_bucket(x)
 
@@ -196,18 +196,19 @@ def choose_bounds(
     chosen: dict[str, Any] = {}
     resolved = []
     for agg in ctx.aggregates:
-        if not getattr(agg, "auto", False):
+        if not agg.auto:
             resolved.append(agg)
             continue
         keys, counts = bucket_counts(ctx, rows, agg)
-        low = getattr(agg, "lower", None)
-        if getattr(agg, "bounds_method", "histogram") == "tail":
+        low = agg.lower
+        if agg.bounds_method == "tail":
             rel = tail_bounds_from_counts(
                 keys, counts, epsilon=eps[agg.name], lower=low, rng=source
             )
         else:
             rel = bounds_from_counts(keys, counts, epsilon=eps[agg.name], lower=low, rng=source)
-        done = agg.resolve(rel.bounds)  # type: ignore[attr-defined]
+        done = agg.resolve(rel.bounds)
+        assert done.bounds is not None  # a bounded aggregate keeps its (chosen) bounds
         # report the bounds the statistic uses (kept where its lattice exists)
         chosen[agg.name] = dataclasses.replace(rel, bounds=done.bounds)
         resolved.append(done)

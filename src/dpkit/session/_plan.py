@@ -1,21 +1,23 @@
-"""The privacy plan of one release: budget split, mechanisms, scales, threshold (no data).
+"""The privacy plan of one release and its text: budget split, mechanisms, scales, threshold.
 
-Everything here follows from the query and the public parameters only; ``explain()`` prints
-it and ``release()`` executes it. See :class:`dpkit.session.Query` for the guarantee.
+Everything here follows from the query and the public parameters only (no data): the
+validated budget (``session/_budget.py``) split across the aggregates, key selection and the
+automatic stages; a choice made at release time re-plans by method (:meth:`Plan.with_rows`,
+:meth:`Plan.with_bounds`). ``explain()`` prints it (:func:`explain_text`) and ``release()``
+executes it (``session/_pipeline.py``). See :class:`dpkit.session.Query` for the guarantee.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpkit._validate import check_choice, check_delta, check_positive
-from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP, approx_to_zcdp
 from dpkit.errors import ParameterError
 from dpkit.noise import Noise, law, threshold
-from dpkit.session.aggregates import Aggregate, Histogram, Part, Quantile
+from dpkit.session._budget import Budget, epsilon_down, float_up, pure_epsilon, scaled
+from dpkit.session.aggregates import Aggregate, Count, Histogram, Part, Quantile
 from dpkit.statistics.bounds import default_fallback
 from dpkit.statistics.quantile_release import QuantileSpend, quantile_method, quantile_stages
 
@@ -24,105 +26,26 @@ __all__ = [
     "MAX_CUT",
     "QUANTILE_INTERVAL_SHARE",
     "BoundsPlan",
-    "Budget",
     "PartPlan",
     "Plan",
     "QuantilePlan",
+    "Recipe",
     "RowsPlan",
     "SelectionPlan",
+    "check_quantile",
     "default_cut",
-    "make_budget",
-    "pure_epsilon",
+    "explain_text",
+    "plan_notes",
     "quantile_spend",
-    "scaled",
+    "quantile_support",
+    "reused_count",
     "selection_threshold",
+    "split",
 ]
-
-_NOISES = ("laplace", "gaussian")
 
 #: Part of each quantile aggregate's budget spent on its interval stage (the statistics
 #: layer's default); method "cdf" has no interval stage and spends it on its histogram.
 QUANTILE_INTERVAL_SHARE = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How one release spends: the noise family, the totals, and the cost charged.
-
-    ``epsilon`` (Laplace) or ``rho`` (Gaussian, zCDP) is split across the noisy parts;
-    ``delta_select`` pays for private key selection, its threshold and its pre-threshold cut
-    together (0 with public keys; :func:`selection_threshold`).
-    """
-
-    noise: str
-    cost: PrivacyLoss
-    epsilon: Fraction | None
-    rho: Fraction | None
-    delta_select: float
-
-
-def make_budget(
-    epsilon: Any, delta: Any, rho: Any, noise: Any, private_keys: bool, owner: str = "release"
-) -> Budget:
-    """Validate the release's privacy parameters and choose the noise family.
-
-    Pure DP (``delta = 0``) uses Laplace-type noise and needs public keys. ``delta > 0``
-    uses Gaussian-type noise under zCDP (converted with :func:`zcdp_to_approx` at ``delta``
-    minus what key selection takes, half of ``delta`` with private keys), unless
-    ``noise="laplace"``, in which case ``delta`` pays only for key selection. Key
-    selection's share covers its threshold and the candidates its pre-threshold drops in
-    the engine (:func:`selection_threshold`): the release's delta is the sum of the two
-    shares. ``rho`` (a zCDP budget) uses Gaussian noise and cannot pay for private keys.
-    """
-    if noise is not None:  # a str from the set (an array here is a TypeError, not ambiguous)
-        check_choice(owner, "noise", noise, _NOISES)
-    if rho is not None:
-        if epsilon is not None:
-            raise ParameterError(f"{owner}: give `epsilon` (and `delta`) or `rho`, not both")
-        r = check_positive(owner, "rho", rho)
-        if delta not in (0, 0.0, None):
-            raise ParameterError(f"{owner}: `delta` does not apply with `rho` (zCDP)")
-        if noise == "laplace":
-            raise ParameterError(f"{owner}: noise='laplace' needs `epsilon`, not `rho`")
-        if private_keys:
-            raise ParameterError(
-                f"{owner}: choosing group keys privately needs a delta > 0, which a zCDP "
-                "budget (`rho`) cannot record; give public keys with group_by(..., keys=...), "
-                "or release under epsilon and delta (an ApproxDP budget)"
-            )
-        return Budget("gaussian", ZCDP(r), None, Fraction(r), 0.0)
-    if epsilon is None:
-        raise ParameterError(
-            f"{owner}: `epsilon` is required (dpkit never picks a privacy loss for you); "
-            "pass epsilon=... (and delta=... for Gaussian noise or private keys), or rho=..."
-        )
-    eps = check_positive(owner, "epsilon", epsilon)
-    d = check_delta(owner, 0.0 if delta is None else delta)
-    kind = noise or ("laplace" if d == 0 else "gaussian")
-    if d == 0 and kind == "gaussian":
-        raise ParameterError(f"{owner}: noise='gaussian' needs delta > 0 (or rho=...)")
-    if d == 0 and private_keys:
-        raise ParameterError(
-            f"{owner}: with delta = 0 (pure DP) the group keys cannot be chosen privately; "
-            "either give public keys with group_by(..., keys=[...]) or release with delta > 0 "
-            "(for example delta=1e-6) so that keys pass a noisy threshold"
-        )
-    if kind == "laplace":
-        cost: PrivacyLoss = ApproxDP(eps, d) if private_keys else PureDP(eps)
-        return Budget("laplace", cost, Fraction(eps), None, d if private_keys else 0.0)
-    d_sel = d / 2 if private_keys else 0.0
-    if private_keys and d_sel == 0:  # a subnormal delta: half of it rounds to 0
-        raise ParameterError(
-            f"{owner}: `delta` {d!r} is too small to share with the key threshold (half of it "
-            "rounds to 0); raise delta or give public keys"
-        )
-    rho_total = approx_to_zcdp(eps, d - d_sel).rho
-    if rho_total == 0:
-        raise ParameterError(
-            f"{owner}: `epsilon` {eps!r} is too small for `delta` {d!r}: no positive rho "
-            "converts to it"
-        )
-    return Budget("gaussian", ApproxDP(eps, d), None, Fraction(rho_total), d_sel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,18 +78,6 @@ class QuantilePlan:
     method: str
     support: str | float
     spend: QuantileSpend
-
-
-def scaled(budget: Budget, factor: Fraction) -> Budget:
-    """``budget`` with ``factor`` of its epsilon or rho (the cost charged is unchanged): what
-    the aggregates share once an automatic parameter has taken its part."""
-    return Budget(
-        budget.noise,
-        budget.cost,
-        None if budget.epsilon is None else budget.epsilon * factor,
-        None if budget.rho is None else budget.rho * factor,
-        budget.delta_select,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +212,128 @@ def selection_threshold(
     return tau, cut, bound, max(bound - keys * noise.tail(tau - 1), 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class Recipe:
+    """A query's public inputs that its plan is split from, besides the budget, the
+    aggregates and the contribution bound: what :meth:`Plan.with_rows` and
+    :meth:`Plan.with_bounds` reuse, so a release validates its budget once and re-plans
+    from the validated :class:`Budget`."""
+
+    engine: str
+    privacy_unit: str | None
+    by: tuple[str, ...]
+    public_keys: bool
+    selection_weight: float
+    pre_threshold: int | None
+    #: the query's public schema (derived columns included) and its text columns parsed
+    #: as numbers
+    schema: dict[str, Any]
+    parsed: tuple[str, ...]
+    #: ``max_groups_per_unit`` as given (``None``: the contribution bound)
+    groups_given: int | None
+    #: the ``max_rows_per_unit="auto"`` settings, or ``None``
+    auto_rows: Any
+
+    def plan(
+        self,
+        budget: Budget | None,
+        alpha: float,
+        aggregates: tuple[Aggregate, ...],
+        k: int,
+        m: int,
+    ) -> Plan:
+        """The plan of ``aggregates`` at ``k`` rows and ``m`` groups per unit under
+        ``budget`` (``None``: bounding and sensitivities only)."""
+        private = bool(self.by) and not self.public_keys
+        base = Plan(
+            self.engine,
+            self.privacy_unit,
+            k,
+            m,
+            self.by,
+            self.public_keys,
+            budget,
+            alpha,
+            aggregates,
+            notes=plan_notes(self.parsed, self.privacy_unit, aggregates),
+            recipe=self,
+        )
+        auto = self.auto_rows
+        if budget is None:
+            if auto is not None:
+                rows = RowsPlan(auto, Fraction(auto.share), 0.0)
+                base = dataclasses.replace(base, rows=rows)
+            return base
+        rest = budget
+        if auto is not None:  # the contribution bound's share of the whole budget
+            share = Fraction(auto.share)
+            base = dataclasses.replace(
+                base, rows=RowsPlan(auto, share, pure_epsilon(budget, share, 1))
+            )
+            rest = scaled(budget, 1 - share)
+        parts, quants, sel, bounds = split(
+            aggregates,
+            rest,
+            k=k,
+            groups=m if self.by else 1,
+            alpha=alpha,
+            selection_weight=self.selection_weight,
+            reuse=reused_count(aggregates, k),
+            private=private,
+            schema=self.schema,
+            pre_threshold=self.pre_threshold,
+        )
+        return dataclasses.replace(
+            base,
+            parts=tuple(parts),
+            quantiles=tuple(quants),
+            selection=sel,
+            bounds=tuple(bounds),
+        )
+
+
+def reused_count(aggregates: tuple[Aggregate, ...], k: int) -> str | None:
+    """A ``dp.count()`` that can double as the selection count (one row per unit)."""
+    if k != 1:
+        return None
+    for a in aggregates:
+        if isinstance(a, Count) and a.column is None:
+            return a.name
+    return None
+
+
+def plan_notes(
+    parsed: tuple[str, ...], privacy_unit: str | None, aggregates: tuple[Aggregate, ...]
+) -> tuple[str, ...]:
+    """The plan's notes: text parsed as numbers, rows left out, nulls, clipping, lattices."""
+    notes = [
+        f"{c!r} is text with no declared type: parsed as numbers, text that is not a "
+        "plain number counts as missing"
+        for c in parsed
+    ]
+    if privacy_unit is not None:
+        notes.append(f"rows whose privacy unit {privacy_unit!r} is null are left out")
+    for a in aggregates:
+        if a.column is None or isinstance(a, Histogram):
+            continue
+        fill = a.fill
+        rule = "left out" if fill is None else f"replaced by {fill!r}"
+        clip = (
+            "the bounds the release chooses privately (bounds='auto')" if a.auto else repr(a.bounds)
+        )
+        notes.append(
+            f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
+            f"are clipped to {clip}"
+        )
+        lat = a.lattice
+        if lat is not None:
+            notes.append(
+                f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
+                f"(rounding <= {lat.unit / 2!r} per value)"
+            )
+    return tuple(notes)
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything a release will do, computed from public parameters only."""
@@ -322,6 +355,27 @@ class Plan:
     bounds: tuple[BoundsPlan, ...] = ()
     chosen: tuple[tuple[str, Any], ...] = ()
     rows: RowsPlan | None = None
+    #: the query's public inputs the plan was split from (what re-planning reuses)
+    recipe: Recipe | None = field(default=None, compare=False, repr=False)
+
+    def with_rows(self, k: int) -> Plan:
+        """The plan once ``max_rows_per_unit="auto"`` has chosen ``k``: the budget (already
+        validated) split again for sensitivities at ``k`` rows per unit, the contribution
+        stage kept with its choice."""
+        assert self.rows is not None and self.recipe is not None
+        m = min(self.recipe.groups_given or k, k)
+        plan = self.recipe.plan(self.budget, self.alpha, self.aggregates, k, m)
+        return dataclasses.replace(plan, rows=dataclasses.replace(self.rows, chosen=k))
+
+    def with_bounds(
+        self, aggregates: tuple[Aggregate, ...], chosen: tuple[tuple[str, Any], ...] = ()
+    ) -> Plan:
+        """The plan for ``aggregates`` (the query's, with the bounds ``bounds="auto"`` chose,
+        ``chosen`` naming each choice's release): the same budget, rows and stages, the
+        statistics split for the chosen bounds."""
+        assert self.recipe is not None
+        plan = self.recipe.plan(self.budget, self.alpha, aggregates, self.max_rows, self.max_groups)
+        return dataclasses.replace(plan, rows=self.rows, bounds=self.bounds, chosen=chosen)
 
     def __str__(self) -> str:
         return explain_text(self)
@@ -358,15 +412,15 @@ def split(
     auto: list[BoundsPlan] = []
     for agg, w in zip(aggregates, weights, strict=True):
         share = w / total
-        b_share = Fraction(getattr(agg, "bounds_share", 0.0))
-        if getattr(agg, "auto", False):  # bounds chosen at release time: no parts yet
+        b_share = Fraction(agg.bounds_share)
+        if agg.auto:  # bounds chosen at release time: no parts yet
             auto.append(
                 BoundsPlan(
                     agg.name,
                     share * b_share,
                     pure_epsilon(budget, share * b_share, k),
-                    getattr(agg, "bounds_method", "histogram"),
-                    getattr(agg, "lower", None),
+                    agg.bounds_method,
+                    agg.lower,
                 )
             )
             continue
@@ -375,7 +429,7 @@ def split(
             quants.append(_quantile_plan(agg, budget, share, k, schema))
             continue
         cells = k if isinstance(agg, Histogram) else groups
-        a_alpha = agg.interval_alpha(alpha) if hasattr(agg, "interval_alpha") else alpha
+        a_alpha = agg.interval_alpha(alpha)
         for part in agg.parts(budget.noise, ""):
             sens = k * part.per_row
             noise = _noise(budget, share * part.share, sens, cells)
@@ -418,17 +472,59 @@ def _quantile_plan(
     agg: Quantile, budget: Budget, share: Fraction, k: int, schema: Any
 ) -> QuantilePlan:
     """The quantile aggregate's plan: its support from the column's type
-    (:func:`~dpkit.session._run.quantile_support`), the method the statistics layer will
+    (:func:`quantile_support`), the method the statistics layer will
     run (:func:`dpkit.statistics.quantile_release.quantile_method`, the function the release's
     own resolution is; the release then runs this method, never resolving again) and each
     stage's epsilon (:func:`quantile_spend`)."""
-    from dpkit.session._run import check_quantile, quantile_support  # _run imports this module
-
     check_quantile(schema, agg)
     support = quantile_support(schema, agg)
     method = quantile_method(agg.levels, bounds=agg.bounds, method=agg.method, support=support)
     spend = quantile_spend(budget, share, k, method)
-    return QuantilePlan(agg.name, share, _float_up(spend.total), method, support, spend)
+    return QuantilePlan(agg.name, share, float_up(spend.total), method, support, spend)
+
+
+def quantile_support(schema: Any, agg: Quantile) -> str | float:
+    """The base measure of a quantile aggregate: an integer-typed column (a public schema
+    fact, never the values) puts the atoms on the integers (``support=1.0``, when the
+    mechanism's lattice holds them and the bounds are at least one wide); any other column,
+    or bounds too narrow or too wide for a step of 1 (``(0, 0.5)``, ``(0, 2**40)``), gets
+    ``"auto"`` (atoms on every dyadic grid). The rule of the array functions
+    (:func:`dpkit.statistics.quantiles` on an integer dtype), so both release the same
+    values from the same records; the engine's grid has a power-of-two unit, so it moves an
+    integer record to an integer (itself when the unit is 1 or less). Decided from the
+    schema and the bounds alone, before anything is spent."""
+    assert agg.column is not None
+    if schema[agg.column].is_integer():
+        from dpkit.mechanisms.quantile_em import QuantileLattice, resolution_level
+
+        lower, upper = agg.bounds
+        try:
+            resolution_level(QuantileLattice.for_bounds("dp.quantile", lower, upper), 1.0)
+        except ParameterError:  # the step of 1 is wider than the bounds
+            return "auto"
+        return 1.0
+    return "auto"
+
+
+def check_quantile(schema: Any, agg: Quantile) -> None:
+    """Refuse, before anything is spent, a ``method`` the column cannot take: ``"cdf"``
+    needs a resolution support (an integer-typed column) with a small grid."""
+    if agg.method != "cdf":
+        return
+    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
+    from dpkit.statistics.cdf import MAX_GRID, cdf_grid
+
+    support = quantile_support(schema, agg)
+    lower, upper = agg.bounds
+    ok = not isinstance(support, str) and (
+        cdf_grid(Measure(QuantileLattice.for_bounds("dp.quantile", lower, upper), support))
+        is not None
+    )
+    if not ok:
+        raise ParameterError(
+            f"dp.quantile({agg.column!r}): method='cdf' needs an integer-typed column with at "
+            f"most {MAX_GRID} integers inside the bounds {agg.bounds}; use method='auto'"
+        )
 
 
 def quantile_spend(
@@ -458,44 +554,12 @@ def quantile_spend(
     share_i = QUANTILE_INTERVAL_SHARE if interval_share is None else interval_share
     stages = quantile_stages(method, share_i)
     if budget.noise == "laplace":
-        whole = Fraction(_epsilon_down(budget, share, k, 1))
+        whole = Fraction(epsilon_down(budget, share, k, 1))
         return QuantileSpend(method, stages, tuple(whole * st.share for st in stages))
     epsilons = tuple(
-        Fraction(_epsilon_down(budget, share * st.share, k, st.zcdp_divisor)) for st in stages
+        Fraction(epsilon_down(budget, share * st.share, k, st.zcdp_divisor)) for st in stages
     )
     return QuantileSpend(method, stages, epsilons)
-
-
-def _float_up(x: Fraction) -> float:
-    """The smallest float ``>= x``."""
-    out = float(x)
-    return math.nextafter(out, math.inf) if Fraction(out) < x else out
-
-
-def pure_epsilon(budget: Budget, share: Fraction, k: int) -> float:
-    """The per-record pure epsilon of a discrete-Laplace stage with ``share`` of the budget,
-    rounded down to a float: ``epsilon * share / k`` (Laplace budgets), or
-    ``sqrt(2 rho share) / k`` under zCDP (pure epsilon-DP is epsilon**2 / 2-zCDP: Bun and
-    Steinke 2016, Proposition 1.4). A unit's ``k`` rows move the histogram by ``k`` in L1
-    (group privacy)."""
-    return _epsilon_down(budget, share, k, 2)
-
-
-def _epsilon_down(budget: Budget, share: Fraction, k: int, per_rho: int) -> float:
-    """``epsilon * share / k`` (Laplace budgets) or ``sqrt(per_rho * rho * share) / k`` (zCDP
-    budgets, for a mechanism that is epsilon**2 / per_rho-zCDP), rounded down to a float."""
-    if budget.noise == "laplace":
-        assert budget.epsilon is not None
-        exact = budget.epsilon * share / k
-    else:
-        assert budget.rho is not None
-        exact = Fraction(math.sqrt(float(per_rho * budget.rho * share))) / k
-        while exact * exact * k * k > per_rho * budget.rho * share:
-            exact = Fraction(math.nextafter(float(exact), 0))
-    out = float(exact)
-    if Fraction(out) > exact:
-        out = math.nextafter(out, 0)
-    return out
 
 
 def _fmt(x: float) -> str:

@@ -4,7 +4,7 @@ A record says what one release was and what it released, in JSON types only (dic
 strings, numbers, booleans, ``None``; no float that is not finite), so that it can be kept
 beside the release's spend in the ledger (:meth:`dpkit.Accountant.attach_record`) and a
 report rendered from the ledger alone is the report of the Session that made the release
-(:mod:`dpkit.report.release_report`). Keys (format ``dpkit-release`` version 1):
+(:mod:`dpkit.render.release_report`). Keys (format ``dpkit-release`` version 1):
 
 ``time``, ``spend``, ``label``
     When the budget was charged (ISO 8601, UTC), the spend's index in its accountant, and
@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
+from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
 if TYPE_CHECKING:
     from dpkit.session.result import QueryRelease
@@ -158,12 +159,12 @@ def _table(out: Any) -> dict[str, Any]:
     }
 
 
-def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[str, Any]:
+def _aggregate(agg: Aggregate, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[str, Any]:
     """One aggregate's public facts: kind, column, outputs, bounds and how they were set."""
     kind = type(agg).__name__.lower()
-    if kind == "var" and getattr(agg, "root", False):
+    if agg.root:
         kind = "std"
-    if kind == "quantile" and getattr(agg, "single", False) and tuple(agg.levels) == (0.5,):
+    if isinstance(agg, Quantile) and agg.single and tuple(agg.levels) == (0.5,):
         kind = "median"
     out: dict[str, Any] = {
         "name": agg.name,
@@ -171,13 +172,13 @@ def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[s
         "column": agg.column,
         "outputs": list(agg.outputs()),
     }
-    if hasattr(agg, "levels"):
+    if isinstance(agg, Quantile):
         out["levels"] = list(agg.levels)
-    if getattr(agg, "edges", None) is not None:
+    if isinstance(agg, Histogram) and agg.edges is not None:
         out["bins"] = [_number(e) for e in agg.edges]
-    elif getattr(agg, "categories", None) is not None:
+    elif isinstance(agg, Histogram) and agg.categories is not None:
         out["bins"] = [_cell(c) for c in agg.categories]
-    if hasattr(agg, "bounds"):
+    if agg.bounds is not None:
         plan = auto.get(agg.name)
         got = chosen.get(agg.name)
         if plan is None:
@@ -193,7 +194,7 @@ def _aggregate(agg: Any, chosen: dict[str, Any], auto: dict[str, Any]) -> dict[s
                 "clipped_fraction": None if got is None else _number(got.clipped_fraction),
                 "fallback": None if got is None else bool(got.fallback),
             }
-    if getattr(agg, "fill", None) is not None:
+    if agg.fill is not None:
         out["fill"] = _number(agg.fill)
     return out
 
@@ -291,26 +292,33 @@ def _version() -> str:
 def build(
     rel: QueryRelease,
     *,
-    session: Any,
+    accountant: Any,
+    schema: dict[str, Any],
+    declared: Any,
+    public_tables: dict[str, Any],
+    engine: Any,
     spend: Any,
     language: str,
     text: str,
     secure: bool,
 ) -> dict[str, Any]:
-    """The record of ``rel``, released by ``session`` and paid for by ``spend`` (the
-    :class:`~dpkit.accounting.Spend` its accountant returned), as JSON data.
+    """The record of ``rel``, paid for by ``spend`` (the :class:`~dpkit.accounting.Spend`
+    ``accountant`` returned), as JSON data.
 
-    ``language`` and ``text`` are the query as written (``"python"``, the builder's text;
-    ``"sql"``, the SQL); ``secure`` says whether its randomness was secure.
+    The Session's public facts: its ``schema`` (``declared``: the columns given with
+    ``schema=``), its SQL ``public_tables`` and its ``engine`` (which hands the released
+    frame back as Polars). ``language`` and ``text`` are the query as written
+    (``"python"``, the builder's text; ``"sql"``, the SQL); ``secure`` says whether its
+    randomness was secure.
     """
     plan = rel.plan
     budget = plan.budget
     assert budget is not None  # a released plan has its budget
-    acct = session.accountant
+    acct = accountant
     chosen = dict(rel.bounds)
     auto = {b.aggregate: b for b in plan.bounds}
-    declared = set(session._declared)
-    public = getattr(session, "_sql_public", None) or {}
+    declared = set(declared)
+    public = public_tables or {}
     keys = None
     if plan.by:
         keys = "public" if plan.public_keys else "private"
@@ -325,8 +333,7 @@ def build(
         "privacy_unit": rel.privacy_unit,
         "relation": rel.relation,
         "schema": [
-            {"name": c, "type": str(t), "declared": c in declared}
-            for c, t in session._schema.items()
+            {"name": c, "type": str(t), "declared": c in declared} for c, t in schema.items()
         ],
         "public_tables": (
             {name: list(frame.columns) for name, frame in public.items()}
@@ -358,7 +365,7 @@ def build(
             "notes": list(plan.notes),
             "text": str(plan),
         },
-        "table": _table(session._engine.released(rel.frame)),
+        "table": _table(engine.released(rel.frame)),
         "randomness": {"secure": bool(secure)},
         "dpkit": _version(),
     }

@@ -11,7 +11,17 @@ from typing import Any
 
 import narwhals as nw
 
-__all__ = ["CountOf", "DistinctUnits", "Rows", "Summed", "aggregation", "digits", "split_for"]
+__all__ = [
+    "NOTHING_KNOWN",
+    "CleanColumns",
+    "CountOf",
+    "DistinctUnits",
+    "Rows",
+    "Summed",
+    "aggregation",
+    "digits",
+    "split_for",
+]
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,7 @@ class Summed:
 
     ``bound`` is the largest ``|expr|`` of one row (public: from the lattice). A float64 sum
     of such values is exact while a group's rows times ``bound`` stay below ``2**53``; past
-    that, :func:`dpkit.session._execute.aggregate_table` sums the values' digits instead
+    that, :func:`dpkit.session._engine.aggregate_table` sums the values' digits instead
     (:func:`digits`), so the figure is exact whatever the size of the table.
     """
 
@@ -96,3 +106,27 @@ def digits(expr: nw.Expr, bits: int, count: int) -> list[nw.Expr]:
             low = low - (expr / base ** (j + 1)).floor() * base
         out.append(low.fill_null(0.0).cast(nw.Int64()))
     return out
+
+
+class CleanColumns(frozenset[str]):
+    """Column names with no null and no NaN in the table, with each one's ``spans``:
+    ``(min, max)`` over the whole table, and the table's number of ``rows`` (None if not
+    known): no group of any query has more. Empty: nothing known."""
+
+    spans: dict[str, tuple[Any, Any]]
+    rows: int | None
+
+    def __new__(
+        cls,
+        names: Any = (),
+        spans: dict[str, tuple[Any, Any]] | None = None,
+        rows: int | None = None,
+    ) -> CleanColumns:
+        out = super().__new__(cls, names)
+        out.spans = {} if spans is None else spans
+        out.rows = rows
+        return out
+
+
+#: no column known clean, no range, no row count
+NOTHING_KNOWN = CleanColumns()

@@ -143,7 +143,7 @@ _DEFAULT_NAMES = {
 def aggregate_text(agg: Any) -> str:
     """A dpkit aggregate as the call that makes it (``dp.mean("Age", bounds=(0.0, 100.0))``)."""
     kind = type(agg).__name__
-    column = getattr(agg, "column", None)
+    column = agg.column
     args: list[str] = []
     kw: list[str] = []
     if kind == "Count":
@@ -168,12 +168,12 @@ def aggregate_text(agg: Any) -> str:
         if agg.method != "auto":
             kw.append(f"method={value_text(agg.method)}")
     else:
-        if kind == "Var" and getattr(agg, "root", False):
+        if agg.root:
             kind = "Std"
         func = kind.lower()
         default = _DEFAULT_NAMES.get(kind, "{}").format(column)
         args.append(value_text(column))
-        if getattr(agg, "auto", False):
+        if agg.auto:
             kw.append('bounds="auto"')
             if agg.bounds_method != "histogram":
                 kw.append(f"bounds_method={value_text(agg.bounds_method)}")
@@ -181,7 +181,7 @@ def aggregate_text(agg: Any) -> str:
                 kw.append(f"lower={value_text(agg.lower)}")
         else:
             kw.append(f"bounds={value_text(tuple(agg.bounds))}")
-    fill = getattr(agg, "fill", None)
+    fill = agg.fill
     if fill is not None:
         kw.append(f"fill={value_text(fill)}")
     if agg.name != default:

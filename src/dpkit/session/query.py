@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
@@ -13,36 +11,25 @@ import polars as pl
 
 from dpkit._validate import MIN_ALPHA, check_alpha, check_int, check_positive
 from dpkit.errors import ParameterError
-from dpkit.samplers import as_source, uniform_int
-from dpkit.session import _execute as ex
+from dpkit.samplers import as_source
+from dpkit.session import _engine as ex
+from dpkit.session import _keys as keys_mod
+from dpkit.session import _pipeline as pipeline
 from dpkit.session._auto import (
-    WORST_BOUNDS,
     AutoRows,
-    check_stages,
-    choose_bounds,
-    choose_max_rows,
 )
+from dpkit.session._budget import make_budget
 from dpkit.session._casts import parse_number
-from dpkit.session._plan import (
-    MAX_CUT,
-    Plan,
-    RowsPlan,
-    make_budget,
-    pure_epsilon,
-    scaled,
-    split,
-)
-from dpkit.session._record import release_events
-from dpkit.session._run import check_quantile, check_quantile_plan, execute, statistics_layer
+from dpkit.session._plan import MAX_CUT, Plan, Recipe
 from dpkit.session._text import expr_text, query_text, value_text
 from dpkit.session._total import total_expression, total_predicate
-from dpkit.session.aggregates import Aggregate, Count, Histogram, Quantile
+from dpkit.session.aggregates import Aggregate, Histogram
 from dpkit.session.result import QueryRelease
 
 if TYPE_CHECKING:
-    from dpkit.session.session import Session
+    from dpkit.session._handle import SessionHandle
 
-__all__ = ["Query", "fresh_salt"]
+__all__ = ["Query"]
 
 
 def _check_bound(owner: str, name: str, value: Any) -> int:
@@ -93,100 +80,6 @@ def _checked(lf: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
         f"Query: a filter or added column cannot run on this data's schema ({failed}); the "
         "engine's message is not shown. Check the columns they name and their types"
     )
-
-
-def _public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
-    if (
-        isinstance(keys, pl.DataFrame | pl.LazyFrame)
-        or hasattr(keys, "__dataframe__")
-        or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb", "pyspark"))
-    ):
-        frame = nw.from_native(keys)
-        if isinstance(frame, nw.LazyFrame):
-            frame = frame.collect()
-        out = frame.to_polars()
-        missing = [c for c in by if c not in out.columns]
-        if missing:
-            raise ParameterError(f"group_by: the `keys` frame lacks column(s) {missing}")
-        out = out.select(list(by))
-    elif isinstance(keys, Sequence) and not isinstance(keys, str):
-        rows = list(keys)
-        if len(by) == 1:
-            rows = [r[0] if isinstance(r, tuple) and len(r) == 1 else r for r in rows]
-            out = pl.DataFrame({by[0]: rows}, strict=False)
-        else:
-            if not all(isinstance(r, tuple | list) and len(r) == len(by) for r in rows):
-                raise ParameterError(
-                    f"group_by: with {len(by)} key columns, `keys` must be a list of "
-                    f"{len(by)}-tuples or a frame; got {keys!r}"
-                )
-            out = pl.DataFrame(rows, schema=list(by), orient="row", strict=False)
-    else:
-        raise TypeError(
-            "group_by: `keys` must be None (chosen privately), a list of keys or a frame of "
-            f"key columns; got {type(keys).__name__}"
-        )
-    if out.is_duplicated().any():
-        raise ParameterError("group_by: public `keys` must be distinct")
-    return out
-
-
-def _check_key_types(
-    schema: Any, by: tuple[str, ...], keys: pl.DataFrame | None, unit: str | None
-) -> pl.DataFrame | None:
-    """Refuse, before anything is spent, key columns (and a privacy unit) that cannot be
-    grouped (nested or untyped values: TypeError) and public keys that do not fit their
-    column's type (ParameterError): keys that do not cast to it, or that the cast changes
-    (non-integral numbers for an integer column, ``"01"`` for one, a datetime with a time
-    for a date column: the cast back differs). Returns the keys cast to the columns' types,
-    which every later step uses. The schema is public; the data is not read."""
-    roles = [(c, "a group key", "group_by") for c in by]
-    if unit is not None:
-        roles.append((unit, "the privacy unit", "Session"))
-    for c, role, owner in roles:
-        dtype = schema[c]
-        if dtype.is_nested() or isinstance(dtype, nw.Object | nw.Unknown):
-            raise TypeError(
-                f"{owner}: column {c!r} of type {dtype} cannot be {role} (lists, structs, "
-                "arrays and untyped objects are not supported); use a string or number "
-                "derived from it, computed before the Session"
-            )
-    if keys is None:
-        return None
-    cast: dict[str, pl.Series] = {}
-    for c in by:
-        dtype = schema[c]
-        target = nw.String() if isinstance(dtype, nw.Categorical | nw.Enum) else dtype
-        given = keys[c]
-        if dtype.is_integer() and given.dtype.is_float():
-            finite = given.drop_nulls()
-            if not finite.is_finite().all() or not (finite == finite.floor()).all():
-                raise ParameterError(
-                    f"group_by: the public `keys` of the integer column {c!r} must be whole "
-                    f"numbers; got {finite.filter(finite != finite.floor()).head(3).to_list()}"
-                )
-        try:
-            typed = nw.from_native(keys.select(c)).select(nw.col(c).cast(target)).to_native()[c]
-            same = bool(typed.cast(given.dtype).eq_missing(given).all())
-        except Exception:  # the cast's own error type (the keys are public)
-            same = False
-        if not same:
-            raise ParameterError(
-                f"group_by: the public `keys` of column {c!r} ({given.dtype}) do not fit its "
-                f"type {dtype}; give keys of that type (for example datetime.date values for "
-                "a date column)"
-            )
-        cast[c] = typed
-    return keys.with_columns(cast[c].alias(c) for c in by)
-
-
-def fresh_salt(ctx: ex.Context, source: Any) -> tuple[int, ...] | None:
-    """The secret salt of one release's bounding (``None`` without a privacy unit): four
-    uniform 63-bit words, drawn fresh from ``source`` for every release."""
-    salt = None
-    if ctx.unit is not None:
-        salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
-    return salt
 
 
 def _none_or_one(value: Any) -> bool:
@@ -280,7 +173,7 @@ class Query:
 
     def __init__(
         self,
-        session: Session,
+        session: SessionHandle,
         *,
         max_rows_per_unit: int | str | None = None,
         max_groups_per_unit: int | None = None,
@@ -321,7 +214,7 @@ class Query:
                     raise ParameterError(
                         f"query: `max_rows_per_unit` must be an int >= 1 or 'auto'; got {k!r}"
                     )
-                self._auto_rows = auto_rows or session._auto_rows
+                self._auto_rows = auto_rows or session.auto_rows
                 k = self._auto_rows.max_bound  # the worst case, until a release chooses it
             k = _check_bound("query", "max_rows_per_unit", k)
             if m is not None:
@@ -463,7 +356,7 @@ class Query:
 
     def _schema(self) -> dict[str, Any]:
         """The public schema the query's steps see: the table's, then the added columns."""
-        schema = dict(self._s._schema)
+        schema = dict(self._s.schema)
         for group in self._derived:
             schema.update((name, dtype) for name, _, dtype in group)
         return schema
@@ -528,7 +421,7 @@ class Query:
                     "public `keys` every given group is released"
                 )
             pre = check_int("group_by", "pre_threshold", pre_threshold, minimum=1, maximum=MAX_CUT)
-        kf = None if keys is None else _public_keys(tuple(columns), keys)
+        kf = None if keys is None else keys_mod.public_keys(tuple(columns), keys)
         return self._copy(_by=tuple(columns), _keys=kf, _sel_w=w, _pre=pre)
 
     def agg(self, *aggregates: Aggregate) -> Query:
@@ -574,8 +467,8 @@ class Query:
         s = self._s
         if not self._aggs:
             raise ParameterError("query: nothing to release; add aggregates with .agg(...)")
-        s._check_unchanged()
-        lf = s._table(rows=False)
+        s.check_unchanged()
+        lf = s.table(rows=False)
         schema = self._schema()
         parsed = self._parsed()
         for c in parsed:
@@ -590,10 +483,10 @@ class Query:
                 raise ParameterError(
                     f"query: unknown column {c!r}; the data has {', '.join(map(repr, schema))}"
                 )
-        keys = _check_key_types(schema, self._by, self._keys, s.privacy_unit)
-        engine = s._engine
+        keys = keys_mod.check_key_types(schema, self._by, self._keys, s.privacy_unit)
+        engine = s.engine
         for c in self._by:
-            s._check_unambiguous("group_by", c)
+            s.check_unambiguous("group_by", c)
             engine.check_column("group_by", c, "key", schema[c])
         if s.privacy_unit is not None:
             unit = s.privacy_unit
@@ -601,7 +494,7 @@ class Query:
         for a in self._aggs:
             if a.column is not None and a.column in schema:
                 owner = f"dp.{type(a).__name__.lower()}"
-                s._check_unambiguous(owner, a.column)
+                s.check_unambiguous(owner, a.column)
                 engine.check_column(owner, a.column, "value", schema[a.column])
         names: list[str] = list(self._by)
         schema = {**schema, **{c: nw.Float64() for c in parsed}}  # what the aggregates see
@@ -631,7 +524,7 @@ class Query:
         added = {name for group in self._derived for name, _, _ in group}
         shared = not any(a.column in added for a in self._aggs)
         return ex.Context(
-            ex.Guarded(s._engine),  # engine errors quote no data
+            ex.Guarded(s.engine),  # engine errors quote no data
             _checked(self._rows_of(lf)) if self._filters or added else self._rows_of(lf),
             schema,
             s.privacy_unit,
@@ -640,8 +533,8 @@ class Query:
             self._by,
             keys,
             self._aggs,
-            table=s._frame if s._known_clean is not None and shared else None,
-            known_clean=s._known_clean if shared else None,
+            table=s.frame if s.known_clean is not None and shared else None,
+            known_clean=s.known_clean if shared else None,
         )
 
     def _rows_of(self, table: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
@@ -654,34 +547,33 @@ class Query:
         ``max_rows_per_unit`` rows): the release is the same function of the named units'
         rows whatever the unnamed rows are."""
         s = self._s
-        schema = dict(s._schema)
+        schema = dict(s.schema)
         for group in self._derived:  # each call's columns, from the columns before it
-            table = s._engine.converted(table, {n: e for n, e, _ in group}, schema)
+            table = s.engine.converted(table, {n: e for n, e, _ in group}, schema)
             schema.update((n, t) for n, _, t in group)
         conds = list(self._filters)
         if s.privacy_unit is not None:
             unit = nw.col(s.privacy_unit)
             named = ~unit.is_null()
-            public_float = s._schema[s.privacy_unit].is_float()
+            public_float = s.schema[s.privacy_unit].is_float()
             if public_float and table.collect_schema()[s.privacy_unit].is_float():
                 named = named & ~unit.is_nan()  # a pandas unit keeps its own (int) type
             conds.append(named.fill_null(False))
-        rows = s._engine.where(table, conds, schema)
+        rows = s.engine.where(table, conds, schema)
         parsed = self._parsed()
         if parsed:  # text with no declared type, as numbers for the aggregates (total parse)
             numbers = {c: parse_number(nw.col(c)) for c in parsed}
-            rows = s._engine.converted(rows, numbers, s._schema)
+            rows = s.engine.converted(rows, numbers, s.schema)
         return rows
 
     def _parsed(self) -> list[str]:
         """The text columns with no declared type (a CSV file's; a pandas ``str`` or
         ``object`` column's) that an aggregate uses as numbers: a sum, mean, variance or
         quantile, or a histogram with numeric edges."""
-        text = self._s._text
+        text = self._s.text
         out: list[str] = []
         for a in self._aggs:
-            numeric = hasattr(a, "bounds") or (isinstance(a, Histogram) and a.edges is not None)
-            if numeric and a.column in text and a.column not in out:
+            if a.reads_numbers and a.column in text and a.column not in out:
                 out.append(a.column)
         return out
 
@@ -689,113 +581,33 @@ class Query:
         """``ctx`` on the data itself: a release calls it once its cost is charged (on
         pandas this converts the data and runs the filters)."""
         s = self._s
-        table = s._table()
+        table = s.table()
         return dataclasses.replace(ctx, frame=self._rows_of(table))
 
     def _plan(
-        self,
-        epsilon: Any,
-        delta: Any,
-        rho: Any,
-        noise: Any,
-        alpha: Any,
-        required: bool = False,
-        *,
-        aggregates: tuple[Aggregate, ...] | None = None,
-        rows: int | None = None,
+        self, epsilon: Any, delta: Any, rho: Any, noise: Any, alpha: Any, required: bool = False
     ) -> Plan:
-        """The plan; ``aggregates`` (with their bounds chosen) and ``rows`` (the chosen
-        ``max_rows_per_unit``) replace the query's own once a release has chosen them."""
+        """The plan from the release's raw parameters: ``alpha`` and the budget validated
+        here, once (a release then re-plans by method: :meth:`Plan.with_rows`,
+        :meth:`Plan.with_bounds`). Without ``epsilon`` or ``rho`` and not ``required``, the
+        bounding and sensitivities only."""
         a = check_alpha("release", alpha, smallest=MIN_ALPHA)
-        aggs = self._aggs if aggregates is None else aggregates
-        k = self._max_rows if rows is None else rows
-        m = self._max_groups if rows is None else min(self._groups_given or rows, rows)
         private = bool(self._by) and self._keys is None
         need = required or epsilon is not None or rho is not None
         budget = make_budget(epsilon, delta, rho, noise, private) if need else None
-        auto = self._auto_rows
-        base = Plan(
-            self._s._engine.name,
+        recipe = Recipe(
+            self._s.engine.name,
             self._s.privacy_unit,
-            k,
-            m,
             self._by,
             self._keys is not None,
-            budget,
-            a,
-            aggs,
-            notes=self._notes(aggs),
+            self._sel_w,
+            self._pre,
+            self._schema(),
+            tuple(self._parsed()),
+            self._groups_given,
+            self._auto_rows,
         )
-        if budget is None:
-            if auto is not None:
-                base = dataclasses.replace(base, rows=RowsPlan(auto, Fraction(auto.share), 0.0))
-            return base
-        rest = budget
-        if auto is not None:  # the contribution bound's share of the whole budget
-            share = Fraction(auto.share)
-            base = dataclasses.replace(
-                base, rows=RowsPlan(auto, share, pure_epsilon(budget, share, 1))
-            )
-            rest = scaled(budget, 1 - share)
-        groups = m if self._by else 1
-        parts, quants, sel, bounds = split(
-            aggs,
-            rest,
-            k=k,
-            groups=groups,
-            alpha=a,
-            selection_weight=self._sel_w,
-            reuse=self._reuse(aggs, k),
-            private=private,
-            schema=self._schema(),
-            pre_threshold=self._pre,
-        )
-        return dataclasses.replace(
-            base,
-            parts=tuple(parts),
-            quantiles=tuple(quants),
-            selection=sel,
-            bounds=tuple(bounds),
-        )
-
-    def _reuse(self, aggs: tuple[Aggregate, ...], k: int) -> str | None:
-        """A ``dp.count()`` that can double as the selection count (one row per unit)."""
-        if k != 1:
-            return None
-        for a in aggs:
-            if isinstance(a, Count) and a.column is None:
-                return a.name
-        return None
-
-    def _notes(self, aggs: tuple[Aggregate, ...]) -> tuple[str, ...]:
-        notes = [
-            f"{c!r} is text with no declared type: parsed as numbers, text that is not a "
-            "plain number counts as missing"
-            for c in self._parsed()
-        ]
-        if self._s.privacy_unit is not None:
-            notes.append(f"rows whose privacy unit {self._s.privacy_unit!r} is null are left out")
-        for a in aggs:
-            if a.column is None or isinstance(a, Histogram):
-                continue
-            fill = getattr(a, "fill", None)
-            rule = "left out" if fill is None else f"replaced by {fill!r}"
-            clip = (
-                "the bounds the release chooses privately (bounds='auto')"
-                if getattr(a, "auto", False)
-                else repr(getattr(a, "bounds", None))
-            )
-            notes.append(
-                f"{a.name}: nulls and NaN in {a.column!r} are {rule} (after bounding); values "
-                f"are clipped to {clip}"
-            )
-            lat = getattr(a, "lattice", None)
-            if lat is not None:
-                notes.append(
-                    f"{a.name}: exact integer sums on the lattice unit {lat.unit!r} "
-                    f"(rounding <= {lat.unit / 2!r} per value)"
-                )
-        return tuple(notes)
+        return recipe.plan(budget, a, self._aggs, self._max_rows, self._max_groups)
 
     def explain(
         self,
@@ -927,22 +739,21 @@ class Query:
         label: Any,
         finish: Any = None,
     ) -> QueryRelease:
-        """:meth:`measure`; ``finish`` (SQL's) turns the release into what the caller
-        returns and says how the query was written: ``finish(rel) -> (rel, language, text)``."""
+        """:meth:`measure`, through the release's steps (``session/_pipeline.py``);
+        ``finish`` (SQL's) turns the release into what the caller returns and says how the
+        query was written: ``finish(rel) -> (rel, language, text)``."""
         ctx, plan = self._prepare(epsilon, delta, alpha, rho, noise)
-        assert plan.budget is not None
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"release: `label` must be None or a str; got {type(label).__name__}")
-        source = self._source(rng)  # a bad rng is refused before the spend
-        label = label or self._label()
-        spend = self._s._spend(plan.budget.cost, label, release_events(plan))
-        rel = ex.after_spend(
-            lambda: self._release(ctx, plan, source, label, epsilon, delta, rho, noise, alpha)
+        return pipeline.measure(
+            self._s,
+            ctx,
+            plan,
+            source=lambda: self._source(rng),
+            label=label,
+            default_label=self._label(),
+            on_data=self._with_rows,
+            text=self.text,
+            finish=finish,
         )
-        language, text = "python", self.text()
-        if finish is not None:
-            rel, language, text = finish(rel)
-        return self._s._recorded(rel, spend, language, text, source)
 
     def text(self) -> str:
         """The query as the builder calls that make it, one per line (for reports).
@@ -969,55 +780,6 @@ class Query:
                 options.append(f"pre_threshold={self._pre}")
         return query_text(head, self._steps, self._by, self._keys, self._aggs, options)
 
-    def _release(
-        self,
-        ctx: ex.Context,
-        plan: Plan,
-        source: Any,
-        label: str,
-        epsilon: Any,
-        delta: Any,
-        rho: Any,
-        noise: Any,
-        alpha: Any,
-    ) -> QueryRelease:
-        """The release once its cost is charged: the automatic stages, then the statistics."""
-        ctx = self._with_rows(ctx)
-        contribution = None
-        if plan.rows is not None:  # max_rows_per_unit="auto": chosen first, then the plan
-            auto = plan.rows.auto
-            contribution = choose_max_rows(
-                ctx, plan.rows.epsilon, auto.level, auto.max_bound, source
-            )
-            k = contribution.bound
-            plan = dataclasses.replace(
-                self._plan(epsilon, delta, rho, noise, alpha, True, rows=k),
-                rows=dataclasses.replace(plan.rows, chosen=k),
-            )
-            ctx = dataclasses.replace(ctx, max_rows=plan.max_rows, max_groups=plan.max_groups)
-        rows = ex.bounded_rows(ctx, fresh_salt(ctx, source))
-        chosen: dict[str, Any] = {}
-        if plan.bounds:  # bounds="auto": chosen on the bounded rows, then the statistics
-            ctx, chosen = choose_bounds(ctx, rows, plan, source)
-            replanned = self._plan(
-                epsilon,
-                delta,
-                rho,
-                noise,
-                alpha,
-                True,
-                aggregates=ctx.aggregates,
-                rows=plan.max_rows if plan.rows is not None else None,
-            )
-            plan = dataclasses.replace(
-                replanned,
-                rows=plan.rows,
-                bounds=plan.bounds,
-                chosen=tuple((name, rel) for name, rel in chosen.items()),
-            )
-        out = execute(ctx, plan, rows, source, label, self._s._engine)
-        return dataclasses.replace(out, bounds=chosen, contribution=contribution)
-
     def _prepare(
         self, epsilon: Any, delta: Any, alpha: Any, rho: Any, noise: Any
     ) -> tuple[ex.Context, Plan]:
@@ -1027,32 +789,12 @@ class Query:
         any other (see :meth:`_rows_of`)."""
         ctx = self._context()
         plan = self._plan(epsilon, delta, rho, noise, alpha, required=True)
-        if plan.bounds:  # the statistics once bounds are chosen: checked on the worst lattice
-            worst = tuple(
-                a.resolve(WORST_BOUNDS) if getattr(a, "auto", False) else a  # type: ignore[attr-defined]
-                for a in self._aggs
-            )
-            self._plan(epsilon, delta, rho, noise, alpha, True, aggregates=worst)
-        check_stages(plan)  # the automatic stages' noise within the sampler's range
-        for part in plan.parts:  # a sum's interval within the float range for some table
-            if part.part.label == "sum":
-                from dpkit.statistics.moments import check_sum_interval
-
-                what = "narrow the bounds (rescale the data) or raise epsilon (or rho)"
-                owner = f"Session ({part.aggregate})"
-                check_sum_interval(owner, part.half_width, part.part.unit, what)
-        if plan.quantiles:
-            statistics_layer()  # fails before spending if the statistics layer is missing
-            quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
-            for a in quantiles:
-                check_quantile(ctx.schema, a)
-            for a, qp in zip(quantiles, plan.quantiles, strict=True):  # the planned stages
-                check_quantile_plan(a, qp, plan.alpha)  # run as planned, noise in range
+        pipeline.check_before_spend(ctx, plan)
         return ctx, plan
 
     def _source(self, rng: Any) -> Any:
         """``rng``, or the Session's own source when it is ``None``."""
-        return self._s._source if rng is None else as_source(rng)
+        return self._s.source if rng is None else as_source(rng)
 
     def _label(self) -> str:
         names = ", ".join(a.name for a in self._aggs)

@@ -111,7 +111,7 @@ class QueryRelease:
         The budget section shows this release's cost and the budget it was charged to;
         what the whole budget has spent is in :meth:`Session.report` or ``dpkit report``.
         """
-        from dpkit.report.release_report import release_report
+        from dpkit.render.release_report import release_report
 
         return release_report(self, path, audit=audit, title=title)
 

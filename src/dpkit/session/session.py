@@ -18,7 +18,8 @@ from dpkit.errors import LedgerError, ParameterError
 from dpkit.samplers import as_source
 from dpkit.session import aggregates as agg
 from dpkit.session._auto import auto_rows
-from dpkit.session._execute import RESERVED, Guarded
+from dpkit.session._engine import RESERVED, Guarded
+from dpkit.session._handle import SessionHandle
 from dpkit.session._schema import declared_casts, declared_types
 from dpkit.session.engines import engine_for
 from dpkit.session.query import Query
@@ -336,10 +337,30 @@ class Session:
             base.max_bound if max_rows_cap is None else max_rows_cap,
         )
         return Query(
-            self,
+            self._handle(),
             max_rows_per_unit=max_rows_per_unit,
             max_groups_per_unit=max_groups_per_unit,
             auto_rows=settings,
+        )
+
+    def _handle(self) -> SessionHandle:
+        """What a query needs from this Session (:mod:`dpkit.session._handle`)."""
+        return SessionHandle(
+            engine=self._engine,
+            privacy_unit=self.privacy_unit,
+            schema=self._schema,
+            text=frozenset(self._text),
+            source=self._source,
+            auto_rows=self._auto_rows,
+            max_rows_per_unit=self.max_rows_per_unit,
+            max_groups_per_unit=self.max_groups_per_unit,
+            frame=self._frame,
+            known_clean=self._known_clean,
+            table=self._table,
+            check_unchanged=self._check_unchanged,
+            check_unambiguous=self._check_unambiguous,
+            spend=self._spend,
+            recorded=self._recorded,
         )
 
     def _check_unambiguous(self, owner: str, name: str) -> None:
@@ -364,7 +385,16 @@ class Session:
         from dpkit.session._record import build
 
         record = build(
-            rel, session=self, spend=spend, language=language, text=text, secure=source.secure
+            rel,
+            accountant=self.accountant,
+            schema=self._schema,
+            declared=self._declared,
+            public_tables=self._sql_public,
+            engine=self._engine,
+            spend=spend,
+            language=language,
+            text=text,
+            secure=source.secure,
         )
         try:
             self.accountant.attach_record(spend.index, record)
@@ -427,7 +457,7 @@ class Session:
         users' spends too); the releases are this Session's. ``dpkit report LEDGER`` renders
         the same report from the ledger alone.
         """
-        from dpkit.report.release_report import session_report
+        from dpkit.render.release_report import session_report
 
         return session_report(self, path, audit=audit, title=title)
 

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 
 import dpkit as dp
-from dpkit.session._sample import QuerySampler
 from dpkit.session._sql import compile_query
+from dpkit.session.batch import QuerySampler
 
 from .conftest import REGIONS, private_table
 

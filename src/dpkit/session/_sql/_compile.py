@@ -20,7 +20,7 @@ import polars as pl
 
 from dpkit.errors import ParameterError
 from dpkit.session import aggregates as dpa
-from dpkit.session._execute import RESERVED
+from dpkit.session._engine import RESERVED
 from dpkit.session._sql._aggregate import (
     Call,
     clamped,

@@ -274,7 +274,7 @@ class SparkEngine(Engine):
 
     Privacy: nothing here changes a sensitivity. Each person's kept rows depend only on their
     own rows and the secret salt (the window is partitioned by the person), which is all the
-    Session's bounding needs (:func:`dpkit.session._execute.bounded_rows`); the noise is added
+    Session's bounding needs (:func:`dpkit.session._engine.bounded_rows`); the noise is added
     on the driver by dpkit's exact samplers. Spark Connect frames are accepted by the same
     code but untested, and the aggregation-only check of :meth:`collect` needs the classic
     API's plan (it is skipped for them).
@@ -437,7 +437,7 @@ class SparkEngine(Engine):
         from pyspark.sql import SparkSession
 
         spark = like.to_native().sparkSession if like is not None else None
-        if spark is None:  # pragma: no cover - _run always passes the data
+        if spark is None:  # pragma: no cover - a release always passes the data
             spark = SparkSession.builder.getOrCreate()
         frame = frame.with_columns(
             pl.col(c).cast(pl.String) for c in frame.columns if frame.schema[c] == pl.Null
@@ -486,7 +486,7 @@ _CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 @contextlib.contextmanager
 def _quiet_query_context() -> Iterator[None]:
     """Silence PySpark's query-context loggers while dpkit collects: the engine's error is
-    re-raised without its message (:class:`dpkit.session._execute.Guarded`), and these
+    re-raised without its message (:class:`dpkit.session._engine.Guarded`), and these
     loggers would print it anyway."""
     loggers = [logging.getLogger(name) for name in _CONTEXT_LOGGERS]
     before = [lg.disabled for lg in loggers]

@@ -1,4 +1,4 @@
-"""The audit's batched path (dpkit.session._sample.QuerySampler) is the release's own code.
+"""The audit's batched path (dpkit.session.batch.QuerySampler) is the release's own code.
 
 One sampled release with a seed equals the release with that seed (the same bits consumed
 in the same order); many sampled releases follow the stated laws; a pool of salts gives each
@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 import dpkit as dp
-from dpkit.session._sample import QuerySampler, salt_pool
+from dpkit.session.batch import QuerySampler, salt_pool
 from dpkit.statistics import quantiles_from_counts
 from dpkit.statistics.sampling import quantiles_from_counts_samples
 

@@ -1,18 +1,17 @@
-"""Executing a planned query: engine aggregation once, then noise in a fixed order.
+"""The noise side of a release: the draws, in a fixed order, on the engine's exact figures.
 
-:func:`aggregate` runs the engine work on the bounded rows and returns only the exact,
-noise-free per-group figures (never released). :func:`draw` adds the noise: one release
-(``size=None``) or ``size`` independent releases at once, by the same code. For ``size=1`` the
-random bits are consumed in the same order as one release, so a seed gives the same values;
-:class:`dpkit.session._sample.QuerySampler` (the audit's batched path) draws many at once.
+:func:`dpkit.session._engine.aggregate` runs the engine work on the bounded rows and returns
+only the exact, noise-free per-group figures (never released); :func:`draw` adds the noise to
+them: one release (``size=None``) or ``size`` independent
+releases at once, by the same code. For ``size=1`` the random bits are consumed in the same
+order as one release, so a seed gives the same values; :class:`dpkit.session.batch.QuerySampler`
+(the audit's batched path) draws many at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import narwhals as nw
 import numpy as np
 import polars as pl
 
@@ -20,20 +19,13 @@ from dpkit.accounting import ZCDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.release import Release
 from dpkit.samplers import as_source
-from dpkit.session import _execute as ex
+from dpkit.session import _engine as ex
 from dpkit.session._plan import QUANTILE_INTERVAL_SHARE, Plan
-from dpkit.session._specs import DistinctUnits, Rows
 from dpkit.session.aggregates import Histogram, Quantile
-from dpkit.session.result import QueryRelease
 
 __all__ = [
-    "Aggregated",
-    "aggregate",
-    "check_quantile",
     "check_quantile_plan",
     "draw",
-    "execute",
-    "quantile_support",
     "statistics_layer",
 ]
 
@@ -49,79 +41,8 @@ def statistics_layer() -> Any:
     return statistics
 
 
-@dataclass(frozen=True)
-class Aggregated:
-    """The exact per-group figures of one bounded table (inputs of the noise; never released).
-
-    ``table`` has one row per group (keys sorted, public keys completed) and the statistic
-    columns; ``arrays`` holds those columns as int64 arrays; ``grids`` and ``hists`` hold the
-    grid counts of each quantile aggregate and the bin counts of each histogram.
-    """
-
-    table: pl.DataFrame
-    arrays: dict[str, np.ndarray]
-    grids: tuple[pl.DataFrame, ...]
-    hists: tuple[pl.DataFrame, ...]
-
-
-def aggregate(ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
-    """Every engine aggregation the release needs, on the bounded ``rows``.
-
-    With private keys, the groups whose exact selection count is below the plan's
-    pre-threshold are dropped in the engine (:func:`dpkit.session._plan.selection_threshold`):
-    only candidates at or above the cut reach Python."""
-    columns: dict[str, Any] = {}
-    named: dict[str, list[str]] = {}
-    clean = ex.table_clean(ctx, ex.summed_columns(ctx))
-    for i, a in enumerate(ctx.aggregates):
-        if hasattr(a, "columns"):
-            cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
-            columns.update(cols)
-            named[a.name] = list(cols)
-    sel = plan.selection
-    cut = None
-    if sel is not None:
-        if sel.reuse is None:
-            columns[ex.SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
-            cut = (ex.SELECT, sel.cut)
-        else:  # the count of one row per unit: its first (only) column
-            cut = (named[sel.reuse][0], sel.cut)
-    table = (
-        ex.aggregate_table(ctx, rows, columns, clean.rows, cut) if columns else ex.keys_only(ctx)
-    )
-    return Aggregated(
-        table,
-        ex.column_arrays(table, list(columns)),
-        tuple(ex.grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
-        tuple(
-            ex.histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)
-        ),
-    )
-
-
-def execute(
-    ctx: ex.Context, plan: Plan, rows: nw.LazyFrame[Any], source: Any, label: str, engine: Any
-) -> QueryRelease:
-    """Aggregate in the engine, then draw the noise: groups sorted by key, a fixed draw order
-    (the selection count, then each aggregate's statistics in order), so a seed reproduces a
-    release on every engine."""
-    assert plan.budget is not None
-    frame, releases = draw(ctx, plan, aggregate(ctx, plan, rows), source)
-    sel = plan.selection
-    return QueryRelease(
-        frame=engine.output(frame, like=ctx.frame, keys=ctx.by),
-        privacy=plan.budget.cost,
-        relation="unbounded",
-        privacy_unit=ctx.unit,
-        label=label,
-        plan=plan,
-        releases=releases,
-        threshold=None if sel is None else sel.threshold,
-    )
-
-
 def draw(
-    ctx: ex.Context, plan: Plan, agg: Aggregated, source: Any, size: int | None = None
+    ctx: ex.Context, plan: Plan, agg: ex.Aggregated, source: Any, size: int | None = None
 ) -> tuple[pl.DataFrame, dict[str, Release]]:
     """The noisy frame of one release (``size=None``), or of ``size`` independent releases
     stacked with a ``draw`` column (``0 .. size - 1``; a draw releasing no group has no row).
@@ -140,7 +61,7 @@ def draw(
     for p in plan.parts:
         parts.setdefault(p.aggregate, []).append(p)
     stats = {
-        a.name: a.statistics(agg.arrays, f"__dpkit_a{i}_")  # type: ignore[attr-defined]
+        a.name: a.statistics(agg.arrays, f"__dpkit_a{i}_")
         for i, a in enumerate(ctx.aggregates)
         if not isinstance(a, Quantile | Histogram)
     }
@@ -171,7 +92,7 @@ def draw(
             for p, v in zip(parts[a.name], vals, strict=True):
                 releases[f"{a.name}: {p.part.label}"] = _part_release(p, v, budget.noise)
         halves = [p.half_width for p in parts[a.name]]
-        out.update(a.finish(vals, halves, plan.alpha))  # type: ignore[attr-defined]
+        out.update(a.finish(vals, halves, plan.alpha))
     frame = pl.DataFrame(out)
     quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
     for qp, q, counts in zip(plan.quantiles, quantiles, agg.grids, strict=True):
@@ -250,50 +171,6 @@ def _quantile_release(agg: Quantile, qp: Any, frame: pl.DataFrame, plan: Plan) -
             "value_intervals": np.stack((low, high), axis=-1),
         },
     )
-
-
-def quantile_support(schema: Any, agg: Quantile) -> str | float:
-    """The base measure of a quantile aggregate: an integer-typed column (a public schema
-    fact, never the values) puts the atoms on the integers (``support=1.0``, when the
-    mechanism's lattice holds them and the bounds are at least one wide); any other column,
-    or bounds too narrow or too wide for a step of 1 (``(0, 0.5)``, ``(0, 2**40)``), gets
-    ``"auto"`` (atoms on every dyadic grid). The rule of the array functions
-    (:func:`dpkit.statistics.quantiles` on an integer dtype), so both release the same
-    values from the same records; the engine's grid has a power-of-two unit, so it moves an
-    integer record to an integer (itself when the unit is 1 or less). Decided from the
-    schema and the bounds alone, before anything is spent."""
-    assert agg.column is not None
-    if schema[agg.column].is_integer():
-        from dpkit.mechanisms.quantile_em import QuantileLattice, resolution_level
-
-        lower, upper = agg.bounds
-        try:
-            resolution_level(QuantileLattice.for_bounds("dp.quantile", lower, upper), 1.0)
-        except ParameterError:  # the step of 1 is wider than the bounds
-            return "auto"
-        return 1.0
-    return "auto"
-
-
-def check_quantile(schema: Any, agg: Quantile) -> None:
-    """Refuse, before anything is spent, a ``method`` the column cannot take: ``"cdf"``
-    needs a resolution support (an integer-typed column) with a small grid."""
-    if agg.method != "cdf":
-        return
-    from dpkit.mechanisms.quantile_em import Measure, QuantileLattice
-    from dpkit.statistics.cdf import MAX_GRID, cdf_grid
-
-    support = quantile_support(schema, agg)
-    lower, upper = agg.bounds
-    ok = not isinstance(support, str) and (
-        cdf_grid(Measure(QuantileLattice.for_bounds("dp.quantile", lower, upper), support))
-        is not None
-    )
-    if not ok:
-        raise ParameterError(
-            f"dp.quantile({agg.column!r}): method='cdf' needs an integer-typed column with at "
-            f"most {MAX_GRID} integers inside the bounds {agg.bounds}; use method='auto'"
-        )
 
 
 def check_quantile_plan(agg: Quantile, qp: Any, alpha: float) -> None:

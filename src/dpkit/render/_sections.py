@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
 from dpkit.errors import ParameterError
-from dpkit.report._html import banner, esc, exact, fmt, table, time_tag, value_chart
+from dpkit.render._html import banner, esc, exact, fmt, table, time_tag, value_chart
 
 if TYPE_CHECKING:
-    from dpkit.report.release_report import ReportData
+    from dpkit.render.release_report import ReportData
 
 __all__ = [
     "CHART_ROWS",

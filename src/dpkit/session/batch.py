@@ -2,11 +2,11 @@
 
 A release runs the engine once (bounding with a fresh secret salt, then aggregation) and draws
 its noise in Python. :class:`QuerySampler` splits the two: the engine's exact per-group
-figures are computed once per salt (:func:`dpkit.session._run.aggregate`, cached) and the
-noise of ``size`` releases is drawn at once by :func:`dpkit.session._run.draw`, the function
+figures are computed once per salt (:func:`dpkit.session._engine.aggregate`, cached) and the
+noise of ``size`` releases is drawn at once by :func:`dpkit.session._draw.draw`, the function
 every release calls. It validates exactly as :meth:`Query.measure` (same plan, same checks)
-and spends nothing: it serves :mod:`dpkit.audit`, which tests the release's claim on
-neighbouring tables, and it is not part of the public API.
+and spends nothing. It serves :mod:`dpkit.audit` (``audit/session_query.py``), which tests
+the release's claim on neighbouring tables; ``dpkit`` does not re-export it.
 
 Salts. A release's bounding keeps each unit's rows by a salted hash, the salt drawn fresh and
 secret. The release's mechanism is the mixture, over the salt, of the mechanisms ``M_s`` that
@@ -31,9 +31,9 @@ import polars as pl
 from dpkit.accounting import PrivacyLoss
 from dpkit.errors import ParameterError
 from dpkit.samplers import as_source, uniform_int
-from dpkit.session import _execute as ex
-from dpkit.session._run import Aggregated, aggregate, draw
-from dpkit.session.query import fresh_salt
+from dpkit.session import _engine as ex
+from dpkit.session._draw import draw
+from dpkit.session._engine import Aggregated, aggregate, fresh_salt
 
 if TYPE_CHECKING:
     from dpkit.session.query import Query

@@ -1,6 +1,10 @@
-"""Running a planned query: bounding and aggregation in the engine, noise in Python.
+"""The engine side of a release: bounding and aggregation, run in the user's engine.
 
-Only aggregated frames (one row per group, or per group and bucket/bin) leave the engine.
+The validated query (:class:`Context`), its rows bounded per privacy unit with a fresh
+secret salt (:func:`fresh_salt`, :func:`bounded_rows`), and every aggregation a release
+needs (:func:`aggregate`: the exact per-group figures, never released). Only aggregated
+frames (one row per group, or per group and bucket/bin) leave the engine; the noise is
+drawn in Python (``session/_draw.py``).
 """
 
 from __future__ import annotations
@@ -9,26 +13,40 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import narwhals as nw
 import numpy as np
 import polars as pl
 
 from dpkit.errors import DPError, ParameterError
-from dpkit.session._specs import Summed, aggregation, digits, split_for
+from dpkit.samplers import uniform_int
+from dpkit.session._specs import (
+    CleanColumns,
+    DistinctUnits,
+    Rows,
+    Summed,
+    aggregation,
+    digits,
+    split_for,
+)
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 from dpkit.session.engines import Engine
 
+if TYPE_CHECKING:
+    from dpkit.session._plan import Plan
+
 __all__ = [
     "RESERVED",
-    "CleanColumns",
+    "Aggregated",
     "Context",
     "Guarded",
     "after_spend",
+    "aggregate",
     "aggregate_table",
     "bounded_rows",
     "canonical_floats",
+    "fresh_salt",
     "grid_counts",
     "grid_groups",
     "grid_keys",
@@ -392,15 +410,6 @@ def summed_columns(ctx: Context) -> list[str]:
     )
 
 
-class CleanColumns(frozenset[str]):
-    """Column names with no null and no NaN in the table, with each one's ``spans``:
-    ``(min, max)`` over the whole table, and the table's number of ``rows`` (None if not
-    known): no group of any query has more."""
-
-    spans: dict[str, tuple[Any, Any]]
-    rows: int | None
-
-
 def _probes(ctx: Context, cols: list[str]) -> list[nw.Expr]:
     """Aggregations telling whether a column has a null or a NaN, and its range.
 
@@ -459,11 +468,10 @@ def table_clean(ctx: Context, cols: list[str]) -> CleanColumns:
             agg = ctx.engine.collect(table.select(*_probes(ctx, todo)))
         known.update(_spans(agg, todo))
         known[_LEN] = (int(agg[_LEN][0]), None)  # the table's rows
-    out = CleanColumns(c for c in cols if known[c] is not None)
-    out.spans = {c: span for c in out if (span := known[c]) is not None}
+    clean = [c for c in cols if known[c] is not None]
+    spans = {c: span for c in clean if (span := known[c]) is not None}
     rows = known.get(_LEN)
-    out.rows = int(rows[0]) if rows is not None else None
-    return out
+    return CleanColumns(clean, spans, int(rows[0]) if rows is not None else None)
 
 
 def keys_only(ctx: Context) -> pl.DataFrame:
@@ -483,7 +491,7 @@ def grid_groups(ctx: Context) -> int | None:
     filter for no finer grid). None otherwise: private keys (the groups come from the data),
     other key types, many keys; the grid is then the coarsest.
     """
-    from dpkit.session.aggregates import QUANTILE_CELLS, QUANTILE_MIN_BITS, quantile_bits
+    from dpkit.session._kinds import QUANTILE_CELLS, QUANTILE_MIN_BITS, quantile_bits
 
     if not ctx.by:
         return 1
@@ -567,3 +575,58 @@ def column_arrays(frame: pl.DataFrame, names: list[str]) -> dict[str, np.ndarray
         else:
             out[k] = col.to_numpy().astype(np.int64)
     return out
+
+
+def fresh_salt(ctx: Context, source: Any) -> tuple[int, ...] | None:
+    """The secret salt of one release's bounding (``None`` without a privacy unit): four
+    uniform 63-bit words, drawn fresh from ``source`` for every release."""
+    salt = None
+    if ctx.unit is not None:
+        salt = tuple(int(v) for v in uniform_int(2**63, 4, source))
+    return salt
+
+
+@dataclass(frozen=True)
+class Aggregated:
+    """The exact per-group figures of one bounded table (inputs of the noise; never released).
+
+    ``table`` has one row per group (keys sorted, public keys completed) and the statistic
+    columns; ``arrays`` holds those columns as int64 arrays; ``grids`` and ``hists`` hold the
+    grid counts of each quantile aggregate and the bin counts of each histogram.
+    """
+
+    table: pl.DataFrame
+    arrays: dict[str, np.ndarray]
+    grids: tuple[pl.DataFrame, ...]
+    hists: tuple[pl.DataFrame, ...]
+
+
+def aggregate(ctx: Context, plan: Plan, rows: nw.LazyFrame[Any]) -> Aggregated:
+    """Every engine aggregation the release needs, on the bounded ``rows``.
+
+    With private keys, the groups whose exact selection count is below the plan's
+    pre-threshold are dropped in the engine (:func:`dpkit.session._plan.selection_threshold`):
+    only candidates at or above the cut reach Python."""
+    columns: dict[str, Any] = {}
+    named: dict[str, list[str]] = {}
+    clean = table_clean(ctx, summed_columns(ctx))
+    for i, a in enumerate(ctx.aggregates):
+        cols = a.columns(ctx.schema, f"__dpkit_a{i}_", clean)
+        if cols:
+            columns.update(cols)
+            named[a.name] = list(cols)
+    sel = plan.selection
+    cut = None
+    if sel is not None:
+        if sel.reuse is None:
+            columns[SELECT] = Rows() if ctx.unit is None else DistinctUnits(ctx.unit)
+            cut = (SELECT, sel.cut)
+        else:  # the count of one row per unit: its first (only) column
+            cut = (named[sel.reuse][0], sel.cut)
+    table = aggregate_table(ctx, rows, columns, clean.rows, cut) if columns else keys_only(ctx)
+    return Aggregated(
+        table,
+        column_arrays(table, list(columns)),
+        tuple(grid_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Quantile)),
+        tuple(histogram_counts(ctx, rows, a) for a in ctx.aggregates if isinstance(a, Histogram)),
+    )
