@@ -58,15 +58,21 @@ def test_refused_release_draws_no_noise(tmp_path: Path) -> None:
 
 
 def test_mechanisms_charge_their_privacy() -> None:
-    acct = Accountant(ApproxDP(3.0, 1e-5))
+    basic = Accountant(ApproxDP(3.0, 1e-5), composition="basic")
+    tight = Accountant(ApproxDP(3.0, 1e-5))
     lap = Laplace(epsilon=0.5, sensitivity=1.0)
     gau = Gaussian(epsilon=0.5, delta=1e-6, sensitivity=1.0)
     exp = Exponential(epsilon=0.5, sensitivity=1.0)
-    lap.release(3.0, rng=1, accountant=acct)
-    gau.release(3.0, rng=2, accountant=acct)
-    exp.select(["a", "b", "c"], [1.0, 2.0, 3.0], rng=3, accountant=acct)
-    assert [s.cost for s in acct.history] == [lap.privacy, gau.privacy, exp.privacy]
-    assert acct.spent == ApproxDP(1.5, 1e-6)
+    for acct in (basic, tight):
+        lap.release(3.0, rng=1, accountant=acct)
+        gau.release(3.0, rng=2, accountant=acct)
+        exp.select(["a", "b", "c"], [1.0, 2.0, 3.0], rng=3, accountant=acct)
+        assert [s.cost for s in acct.history] == [lap.privacy, gau.privacy, exp.privacy]
+    assert basic.spent == ApproxDP(1.5, 1e-6)
+    # tight: every analysis is a valid bound and basic composition is one of them
+    assert tight.spent.delta == 1e-5
+    assert tight.spent.epsilon <= tight.composed().by_method["basic"]
+    assert tight.spent.epsilon < 1.5
 
 
 def test_labelled_view_names_the_release(tmp_path: Path) -> None:

@@ -101,7 +101,8 @@ def test_show_prints_spends_and_remaining(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "b.sqlite"
-    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]) == 0
+    init = ["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]
+    assert main([*init, "--composition", "basic"]) == 0
     with Accountant.open(path) as acct:
         acct.spend(PureDP(0.25), label="count of adults")
         acct.spend(ApproxDP(0.5, 5e-7), label="mean age")

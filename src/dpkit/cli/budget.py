@@ -53,6 +53,13 @@ def register(sub: Any) -> None:
         help="neighbour relation the budget protects: unbounded (add or remove one record, "
         "the default) or bounded (replace one record)",
     )
+    init.add_argument(
+        "--composition",
+        choices=("tight", "basic"),
+        default="tight",
+        help="how spends add up: tight (the default: the smallest epsilon of every analysis "
+        "of what each release is) or basic (the spends' epsilons and deltas add)",
+    )
     init.set_defaults(func=run_init)
 
     show = actions.add_parser("show", help="print the spends and what remains")
@@ -87,9 +94,12 @@ def run_init(args: argparse.Namespace) -> int:
     from dpkit.accounting import Accountant
 
     budget = _budget_from(args)
-    with Accountant.create(args.file, budget, relation=args.relation) as acct:
+    with Accountant.create(
+        args.file, budget, relation=args.relation, composition=args.composition
+    ) as acct:
         print(
-            f"created ledger {args.file} with budget {acct.budget!r} (relation {acct.relation!r})"
+            f"created ledger {args.file} with budget {acct.budget!r} (relation "
+            f"{acct.relation!r}, composition {acct.composition!r})"
         )
     return 0
 
