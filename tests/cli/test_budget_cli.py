@@ -177,6 +177,25 @@ def test_demo_section_spends_and_refuses(
     out = capsys.readouterr().out
     assert "refused: BudgetExceededError, remaining PureDP(epsilon=0.25)" in out
     assert "9 accepted, 1 refused" in out
+    # one budget, Laplace counts at 1/128: 128 by basic composition; under tight accounting
+    # the largest k whose composed events stay within epsilon 1 at delta 1e-6
+    from dpkit.accounting import compose
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_POINTS
+    from dpkit.mechanisms import Laplace
+
+    event = Laplace(epsilon=2.0**-7, sensitivity=1.0).event
+
+    def fits(k: int) -> bool:
+        c = compose([(event, k)], delta=1e-6, pld_points=ACCOUNTANT_PLD_POINTS)
+        return c.epsilon <= 1.0
+
+    lo, hi = 128, 4096  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    assert lo > 5 * 128
+    assert "composition='basic' (epsilons add)   fits 128 releases" in out
+    assert f"composition='tight' (the default)    fits {lo} releases" in out
     with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
         assert [s.label for s in acct.history] == [
             "count of adults: Laplace",
