@@ -39,6 +39,23 @@ ACCOUNTANT_PLD_POINTS = 2**14
 #: (each is a valid bound), so the PLD analysis runs only near the budget's edge.
 _CHEAP = tuple(m for m in METHODS if m != "pld")
 
+#: A ledger of more distinct events than this is composed without the PLD analysis (one FFT
+#: per distinct event: a ledger of hundreds of different releases would take seconds per
+#: spend); the others remain valid bounds, less tight.
+ACCOUNTANT_PLD_DISTINCT = 32
+
+
+def compose_as_charged(
+    items: tuple[tuple[Event, int], ...], delta: float, methods: Iterable[str] | None = None
+) -> Composition:
+    """The composition a tight accountant charges: :func:`~dpkit.accounting.compose` at
+    :data:`ACCOUNTANT_PLD_POINTS`, without PLD beyond :data:`ACCOUNTANT_PLD_DISTINCT`
+    distinct events."""
+    if methods is None and len(items) > ACCOUNTANT_PLD_DISTINCT:
+        methods = _CHEAP
+    return compose(items, delta=delta, pld_points=ACCOUNTANT_PLD_POINTS, methods=methods)
+
+
 _LOSS_TYPES = (PureDP, ApproxDP, ZCDP)
 
 _RELATION_TEXT = {
@@ -804,9 +821,11 @@ class Accountant:
             counts[event] = counts.get(event, 0) + 1
         return tuple(counts.items())
 
-    def _compose(self, items: tuple[tuple[Event, int], ...], **kw: Any) -> Composition:
+    def _compose(
+        self, items: tuple[tuple[Event, int], ...], methods: Iterable[str] | None = None
+    ) -> Composition:
         assert isinstance(self._budget, ApproxDP)
-        return compose(items, delta=self._budget.delta, pld_points=ACCOUNTANT_PLD_POINTS, **kw)
+        return compose_as_charged(items, self._budget.delta, methods)
 
     def _fits_composed(self, items: tuple[tuple[Event, int], ...]) -> bool:
         """Whether the tightest epsilon of ``items`` at the budget's delta is within budget:
@@ -884,8 +903,10 @@ class Accountant:
         Composition
             ``epsilon`` (the tightest), ``method`` (the analysis that gave it), ``by_method``
             (epsilon under each analysis), ``lower``, ``delta_at`` (see
-            :func:`dpkit.accounting.compose`). A spend that stated no events counts as its
-            guarantee alone; one converted from another relation as its converted guarantee.
+            :func:`dpkit.accounting.compose`; the PLD analysis on a grid of
+            :data:`ACCOUNTANT_PLD_POINTS`, and only up to :data:`ACCOUNTANT_PLD_DISTINCT`
+            distinct events). A spend that stated no events counts as its guarantee alone;
+            one converted from another relation as its converted guarantee.
 
         Raises
         ------
@@ -911,7 +932,7 @@ class Accountant:
             )
         seen, items = self._refresh()
         if delta is not None:
-            return compose(items, delta=delta, pld_points=ACCOUNTANT_PLD_POINTS)
+            return compose_as_charged(items, delta)
         with self._tight_lock:
             if self._cache is not None and self._cache[0] == seen:
                 return self._cache[1]

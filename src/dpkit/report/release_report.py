@@ -355,7 +355,7 @@ def _tight_running(
     """Epsilon after each spend as a tight accountant charges it: the smaller of the
     charges' sum (when their deltas fit the budget's) and the events' tightest composition
     at the budget's delta (:meth:`dpkit.Accountant.composed`)."""
-    from dpkit.accounting.accountant import ACCOUNTANT_PLD_POINTS
+    from dpkit.accounting.accountant import compose_as_charged
 
     out = []
     counts: dict[ev.Event, int] = {}
@@ -363,8 +363,7 @@ def _tight_running(
         for e in group:
             counts[e] = counts.get(e, 0) + 1
         try:
-            eps = compose(list(counts.items()), delta=delta, pld_points=ACCOUNTANT_PLD_POINTS)
-            tight = eps.epsilon
+            tight = compose_as_charged(tuple(counts.items()), delta).epsilon
         except ParameterError:  # no analysis applies
             tight = math.inf
         charged = running[k] if deltas[k] <= Fraction(delta) else math.inf
