@@ -388,3 +388,15 @@ def test_composed_needs_a_delta_without_an_approximate_budget() -> None:
     c = acct.composed(delta=1e-6)
     assert c.epsilon <= c.by_method["basic"]
     assert c.by_method["basic"] >= 0.3
+
+
+def test_tight_composes_many_distinct_events_without_pld() -> None:
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_DISTINCT
+
+    acct = Accountant(ApproxDP(10.0, 1e-6))
+    for i in range(ACCOUNTANT_PLD_DISTINCT + 1):
+        scale = 20.0 + i  # each release a different Laplace
+        acct.spend(PureDP(1 / scale), label=f"q{i}", events=[ev.Laplace(scale=scale)])
+        assert ("pld" in acct.composed().by_method) == (i < ACCOUNTANT_PLD_DISTINCT)
+    c = acct.composed()
+    assert c.method == "rdp" and c.epsilon < c.by_method["basic"]

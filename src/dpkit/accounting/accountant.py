@@ -831,9 +831,12 @@ class Accountant:
         """Whether the tightest epsilon of ``items`` at the budget's delta is within budget:
         the analyses other than PLD first (any within budget decides), then all of them."""
         limit = self._budget.epsilon  # type: ignore[union-attr]
-        if self._compose(items, methods=_CHEAP).epsilon <= limit:
-            return True
-        return self._compose(items).epsilon <= limit
+        try:
+            if self._compose(items, methods=_CHEAP).epsilon <= limit:
+                return True
+            return self._compose(items).epsilon <= limit
+        except (ArithmeticError, ValueError):  # beyond floats: no bound, so no admission
+            return False
 
     def _refresh(self) -> tuple[int, tuple[tuple[Event, int], ...]]:
         """Count the spends recorded since the last look (by any user of the ledger)."""
