@@ -400,3 +400,13 @@ def test_tight_composes_many_distinct_events_without_pld() -> None:
         assert ("pld" in acct.composed().by_method) == (i < ACCOUNTANT_PLD_DISTINCT)
     c = acct.composed()
     assert c.method == "rdp" and c.epsilon < c.by_method["basic"]
+
+
+def test_tight_composes_zcdp_spends_against_an_approximate_budget() -> None:
+    acct = Accountant(ApproxDP(10.0, 1e-5))  # no zcdp_delta: nothing to convert
+    s = acct.spend(ZCDP(0.5), label="gauss")
+    assert s.charge == zcdp_to_approx(ZCDP(0.5), 1e-5)  # shown at the budget's delta
+    c = acct.composed()
+    assert c.method in ("rdp", "zcdp")
+    # the smaller of the two valid bounds: the events' composition and the charge's sum
+    assert acct.spent.epsilon == min(c.epsilon, s.charge.epsilon)  # type: ignore[union-attr]

@@ -257,7 +257,9 @@ class Accountant:
     zcdp_delta : float, optional
         Only with an :class:`ApproxDP` budget: the delta charged, per zCDP spend, to convert
         it to (epsilon, delta) with :func:`~dpkit.accounting.zcdp_to_approx` (Canonne, Kamath
-        and Steinke 2020). ``None`` (default) refuses zCDP spends against such a budget.
+        and Steinke 2020). ``None`` (default) refuses zCDP spends against such a budget under
+        basic composition; tight composition composes them as ``Zcdp(rho)`` events and needs
+        no conversion.
     busy_timeout : float, default 60.0
         Seconds a spend waits for other writers of a shared ledger before failing with
         :class:`~dpkit.errors.LedgerError` (which spends nothing).
