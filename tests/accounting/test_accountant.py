@@ -7,6 +7,7 @@ import pickle
 import threading
 from datetime import UTC, datetime
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,11 +18,13 @@ from dpkit import (
     Accountant,
     ApproxDP,
     BudgetExceededError,
+    LedgerError,
     ParameterError,
     PureDP,
     pure_to_zcdp,
     zcdp_to_approx,
 )
+from dpkit.accounting import events as ev
 
 
 def test_spend_records_and_reports() -> None:
@@ -108,7 +111,7 @@ def test_exact_total_never_exceeds_budget(costs: list[float]) -> None:
 
 
 def test_approx_budget_tracks_both_parameters() -> None:
-    acct = Accountant(ApproxDP(1.0, 2**-20))
+    acct = Accountant(ApproxDP(1.0, 2**-20), composition="basic")
     acct.spend(ApproxDP(0.25, 2**-21), label="a")
     acct.spend(PureDP(0.25), label="pure")
     assert acct.spent == ApproxDP(0.5, 2**-21)
@@ -133,11 +136,11 @@ def test_zcdp_budget_converts_pure_spends() -> None:
 
 
 def test_approx_budget_converts_zcdp_only_when_asked() -> None:
-    plain = Accountant(ApproxDP(10.0, 1e-5))
+    plain = Accountant(ApproxDP(10.0, 1e-5), composition="basic")
     with pytest.raises(TypeError, match="zcdp_delta"):
         plain.spend(ZCDP(0.5), label="gauss")
     assert plain.history == ()
-    acct = Accountant(ApproxDP(10.0, 1e-5), zcdp_delta=1e-6)
+    acct = Accountant(ApproxDP(10.0, 1e-5), zcdp_delta=1e-6, composition="basic")
     s = acct.spend(ZCDP(0.5), label="gauss")
     assert s.cost == ZCDP(0.5)
     assert s.charge == zcdp_to_approx(ZCDP(0.5), 1e-6)
@@ -256,3 +259,156 @@ def test_design_sketch_keywords_and_multiline_labels() -> None:
     acct.spend(PureDP(0.5), label="first line\nsecond line")
     assert acct.history[0].label == "first line\nsecond line"
     assert "first line second line" in acct.summary()
+
+
+# -- tight composition -------------------------------------------------------------------
+
+
+def _edge() -> float:
+    """The tightest epsilon of 100 Laplace releases of scale 10 at delta 1e-5, as a tight
+    accountant computes it (4.22 by PLD; 10 by basic composition, 4.53 by Renyi DP)."""
+    from dpkit.accounting import compose
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_POINTS
+
+    lap = ev.Laplace(scale=10.0)
+    return compose([(lap, 100)], delta=1e-5, pld_points=ACCOUNTANT_PLD_POINTS).epsilon
+
+
+def _spend_laplace(acct: Accountant, times: int) -> int:
+    """Spend ``times`` Laplace releases at epsilon 0.1; how many were admitted."""
+    for i in range(times):
+        try:
+            acct.spend(PureDP(0.1), label=f"count {i}", events=[ev.Laplace(scale=10.0)])
+        except BudgetExceededError:
+            return i
+    return times
+
+
+def test_tight_admits_the_spend_that_reaches_the_budget_and_refuses_one_beyond() -> None:
+    edge = _edge()
+    assert 4.2 < edge < 4.23  # the PLD figure; basic composition would stop at 42 spends
+    acct = Accountant(ApproxDP(edge, 1e-5), composition="tight")
+    assert acct.composition == "tight"
+    assert _spend_laplace(acct, 101) == 100  # the 100th lands exactly on the budget
+    assert len(acct.history) == 100  # the refused one recorded nothing
+    assert acct.spent == ApproxDP(edge, 1e-5)
+    assert acct.composed().method == "pld"
+    # a hair less budget: the 100th spend would exceed it and is refused
+    short = Accountant(ApproxDP(math.nextafter(edge, 0.0), 1e-5), composition="tight")
+    assert _spend_laplace(short, 100) == 99
+    with pytest.raises(BudgetExceededError, match=r"tight composition, pld") as info:
+        short.spend(PureDP(0.1), label="one more", events=[ev.Laplace(scale=10.0)])
+    assert info.value.requested == PureDP(0.1)
+    assert len(short.history) == 99
+
+
+def test_basic_composition_stops_at_the_sum_of_the_spends() -> None:
+    acct = Accountant(ApproxDP(_edge(), 1e-5), composition="basic")
+    assert _spend_laplace(acct, 100) == 42  # 42 * 0.1 <= 4.22 < 43 * 0.1
+
+
+def test_tight_is_never_stricter_than_the_charges_sum() -> None:
+    """Events slightly weaker than the stated guarantees (a rounded-up description) still fit
+    wherever the guarantees' sum does: that sum is one of the valid bounds."""
+    acct = Accountant(ApproxDP(1.0, 1e-6), composition="tight")
+    weaker = [ev.Approx(epsilon=0.2500001, delta=2.5e-7)]
+    for _ in range(4):
+        acct.spend(ApproxDP(0.25, 2.5e-7), label="g", events=weaker)
+    assert acct.composed().epsilon > 1.0  # the events alone would refuse the fourth
+    assert acct.spent == ApproxDP(1.0, 1e-6)
+    assert acct.remaining == ApproxDP(0.0, 0.0)
+
+
+def test_tight_under_a_pure_budget_is_the_sum_of_epsilons() -> None:
+    tight = Accountant(PureDP(1.0), composition="tight")
+    basic = Accountant(PureDP(1.0), composition="basic")
+    assert [_spend_laplace(a, 20) for a in (tight, basic)] == [9, 9]  # 10 floats 0.1 > 1
+    assert tight.spent == basic.spent
+
+
+def test_tight_under_a_zcdp_budget_charges_the_events_rho() -> None:
+    tight = Accountant(ZCDP(1.0), composition="tight")
+    basic = Accountant(ZCDP(1.0), composition="basic")
+    em = [ev.Exponential(epsilon=0.5)]  # bounded range: rho = epsilon**2 / 8
+    rho = tight.spend(PureDP(0.5), label="em", events=em).charge.rho  # type: ignore[union-attr]
+    assert 0.5**2 / 8 <= rho <= 0.5**2 / 8 * (1 + 1e-12)  # rounded up, never down
+    assert basic.spend(PureDP(0.5), label="em", events=em).charge == ZCDP(0.5**2 / 2)
+    # an event with a delta has no rho: the guarantee's own charge
+    ks = [ev.Exponential(epsilon=0.5), ev.KeySelection(delta=1e-9)]
+    assert tight.spend(PureDP(0.5), label="keys", events=ks).charge == ZCDP(0.125)
+
+
+def test_tight_shared_ledger_counts_every_users_spends(tmp_path: Path) -> None:
+    """Two accountants on one ledger, spending in turn: each composes the other's spends."""
+    edge = _edge()
+    path = tmp_path / "team.sqlite"
+    with (
+        Accountant(ApproxDP(edge, 1e-5), ledger=path, composition="tight") as alice,
+        Accountant(ApproxDP(edge, 1e-5), ledger=path, composition="tight") as bob,
+    ):
+        for _ in range(50):
+            assert _spend_laplace(alice, 1) == 1
+            assert _spend_laplace(bob, 1) == 1
+        assert _spend_laplace(alice, 1) == 0
+        assert _spend_laplace(bob, 1) == 0
+        assert alice.spent == bob.spent == ApproxDP(edge, 1e-5)
+
+
+def test_composition_is_stored_in_the_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    Accountant.create(path, ApproxDP(1.0, 1e-6), composition="tight").close()
+    with Accountant(ApproxDP(1.0, 1e-6), ledger=path) as again:
+        assert again.composition == "tight"
+    with pytest.raises(LedgerError, match="composition='tight', not 'basic'"):
+        Accountant(ApproxDP(1.0, 1e-6), ledger=path, composition="basic")
+    with Accountant.open(path) as opened:
+        assert opened.composition == "tight"
+        restored = pickle.loads(pickle.dumps(opened))
+        assert restored.composition == "tight"
+        restored.close()
+    new = tmp_path / "new.sqlite"
+    with Accountant(ApproxDP(1.0, 1e-6), ledger=new) as fresh:
+        assert fresh.composition == "basic"
+
+
+@pytest.mark.parametrize("bad", ["fast", "", None, 1])
+def test_composition_must_be_tight_or_basic(bad: object) -> None:
+    if bad is None:  # None adopts a ledger's, or tight
+        assert Accountant(PureDP(1.0), composition=None).composition == "basic"
+        return
+    with pytest.raises(ParameterError, match=r"`composition` must be one of \('tight', 'basic'\)"):
+        Accountant(PureDP(1.0), composition=bad)  # type: ignore[arg-type]
+
+
+def test_composed_needs_a_delta_without_an_approximate_budget() -> None:
+    acct = Accountant(PureDP(1.0))
+    _spend_laplace(acct, 3)
+    with pytest.raises(ParameterError, match="has no delta"):
+        acct.composed()
+    c = acct.composed(delta=1e-6)
+    assert c.epsilon <= c.by_method["basic"]
+    assert c.by_method["basic"] >= 0.3
+
+
+def test_tight_composes_many_distinct_events_without_pld() -> None:
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_DISTINCT
+
+    acct = Accountant(ApproxDP(10.0, 1e-6), composition="tight")
+    for i in range(ACCOUNTANT_PLD_DISTINCT + 1):
+        scale = 20.0 + i  # each release a different Laplace
+        acct.spend(PureDP(1 / scale), label=f"q{i}", events=[ev.Laplace(scale=scale)])
+        assert ("pld" in acct.composed().by_method) == (i < ACCOUNTANT_PLD_DISTINCT)
+    c = acct.composed()
+    assert c.method == "rdp" and c.epsilon < c.by_method["basic"]
+
+
+def test_tight_composes_zcdp_spends_against_an_approximate_budget() -> None:
+    acct = Accountant(
+        ApproxDP(10.0, 1e-5), composition="tight"
+    )  # no zcdp_delta: nothing to convert
+    s = acct.spend(ZCDP(0.5), label="gauss")
+    assert s.charge == zcdp_to_approx(ZCDP(0.5), 1e-5)  # shown at the budget's delta
+    c = acct.composed()
+    assert c.method in ("rdp", "zcdp")
+    # the smaller of the two valid bounds: the events' composition and the charge's sum
+    assert acct.spent.epsilon == min(c.epsilon, s.charge.epsilon)  # type: ignore[union-attr]

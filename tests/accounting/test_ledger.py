@@ -35,7 +35,7 @@ def path(tmp_path: Path) -> Path:
 
 
 def test_spends_survive_reopening(path: Path) -> None:
-    with Accountant(ApproxDP(1.0, 1e-6), ledger=path, zcdp_delta=1e-7) as acct:
+    with Accountant(ApproxDP(1.0, 1e-6), ledger=path, zcdp_delta=1e-7, composition="basic") as acct:
         acct.spend(PureDP(0.1), label="count")
         acct.spend(ApproxDP(0.2, 1e-7), label="gauss")
         acct.spend(ZCDP(0.001), label="discrete gauss")

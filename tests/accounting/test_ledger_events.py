@@ -103,6 +103,7 @@ def test_version_2_ledger_opens_reads_as_before_and_migrates(tmp_path: Path) -> 
     assert _meta(path)["version"] == "2"
     with Accountant.open(path) as acct:
         assert acct.budget == ApproxDP(1.0, 1e-6) and acct.relation == "unbounded"
+        assert acct.composition == "basic"  # a ledger that stored none adds its spends
         old = acct.history
         assert [(s.index, s.label, s.cost) for s in old] == [
             (1, "Session query: count by Sex", PureDP(0.25)),
@@ -117,6 +118,7 @@ def test_version_2_ledger_opens_reads_as_before_and_migrates(tmp_path: Path) -> 
         acct.attach_record(new.index, {"label": "new"})
     assert _meta(path)["version"] == _ledger.VERSION == "3"
     with Accountant.open(path) as acct:
+        assert acct.composition == "basic"
         assert [s.label for s in acct.history][:3] == [s.label for s in old]
         assert acct.history[-1].events == (ev.Approx(epsilon=0.125),)
         assert acct.records() == {4: {"label": "new"}}

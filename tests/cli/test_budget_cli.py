@@ -101,7 +101,8 @@ def test_show_prints_spends_and_remaining(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "b.sqlite"
-    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]) == 0
+    init = ["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-6"]
+    assert main([*init, "--composition", "basic"]) == 0
     with Accountant.open(path) as acct:
         acct.spend(PureDP(0.25), label="count of adults")
         acct.spend(ApproxDP(0.5, 5e-7), label="mean age")
@@ -176,6 +177,25 @@ def test_demo_section_spends_and_refuses(
     out = capsys.readouterr().out
     assert "refused: BudgetExceededError, remaining PureDP(epsilon=0.25)" in out
     assert "9 accepted, 1 refused" in out
+    # one budget, Laplace counts at 1/128: 128 by basic composition; under tight accounting
+    # the largest k whose composed events stay within epsilon 1 at delta 1e-6
+    from dpkit.accounting import compose
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_POINTS
+    from dpkit.mechanisms import Laplace
+
+    event = Laplace(epsilon=2.0**-7, sensitivity=1.0).event
+
+    def fits(k: int) -> bool:
+        c = compose([(event, k)], delta=1e-6, pld_points=ACCOUNTANT_PLD_POINTS)
+        return c.epsilon <= 1.0
+
+    lo, hi = 128, 4096  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    assert lo > 5 * 128
+    assert "composition='basic' (epsilons add)   fits 128 releases" in out
+    assert f"composition='tight' (fixed workload) fits {lo} releases" in out
     with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
         assert [s.label for s in acct.history] == [
             "count of adults: Laplace",
@@ -203,3 +223,95 @@ def test_show_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert spend["label"] == "count" and spend["index"] == 1
     assert spend["cost"] == {"type": "PureDP", "epsilon": 0.5}
     assert spend["charge"] == {"type": "ZCDP", "rho": 0.125}
+
+
+# -- epsilon under each analysis -----------------------------------------------------------
+
+
+def _laplace_ledger(path: Path, budget: object, spends: int) -> None:
+    from dpkit.accounting import events as ev
+
+    with Accountant(budget, ledger=path, composition="tight") as acct:  # type: ignore[arg-type]
+        for i in range(spends):
+            acct.spend(PureDP(0.1), label=f"count {i}", events=[ev.Laplace(scale=10.0)])
+
+
+def test_show_prints_epsilon_under_each_analysis_and_the_tightest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.sqlite"
+    _laplace_ledger(path, ApproxDP(5.0, 1e-5), 60)  # 60 x 0.1 fit 5 under tight composition
+    assert main(["budget", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "the 60 spends composed at delta 1e-05, by analysis:" in out
+    assert "  pld       epsilon 3.11962  <- tightest" in out
+    assert "  basic     epsilon 6\n" in out
+    assert "tightest   epsilon 3.11962" in out and "(pld)" in out
+    assert "spent      ApproxDP(epsilon=3.11962" in out
+    assert main(["budget", "show", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["composition"] == "tight"
+    assert data["analyses"]["method"] == "pld"
+    assert set(data["analyses"]["by_method"]) == {"pld", "rdp", "zcdp", "advanced", "basic"}
+    assert data["analyses"]["lower"] <= data["analyses"]["epsilon"]
+
+
+def test_show_of_a_pure_budget_composes_at_a_given_delta(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.sqlite"
+    _laplace_ledger(path, PureDP(5.0), 20)
+    assert main(["budget", "show", str(path)]) == 0
+    assert "give --delta to compose" in capsys.readouterr().out
+    assert main(["budget", "show", str(path), "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    assert "the 20 spends composed at delta 1e-05" in out and "<- tightest" in out
+    assert main(["budget", "show", str(path), "--delta", "0.9"]) == 2
+    assert "--delta 0.9 is above 1/2" in capsys.readouterr().err
+
+
+def test_compose_answers_what_k_runs_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["budget", "compose", "--laplace-scale", "10", "--count", "100", "--delta", "1e-5"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # 100 Laplace releases at epsilon 0.1, delta 1e-5: 4.22 by PLD, 10 by basic composition
+    assert "  pld       epsilon 4.22035  <- tightest" in out
+    assert "  rdp       epsilon 4.53294" in out
+    assert "  basic     epsilon 10\n" in out
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["method"] == "pld" and abs(data["epsilon"] - 4.22035) < 1e-5
+    assert data["events"] == [
+        {"event": "Laplace(scale=10.0, sensitivity=1.0, discrete=False)", "count": 100}
+    ]
+    # several mechanisms compose together; Gaussians alone by their exact composition
+    gauss = ["budget", "compose", "--gaussian-sigma", "30", "--count", "1000", "--delta", "1e-5"]
+    assert main(gauss) == 0
+    assert "  gaussian  epsilon 4.65298  <- tightest" in capsys.readouterr().out
+    argv = ["budget", "compose", "--laplace-scale", "10", "--exponential-epsilon", "0.1"]
+    assert main([*argv, "--count", "10", "--delta", "1e-6"]) == 0
+    assert "10 x Laplace(scale=10.0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--delta", "1e-5"], "give at least one mechanism"),
+        (["--laplace-scale", "-1", "--delta", "1e-5"], "Laplace: `scale` must be"),
+        (["--gaussian-sigma", "nan", "--delta", "1e-5"], "Gaussian: `sigma` must be"),
+        (["--laplace-scale", "1", "--delta", "2"], "--delta must be in (0, 1)"),
+        (["--laplace-scale", "1", "--count", "0", "--delta", "0.1"], "--count must be >= 1"),
+    ],
+)
+def test_compose_refuses_bad_flags_with_a_clear_error(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["budget", "compose", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_compose_requires_a_delta(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["budget", "compose", "--laplace-scale", "10"])
+    assert exit_.value.code == 2
+    assert "--delta" in capsys.readouterr().err

@@ -248,7 +248,7 @@ def test_a_delta_above_one_half_is_refused_before_the_spend(
     """A delta near 1 was released (counts to within a unit); above 1/2 it is above 1/n for
     every table of two or more people, which protects no one."""
     ledger = tmp_path / "b.sqlite"
-    Accountant.create(ledger, ApproxDP(10.0, 0.9999999)).close()
+    Accountant.create(ledger, ApproxDP(10.0, 0.9999999), composition="basic").close()
     argv = ["query", str(data), "--epsilon", "1", "--delta", delta, "--count"]
     argv += ["--group-by", "Sex", "--ledger", str(ledger), "--seed", "1"]
     assert main(argv) == 2

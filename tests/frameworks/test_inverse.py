@@ -336,3 +336,45 @@ def test_mean_version_class_law(chi2_pvalue) -> None:
         x, query="mean", epsilon=1.0, bounds=(0, 10), size=20_000, rng=3
     )
     assert chi2_pvalue(losses, np.arange(1, 5), w / w.sum()) > 1e-3
+
+
+@pytest.mark.parametrize("relation", ["bounded", "unbounded"])
+def test_the_law_is_epsilon_bounded_range_as_its_event_states(relation: str) -> None:
+    """The spend's event is Exponential(epsilon): between neighbours the log-ratio of the
+    exact law spans an interval of width at most epsilon over the outputs (bounded range),
+    and the release states that event."""
+    eps = 1.0
+    grid = np.arange(0.0, 5.01, 0.5)
+    uni = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    rng = np.random.default_rng(7)
+    widest = 0.0
+    for _ in range(25):
+        x = rng.integers(0, 6, int(rng.integers(2, 7))).astype(float).tolist()
+        p = float(rng.choice([0.25, 0.5, 0.8]))
+        if relation == "bounded":
+            nbrs = [[*x[:i], v, *x[i + 1 :]] for i in range(len(x)) for v in uni]
+        else:
+            nbrs = [[*x, v] for v in uni] + [x[:i] + x[i + 1 :] for i in range(len(x))]
+
+        def law(d: list[float], p: float = p) -> np.ndarray:
+            w = np.exp(
+                -eps * loss_at(d, grid, bounds=(0, 5), query="percentile", percentile=100 * p) / 2
+            )
+            return w / w.sum()
+
+        for y in nbrs:
+            ratio = np.log(law(x) / law(y))
+            widest = max(widest, float(ratio.max() - ratio.min()))
+    assert widest <= eps + 1e-12
+    assert widest > eps / 2  # nearly attained: a wider law would show
+    acct = dpkit.Accountant(dpkit.ApproxDP(10.0, 1e-6), relation=relation)
+    inverse_sensitivity(
+        [1.0, 2.0, 4.0],
+        "median",
+        epsilon=eps,
+        bounds=(0, 5),
+        rng=0,
+        accountant=acct,
+        relation=relation,
+    )
+    assert acct.history[0].events == (dpkit.accounting.events.Exponential(epsilon=eps),)

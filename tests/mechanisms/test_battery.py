@@ -213,12 +213,14 @@ class _Recorder(dp.Accountant):
         self.relations: list[str] = []
         self.refuse = refuse
 
-    def spend(self, cost: Any, *, label: str, relation: str = "unbounded") -> Any:
+    def spend(
+        self, cost: Any, *, label: str, relation: str = "unbounded", events: Any = None
+    ) -> Any:
         if self.refuse:
             raise BudgetExceededError("refused", requested=cost)
         self.spends.append((cost, label))
         self.relations.append(relation)
-        return super().spend(cost, label=label, relation=relation)
+        return super().spend(cost, label=label, relation=relation, events=events)
 
 
 class _CountingSource(dp.samplers.SeededSource):

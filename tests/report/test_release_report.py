@@ -327,3 +327,32 @@ def test_a_record_in_another_format_leaves_its_spend_without_a_release(tmp_path:
         acct.attach_record(spend.index, {"format": "dpkit-release", "version": 99})
     page = rr.ledger_report(ledger)
     assert "<td>no release record</td>" in page and "No release is recorded." in page
+
+
+def test_the_running_total_follows_the_tight_charge(tmp_path: Path) -> None:
+    # 60 Laplace releases at epsilon 0.1 against epsilon 5: beyond basic composition (6)
+    ledger = tmp_path / "tight.sqlite"
+    with dp.Accountant(dp.ApproxDP(5.0, 1e-5), ledger=ledger, composition="tight") as acct:
+        for _ in range(60):
+            acct.spend(dp.PureDP(0.1), label="Laplace", events=[ev.Laplace(scale=10.0)])
+        spent = acct.spent.epsilon  # type: ignore[union-attr]
+    data = rr.ledger_data(ledger)
+    assert data.composition == "tight"
+    bv = rr._budget(data)
+    assert bv.running[-1] == pytest.approx(6.0)  # the charges' sum, drawn in the chart
+    assert bv.charged[-1] == spent < 5.0  # what the accountant charged
+    # never above the charges' sum (one of the bounds), and 60 spends only fit tightly
+    assert all(c <= r for c, r in zip(bv.charged, bv.running, strict=True))
+    assert all(a <= b for a, b in zip(bv.charged, bv.charged[1:], strict=False))
+    page = rr.render(data)
+    assert "running total (epsilon, tight accounting)" in page
+    assert f'<td class="num">{fmt(spent, 6)}</td>' in page
+    # a basic ledger's running total is the charges' sum
+    plain = tmp_path / "basic.sqlite"
+    with dp.Accountant(dp.ApproxDP(5.0, 1e-5), ledger=plain, composition="basic") as acct:
+        for _ in range(40):
+            acct.spend(dp.PureDP(0.1), label="Laplace", events=[ev.Laplace(scale=10.0)])
+    data = rr.ledger_data(plain)
+    basic = rr._budget(data)
+    assert basic.charged == basic.running and basic.running[-1] == pytest.approx(4.0)
+    assert "running total (epsilon)" in rr.render(data)

@@ -2,10 +2,14 @@
 
 Both stores offer the same small interface used by the accountant:
 
-* ``try_append(label, cost, charge, timestamp, limit, relation, events)`` — check that the
-  running totals plus ``charge`` stay within ``limit`` and, in the same atomic step, record the
-  spend (with the neighbour relation of ``cost`` and the privacy events the release stated);
-  returns the new entry's index, or ``None`` (and the totals seen) when it does not fit;
+* ``try_append(label, cost, charge, timestamp, limit, relation, events, admit=None)`` — check
+  that the running totals plus ``charge`` stay within ``limit`` (or, with ``admit``, ask it:
+  it reads the spends recorded after a given index through the function it is passed, inside
+  the atomic step) and, in the same atomic step, record the spend (with the neighbour
+  relation of ``cost`` and the privacy events the release stated); returns the new entry's
+  index, or ``None`` (and the totals seen) when it does not fit;
+* ``since(index)`` — the spends recorded after ``index`` (:class:`Row`: index, cost,
+  relation, events), oldest first;
 * ``attach(index, record)`` — keep the public record of the release a spend paid for (JSON
   text, written once, after the release);
 * ``totals()``, ``entries()``, ``records()``, ``close()``.
@@ -16,7 +20,8 @@ Charges are pairs of exact rationals ``(a, b)``: ``(epsilon, 0)`` for a pure bud
 The SQLite ledger (schema version 3)::
 
     dpkit_meta(key TEXT PRIMARY KEY, value TEXT)      format, version, budget (JSON), created,
-                                                      relation (of the budget)
+                                                      relation (of the budget), composition
+                                                      ("tight" or "basic"; absent: "basic")
     spends(id INTEGER PRIMARY KEY AUTOINCREMENT, label, cost (JSON of the requested loss),
            charge_a, charge_b (exact rationals "num/den"), created (ISO 8601 UTC), pid,
            relation (of the requested cost),
@@ -56,6 +61,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -67,8 +73,10 @@ from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import LedgerError
 
 __all__ = [
+    "COMPOSITIONS",
     "Entry",
     "MemoryStore",
+    "Row",
     "SQLiteStore",
     "events_from_json",
     "events_to_json",
@@ -96,6 +104,10 @@ _ZERO: Pair = (Fraction(0), Fraction(0))
 
 _RELATIONS = ("unbounded", "bounded")
 
+#: How an accountant composes its spends (stored in the ledger; a ledger without the key
+#: composes them by basic composition).
+COMPOSITIONS = ("tight", "basic")
+
 
 class Entry(NamedTuple):
     seq: int
@@ -105,6 +117,21 @@ class Entry(NamedTuple):
     timestamp: datetime
     relation: str = "unbounded"
     events: tuple[_events.Event, ...] = ()
+
+
+class Row(NamedTuple):
+    """What a tight accountant reads of a spend: its index, requested cost, relation and
+    events."""
+
+    seq: int
+    cost: PrivacyLoss
+    relation: str
+    events: tuple[_events.Event, ...]
+
+
+#: ``admit(read_since, totals)``: whether a spend fits, given ``read_since(index)`` reading the
+#: spends recorded after ``index`` and the running totals, inside the store's atomic step.
+Admit = Callable[[Callable[[int], list[Row]], "Pair"], bool]
 
 
 def _columns(version: str) -> str:
@@ -192,9 +219,13 @@ class MemoryStore:
         limit: Pair,
         relation: str = "unbounded",
         events: tuple[_events.Event, ...] = (),
+        admit: Admit | None = None,
     ) -> tuple[int | None, Pair]:
         with self._lock:
-            if not _fits(self._totals, charge, limit):
+            if admit is not None:
+                if not admit(self._since, self._totals):
+                    return None, self._totals
+            elif not _fits(self._totals, charge, limit):
                 return None, self._totals
             index = len(self._entries) + 1
             self._entries.append(Entry(index, label, cost, charge, timestamp, relation, events))
@@ -210,6 +241,13 @@ class MemoryStore:
                 return False
             self._records[index] = record
             return True
+
+    def _since(self, index: int) -> list[Row]:
+        return [Row(e.seq, e.cost, e.relation, e.events) for e in self._entries[max(index, 0) :]]
+
+    def since(self, index: int) -> list[Row]:
+        with self._lock:
+            return self._since(index)
 
     def totals(self) -> Pair:
         with self._lock:
@@ -347,6 +385,9 @@ class SQLiteStore:
     relation
         The budget's neighbour relation (for a new ledger, and checked against an existing
         one); ``None`` adopts the ledger's.
+    composition
+        ``"tight"`` or ``"basic"``: recorded in a new ledger, checked against an existing one;
+        ``None`` adopts the ledger's (a new ledger's is ``"basic"``).
     timeout
         Seconds to wait for another writer before giving up with a :class:`LedgerError`.
     exclusive
@@ -361,6 +402,7 @@ class SQLiteStore:
         *,
         timeout: float,
         exclusive: bool = False,
+        composition: str | None = None,
     ) -> None:
         self.path = path
         self.timeout = timeout
@@ -381,16 +423,18 @@ class SQLiteStore:
                     f"cannot create ledger {str(path)!r}: folder {str(path.parent)!r} does not "
                     "exist"
                 )
-            created = self._create(budget, relation or "unbounded")
+            created = self._create(budget, relation or "unbounded", composition or "basic")
             if exclusive and not created:
                 raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
         elif exclusive:
             raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
-        self.budget, self.relation = self._open_and_verify(budget, relation)
+        self.budget, self.relation, self.composition = self._open_and_verify(
+            budget, relation, composition
+        )
 
     # -- creation and verification -------------------------------------------------------
 
-    def _create(self, budget: PrivacyLoss, relation: str) -> bool:
+    def _create(self, budget: PrivacyLoss, relation: str, composition: str) -> bool:
         """Build a complete ledger in a private file, then link it into place atomically.
 
         ``os.link`` fails if the name exists, so when several processes race to create the
@@ -413,6 +457,7 @@ class SQLiteStore:
                     "budget": loss_to_json(budget),
                     "created": datetime.now(UTC).isoformat(),
                     "relation": relation,
+                    "composition": composition,
                 }
                 conn.executemany("INSERT INTO dpkit_meta VALUES (?, ?)", meta.items())
                 conn.execute("INSERT INTO totals VALUES (1, '0/1', '0/1', 0)")
@@ -435,8 +480,8 @@ class SQLiteStore:
                     os.unlink(f"{tmp}{suffix}")
 
     def _open_and_verify(
-        self, budget: PrivacyLoss | None, relation: str | None
-    ) -> tuple[PrivacyLoss, str]:
+        self, budget: PrivacyLoss | None, relation: str | None, composition: str | None
+    ) -> tuple[PrivacyLoss, str, str]:
         where = f"ledger {str(self.path)!r}"
         try:
             conn = _connect(self.path, self.timeout, must_exist=True)
@@ -448,7 +493,7 @@ class SQLiteStore:
                 self._migrate(conn)
             if self._legacy:
                 self._version = self._version_of(conn) or VERSION
-            stored, stored_relation = self._verify(conn, where, self._version)
+            stored, stored_relation, stored_composition = self._verify(conn, where, self._version)
             if budget is not None and (type(stored) is not type(budget) or stored != budget):
                 raise LedgerError(
                     f"{where} was created with budget {stored!r}, not {budget!r}; a ledger's "
@@ -461,6 +506,12 @@ class SQLiteStore:
                     "ledger's neighbour relation never changes: open it with its own "
                     "(Accountant.open) or start a new ledger file"
                 )
+            if composition is not None and composition != stored_composition:
+                raise LedgerError(
+                    f"{where} composes its spends by composition={stored_composition!r}, not "
+                    f"{composition!r}; a ledger's composition never changes: open it with its "
+                    "own (Accountant.open, or composition=None) or start a new ledger file"
+                )
             _switch_to_wal(conn, self.timeout)
         except _CORRUPT as exc:
             _close_quietly(conn)
@@ -469,7 +520,7 @@ class SQLiteStore:
             _close_quietly(conn)
             raise
         self._install(conn)
-        return stored, stored_relation
+        return stored, stored_relation, stored_composition
 
     @staticmethod
     def _check_file(conn: sqlite3.Connection, where: str) -> None:
@@ -526,7 +577,7 @@ class SQLiteStore:
             raise
 
     @staticmethod
-    def _verify(conn: sqlite3.Connection, where: str, version: str) -> tuple[PrivacyLoss, str]:
+    def _verify(conn: sqlite3.Connection, where: str, version: str) -> tuple[PrivacyLoss, str, str]:
         """Check format, version and that the running totals equal the recorded spends (and
         that their events decode); ``version`` is the file's when it is read unmigrated."""
         conn.execute("BEGIN")  # one consistent snapshot for the whole check
@@ -540,6 +591,9 @@ class SQLiteStore:
             relation = meta.get("relation", "unbounded") if version == "1" else meta.get("relation")
             if relation not in _RELATIONS:
                 raise LedgerError(f"{where} is corrupt: unknown budget relation {relation!r}")
+            composition = meta.get("composition", "basic")
+            if composition not in COMPOSITIONS:
+                raise LedgerError(f"{where} is corrupt: unknown composition {composition!r}")
             try:
                 budget = loss_from_json(meta["budget"])
                 row = conn.execute("SELECT a, b, n FROM totals WHERE id = 1").fetchone()
@@ -573,7 +627,7 @@ class SQLiteStore:
                 f"({float(totals[0])!r}, {float(totals[1])!r}) but the spends table has {count} "
                 f"totalling ({float(sums[0])!r}, {float(sums[1])!r})"
             )
-        return budget, str(relation)
+        return budget, str(relation), str(composition)
 
     # -- connection management -----------------------------------------------------------
 
@@ -630,6 +684,7 @@ class SQLiteStore:
         limit: Pair,
         relation: str = "unbounded",
         events: tuple[_events.Event, ...] = (),
+        admit: Admit | None = None,
     ) -> tuple[int | None, Pair]:
         events_text = events_to_json(events)
         with self._lock:
@@ -638,12 +693,17 @@ class SQLiteStore:
                 # Totals only grow, so a spend that does not fit now never will: refuse it from
                 # a plain snapshot read, without queueing for the write lock.
                 seen = self._read_totals(conn)
-                if not _fits(seen, charge, limit):
+                if admit is None and not _fits(seen, charge, limit):
                     return None, seen
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     totals = self._read_totals(conn)
-                    if not _fits(totals, charge, limit):
+                    fits = (
+                        admit(lambda index: self._since(conn, index), totals)
+                        if admit is not None
+                        else _fits(totals, charge, limit)
+                    )
+                    if not fits:
                         conn.execute("ROLLBACK")
                         return None, totals
                     cur = conn.execute(
@@ -709,6 +769,24 @@ class SQLiteStore:
             except _CORRUPT as exc:
                 raise self._error(exc) from exc
             return True
+
+    def _since(self, conn: sqlite3.Connection, index: int) -> list[Row]:
+        rows = conn.execute(
+            f"SELECT id, cost, {_columns(self._version)} FROM spends WHERE id > ? ORDER BY id",
+            (index,),
+        ).fetchall()
+        return [
+            Row(int(i), loss_from_json(cost), str(rel), events_from_json(events))
+            for i, cost, rel, events in rows
+        ]
+
+    def since(self, index: int) -> list[Row]:
+        """The spends recorded after spend ``index``, oldest first."""
+        with self._lock:
+            try:
+                return self._since(self._connection(), index)
+            except _CORRUPT as exc:
+                raise self._error(exc) from exc
 
     def totals(self) -> Pair:
         with self._lock:

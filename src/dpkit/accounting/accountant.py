@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,14 +20,41 @@ from pathlib import Path
 from typing import Any
 
 from dpkit._validate import check_delta, check_positive, check_relation
-from dpkit.accounting._ledger import Entry, MemoryStore, Pair, SQLiteStore
+from dpkit.accounting import _rdp
+from dpkit.accounting._ledger import COMPOSITIONS, Entry, MemoryStore, Pair, Row, SQLiteStore
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
-from dpkit.accounting.events import Event
+from dpkit.accounting.events import Approx, Event, KeySelection, Zcdp
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting.tight import METHODS, Composition, compose
 from dpkit.errors import BudgetExceededError, LedgerError, ParameterError
 
-__all__ = ["Accountant", "LabelledAccountant", "Spend", "replace_one_cost"]
+__all__ = ["COMPOSITIONS", "Accountant", "LabelledAccountant", "Spend", "replace_one_cost"]
+
+#: Grid points of a tight accountant's PLD analysis (see :func:`dpkit.accounting.compose`):
+#: a few milliseconds per distinct event, within about 1e-3 of the finest grid's epsilon.
+ACCOUNTANT_PLD_POINTS = 2**14
+
+#: The analyses tried first when checking a spend: any of them within the budget admits it
+#: (each is a valid bound), so the PLD analysis runs only near the budget's edge.
+_CHEAP = tuple(m for m in METHODS if m != "pld")
+
+#: A ledger of more distinct events than this is composed without the PLD analysis (one FFT
+#: per distinct event: a ledger of hundreds of different releases would take seconds per
+#: spend); the others remain valid bounds, less tight.
+ACCOUNTANT_PLD_DISTINCT = 32
+
+
+def compose_as_charged(
+    items: tuple[tuple[Event, int], ...], delta: float, methods: Iterable[str] | None = None
+) -> Composition:
+    """The composition a tight accountant charges: :func:`~dpkit.accounting.compose` at
+    :data:`ACCOUNTANT_PLD_POINTS`, without PLD beyond :data:`ACCOUNTANT_PLD_DISTINCT`
+    distinct events."""
+    if methods is None and len(items) > ACCOUNTANT_PLD_DISTINCT:
+        methods = _CHEAP
+    return compose(items, delta=delta, pld_points=ACCOUNTANT_PLD_POINTS, methods=methods)
+
 
 _LOSS_TYPES = (PureDP, ApproxDP, ZCDP)
 
@@ -176,6 +204,29 @@ def _check_events(events: Any) -> tuple[Event, ...]:
     return out
 
 
+def _fits_pair(totals: Pair, charge: Pair, limit: Pair) -> bool:
+    return totals[0] + charge[0] <= limit[0] and totals[1] + charge[1] <= limit[1]
+
+
+def plain_event(cost: PrivacyLoss) -> Event:
+    """What a spend that stated no events is, for accounting: its guarantee alone."""
+    if isinstance(cost, ZCDP):
+        return Zcdp(rho=cost.rho)
+    if isinstance(cost, PureDP):
+        return Approx(epsilon=cost.epsilon)
+    return Approx(epsilon=cost.epsilon, delta=cost.delta)
+
+
+def _check_composition(composition: Any, *, allow_none: bool) -> str | None:
+    if composition is None and allow_none:
+        return None
+    if not isinstance(composition, str) or composition not in COMPOSITIONS:
+        raise ParameterError(
+            f"Accountant: `composition` must be one of {COMPOSITIONS}; got {composition!r}"
+        )
+    return composition
+
+
 def _check_label(label: Any) -> str:
     if not isinstance(label, str):
         raise TypeError(
@@ -206,10 +257,20 @@ class Accountant:
     zcdp_delta : float, optional
         Only with an :class:`ApproxDP` budget: the delta charged, per zCDP spend, to convert
         it to (epsilon, delta) with :func:`~dpkit.accounting.zcdp_to_approx` (Canonne, Kamath
-        and Steinke 2020). ``None`` (default) refuses zCDP spends against such a budget.
+        and Steinke 2020). ``None`` (default) refuses zCDP spends against such a budget under
+        basic composition; tight composition composes them as ``Zcdp(rho)`` events and needs
+        no conversion.
     busy_timeout : float, default 60.0
         Seconds a spend waits for other writers of a shared ledger before failing with
         :class:`~dpkit.errors.LedgerError` (which spends nothing).
+    composition : {"tight", "basic"}, optional
+        How spends add up (see Privacy). ``"basic"``: the spends' guarantees add, which
+        holds however each release was chosen. ``"tight"``: each spend's events (what the
+        release is, :mod:`dpkit.accounting.events`) are composed by the tightest valid
+        analysis; under an ``ApproxDP`` budget this holds for a sequence of releases fixed
+        in advance (see Privacy). Stored in the ledger; ``None`` (default) adopts the
+        ledger's (``"basic"`` for a ledger that stored none), ``"basic"`` for a new ledger
+        or in memory.
 
     Attributes
     ----------
@@ -219,6 +280,8 @@ class Accountant:
         The budget's neighbour relation.
     ledger : pathlib.Path or None
         The ledger file, if any.
+    composition : str
+        ``"tight"`` or ``"basic"``.
 
     Raises
     ------
@@ -268,6 +331,42 @@ class Accountant:
     The relation conversion comes first, then the type conversion above; the spend records
     both the requested cost and relation and what was charged.
 
+    **Tight composition** (``composition="tight"``). Every recorded spend is described by its
+    events (a spend that stated none by its guarantee alone: ``Approx(epsilon, delta)`` or
+    ``Zcdp(rho)``; a spend converted from another relation by its converted guarantee), and:
+
+    ==============  =========================================================================
+    budget          a spend is refused when
+    ==============  =========================================================================
+    PureDP          the epsilons add past the budget: for pure DP, basic composition is
+                    already tight, so ``"tight"`` and ``"basic"`` agree
+    ApproxDP        :func:`~dpkit.accounting.compose` of every spend's events, this one's
+                    included, gives an epsilon at the budget's delta above the budget's
+                    epsilon (the smallest over privacy-loss distributions, Renyi DP, zCDP,
+                    exact Gaussian, advanced and basic composition; a delta of 0 composes as
+                    basic)
+    ZCDP            the rhos add past the budget, each spend charged the smaller of its
+                    guarantee's rho and its events' (``epsilon**2 / 8`` for the exponential
+                    mechanism, a bounded-range mechanism)
+    ==============  =========================================================================
+
+    Every analysis is a valid upper bound on the composition of the recorded events, so the
+    smallest is one too, for the recorded sequence of releases. Used to stop spending, an
+    analysis is a privacy filter, which must also hold when each release (its mechanism and
+    its parameters) is chosen from earlier outputs. That is proven for basic composition
+    (Rogers et al. 2016), Renyi DP and zCDP (Feldman and Zrnic 2021; Whitehouse et al. 2023)
+    and Gaussian DP (Smith and Thakurta 2022), each on its own; it is not known for the
+    privacy-loss-distribution bound, nor for the smallest of several analyses. Hence:
+
+    * under a ``PureDP`` or ``ZCDP`` budget, ``"tight"`` holds however the releases were
+      chosen (one analysis: the epsilons, or the rhos, add);
+    * under an ``ApproxDP`` budget, ``"tight"``'s guarantee is that of a workload fixed in
+      advance: the releases (mechanisms, parameters, how many) decided before the first is
+      made, as a report's planned tables or a training run's steps are. An analyst who picks
+      the next release after seeing the last should keep ``"basic"`` (the default), whose
+      refusal holds whatever the order; :meth:`composed` still shows what each analysis
+      says of the recorded releases.
+
     Notes
     -----
     **Exact arithmetic.** Every float is a dyadic rational, so the accountant adds spends as
@@ -312,7 +411,20 @@ class Accountant:
     ['count', 'mean age']
     """
 
-    __slots__ = ("_budget", "_limit", "_relation", "_store", "_timeout", "_zcdp_delta", "ledger")
+    __slots__ = (
+        "_budget",
+        "_cache",
+        "_composition",
+        "_counts",
+        "_limit",
+        "_relation",
+        "_seen",
+        "_store",
+        "_tight_lock",
+        "_timeout",
+        "_zcdp_delta",
+        "ledger",
+    )
 
     def __init__(
         self,
@@ -322,10 +434,17 @@ class Accountant:
         ledger: str | os.PathLike[str] | None = None,
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
+        composition: str | None = None,
     ) -> None:
         relation = check_relation("Accountant", relation)
         self._setup(
-            _check_budget(budget), relation, ledger, zcdp_delta, busy_timeout, exclusive=False
+            _check_budget(budget),
+            relation,
+            ledger,
+            zcdp_delta,
+            busy_timeout,
+            exclusive=False,
+            composition=_check_composition(composition, allow_none=True),
         )
 
     def _setup(
@@ -337,7 +456,12 @@ class Accountant:
         busy_timeout: Any,
         *,
         exclusive: bool,
+        composition: str | None = None,
     ) -> None:
+        self._tight_lock = threading.Lock()
+        self._counts: dict[Event, int] = {}
+        self._seen = 0
+        self._cache: tuple[int, Composition] | None = None
         self._timeout = check_positive("Accountant", "busy_timeout", busy_timeout)
         # validate everything that can be validated before a ledger file is touched
         if zcdp_delta is not None:
@@ -359,14 +483,21 @@ class Accountant:
             self._store = MemoryStore()
             self._budget = budget
             self._relation: str = relation or "unbounded"
+            self._composition: str = composition or "basic"
         else:
             self.ledger = Path(os.fspath(ledger))
             store = SQLiteStore(
-                self.ledger, budget, relation, timeout=self._timeout, exclusive=exclusive
+                self.ledger,
+                budget,
+                relation,
+                timeout=self._timeout,
+                exclusive=exclusive,
+                composition=composition,
             )
             self._store = store
             self._budget = store.budget
             self._relation = store.relation
+            self._composition = store.composition
             if zcdp_delta is not None:
                 try:
                     self._check_zcdp_delta_applies(self._budget)
@@ -391,6 +522,7 @@ class Accountant:
         *,
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
+        composition: str | None = None,
     ) -> Accountant:
         """Open an existing ledger with the budget it was created with.
 
@@ -398,8 +530,8 @@ class Accountant:
         ----------
         ledger : str or os.PathLike
             An existing ledger file (never created here).
-        zcdp_delta, busy_timeout
-            As for :class:`Accountant`.
+        zcdp_delta, busy_timeout, composition
+            As for :class:`Accountant` (``composition=None`` adopts the ledger's).
 
         Returns
         -------
@@ -426,7 +558,15 @@ class Accountant:
         ApproxDP(epsilon=1.0, delta=1e-06)
         """
         self = cls.__new__(cls)
-        self._setup(None, None, ledger, zcdp_delta, busy_timeout, exclusive=False)
+        self._setup(
+            None,
+            None,
+            ledger,
+            zcdp_delta,
+            busy_timeout,
+            exclusive=False,
+            composition=_check_composition(composition, allow_none=True),
+        )
         return self
 
     @classmethod
@@ -438,6 +578,7 @@ class Accountant:
         relation: str = "unbounded",
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
+        composition: str = "basic",
     ) -> Accountant:
         """Create a new ledger with ``budget``, refusing to touch an existing file.
 
@@ -451,6 +592,8 @@ class Accountant:
             The budget's neighbour relation, recorded in the ledger for good.
         zcdp_delta, busy_timeout
             As for :class:`Accountant`.
+        composition : {"tight", "basic"}, default "basic"
+            How spends add up (see :class:`Accountant`), recorded in the ledger for good.
 
         Returns
         -------
@@ -472,8 +615,15 @@ class Accountant:
         """
         relation = check_relation("Accountant", relation)
         self = cls.__new__(cls)
+        mode = _check_composition(composition, allow_none=False)
         self._setup(
-            _check_budget(budget), relation, ledger, zcdp_delta, busy_timeout, exclusive=True
+            _check_budget(budget),
+            relation,
+            ledger,
+            zcdp_delta,
+            busy_timeout,
+            exclusive=True,
+            composition=mode,
         )
         return self
 
@@ -617,7 +767,12 @@ class Accountant:
         cost = _check_cost(cost)
         relation = check_relation("Accountant.spend", relation)
         described = _check_events(events)
-        charge = self._charge(self._under_budget_relation(cost, relation))
+        under = self._under_budget_relation(cost, relation)
+        if self._composes_events:
+            return self._spend_composed(label, cost, under, relation, described)
+        charge = self._charge(under)
+        if self._composition == "tight" and isinstance(self._budget, ZCDP):
+            charge = (min(charge[0], self._events_rho(cost, relation, described)), charge[1])
         timestamp = datetime.now(UTC)
         index, totals = self._store.try_append(
             label, cost, charge, timestamp, self._limit, relation, described
@@ -640,6 +795,192 @@ class Accountant:
         return Spend(
             index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation, described
         )
+
+    # -- tight composition ---------------------------------------------------------------
+
+    @property
+    def _composes_events(self) -> bool:
+        """Whether spends are checked by composing events (tight, ApproxDP with delta > 0)."""
+        budget = self._budget
+        return self._composition == "tight" and isinstance(budget, ApproxDP) and budget.delta > 0
+
+    def _events_of(
+        self, cost: PrivacyLoss, relation: str, events: tuple[Event, ...]
+    ) -> tuple[Event, ...]:
+        """A spend's events under the budget's relation: its own, or its guarantee alone
+        (when it stated none, or holds under another relation and was converted)."""
+        if relation != self._relation:
+            return (plain_event(replace_one_cost(cost)),)
+        return events or (plain_event(cost),)
+
+    def _events_rho(self, cost: PrivacyLoss, relation: str, events: tuple[Event, ...]) -> Fraction:
+        """The zCDP charge the events give (``inf`` as a huge value when they give none)."""
+        evs = self._events_of(cost, relation, events)
+        if any(isinstance(e, KeySelection) or (isinstance(e, Approx) and e.delta) for e in evs):
+            return Fraction(2) ** 4096  # a delta has no zCDP bound: the guarantee's charge
+        rho = _rdp.rho(tuple((e, 1) for e in evs))
+        return Fraction(rho) if math.isfinite(rho) else Fraction(2) ** 4096
+
+    def _fold(self, rows: list[Row]) -> None:
+        """Add the rows not yet counted to the running multiset of events (lock held)."""
+        for row in rows:
+            if row.seq <= self._seen:
+                continue
+            for event in self._events_of(row.cost, row.relation, row.events):
+                self._counts[event] = self._counts.get(event, 0) + 1
+            self._seen = row.seq
+
+    def _items(self, extra: tuple[Event, ...] = ()) -> tuple[tuple[Event, int], ...]:
+        counts = dict(self._counts)
+        for event in extra:
+            counts[event] = counts.get(event, 0) + 1
+        return tuple(counts.items())
+
+    def _compose(
+        self, items: tuple[tuple[Event, int], ...], methods: Iterable[str] | None = None
+    ) -> Composition:
+        assert isinstance(self._budget, ApproxDP)
+        return compose_as_charged(items, self._budget.delta, methods)
+
+    def _fits_composed(self, items: tuple[tuple[Event, int], ...]) -> bool:
+        """Whether the tightest epsilon of ``items`` at the budget's delta is within budget:
+        the analyses other than PLD first (any within budget decides), then all of them."""
+        limit = self._budget.epsilon  # type: ignore[union-attr]
+        try:
+            if self._compose(items, methods=_CHEAP).epsilon <= limit:
+                return True
+            return self._compose(items).epsilon <= limit
+        except (ArithmeticError, ValueError):  # beyond floats: no bound, so no admission
+            return False
+
+    def _refresh(self) -> tuple[int, tuple[tuple[Event, int], ...]]:
+        """Count the spends recorded since the last look (by any user of the ledger)."""
+        rows = self._store.since(self._seen)
+        with self._tight_lock:
+            self._fold(rows)
+            return self._seen, self._items()
+
+    def _spend_composed(
+        self,
+        label: str,
+        cost: PrivacyLoss,
+        converted: PrivacyLoss,
+        relation: str,
+        described: tuple[Event, ...],
+    ) -> Spend:
+        new = self._events_of(cost, relation, described)
+        budget = self._budget
+        assert isinstance(budget, ApproxDP)
+        if isinstance(converted, ZCDP):  # no basic charge without zcdp_delta: shown converted
+            shown = zcdp_to_approx(converted, self._zcdp_delta or budget.delta)
+            charge = (Fraction(shown.epsilon), Fraction(shown.delta))
+        else:
+            charge = self._as_pair(converted)
+
+        def admit(read_since: Any, totals: Pair) -> bool:
+            with self._tight_lock:
+                # every spend before this one is counted before this one is (in order)
+                self._fold(read_since(self._seen))
+                # the charges' basic composition is a valid bound too: never stricter than it
+                if _fits_pair(totals, charge, self._limit):
+                    return True
+                return self._fits_composed(self._items(new))
+
+        timestamp = datetime.now(UTC)
+        index, _ = self._store.try_append(
+            label, cost, charge, timestamp, self._limit, relation, described, admit=admit
+        )
+        if index is None:
+            spent = self.spent
+            after = self._compose(self._refresh()[1] + tuple((e, 1) for e in new))
+            raise BudgetExceededError(
+                f"Accountant: spending {cost!r} for {label!r} would take the ledger to epsilon "
+                f"{after.epsilon!r} at delta {budget.delta!r} (tight composition, "
+                f"{after.method}), past the budget {budget!r}; already spent {spent!r}, "
+                f"remaining {self._remaining_composed()!r}. Nothing was spent or released.",
+                requested=cost,
+                remaining=self._remaining_composed(),
+            )
+        with self._tight_lock:
+            self._fold([Row(index, cost, relation, described)])
+        return Spend(
+            index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation, described
+        )
+
+    def composed(self, *, delta: float | None = None) -> Composition:
+        """Every recorded spend's events composed by every analysis that applies.
+
+        Parameters
+        ----------
+        delta : float, optional
+            The delta to report epsilon at; by default the budget's (an ApproxDP budget with
+            delta > 0; required otherwise).
+
+        Returns
+        -------
+        Composition
+            ``epsilon`` (the tightest), ``method`` (the analysis that gave it), ``by_method``
+            (epsilon under each analysis), ``lower``, ``delta_at`` (see
+            :func:`dpkit.accounting.compose`; the PLD analysis on a grid of
+            :data:`ACCOUNTANT_PLD_POINTS`, and only up to :data:`ACCOUNTANT_PLD_DISTINCT`
+            distinct events). A spend that stated no events counts as its guarantee alone;
+            one converted from another relation as its converted guarantee.
+
+        Raises
+        ------
+        ParameterError
+            No ``delta`` is given and the budget has none, or ``delta`` is not in ``(0, 1)``.
+
+        Examples
+        --------
+        >>> from dpkit import Accountant, ApproxDP
+        >>> from dpkit.accounting import events as ev
+        >>> acct = Accountant(ApproxDP(5.0, 1e-5))
+        >>> for _ in range(100):
+        ...     _ = acct.spend(ApproxDP(0.1, 0.0), label="count", events=[ev.Laplace(scale=10.0)])
+        >>> c = acct.composed()
+        >>> c.method, round(c.epsilon, 2), c.by_method["basic"] > 10
+        ('pld', 4.22, True)
+        """
+        own = isinstance(self._budget, ApproxDP) and self._budget.delta > 0
+        if delta is None and not own:
+            raise ParameterError(
+                f"Accountant.composed: the budget {self._budget!r} has no delta; pass "
+                "delta=..., a number in (0, 1)"
+            )
+        seen, items = self._refresh()
+        if delta is not None:
+            return compose_as_charged(items, delta)
+        with self._tight_lock:
+            if self._cache is not None and self._cache[0] == seen:
+                return self._cache[1]
+        result = self._compose(items)
+        with self._tight_lock:
+            self._cache = (seen, result)
+        return result
+
+    def _tight_spent(self) -> tuple[str, Composition, Pair]:
+        """Which bound the spends stand at (``"charged"``: the charges' basic composition,
+        within the budget's delta and no larger than the events'; ``"composed"``: the
+        events' tightest epsilon), the events' composition and the charges' totals."""
+        totals = self._store.totals()
+        c = self.composed()
+        if totals[1] <= self._limit[1] and totals[0] <= Fraction(c.epsilon):
+            return "charged", c, totals
+        return "composed", c, totals
+
+    def _spent_composed(self) -> PrivacyLoss:
+        which, c, totals = self._tight_spent()
+        if which == "charged":
+            return self._pair_to_loss(totals, up=True)
+        return ApproxDP(c.epsilon, self._budget.delta)  # type: ignore[union-attr]
+
+    def _remaining_composed(self) -> PrivacyLoss:
+        which, c, totals = self._tight_spent()
+        if which == "charged":
+            return self._remaining_from(totals)
+        left = max(Fraction(self._budget.epsilon) - Fraction(c.epsilon), Fraction(0))  # type: ignore[union-attr]
+        return ApproxDP(floor_float(left), 0.0)
 
     def attach_record(self, index: int, record: Mapping[str, Any]) -> None:
         """Keep the public record of the release that spend ``index`` paid for.
@@ -761,13 +1102,34 @@ class Accountant:
         return self._relation
 
     @property
+    def composition(self) -> str:
+        """How spends add up: ``"tight"`` or ``"basic"`` (see :class:`Accountant`)."""
+        return self._composition
+
+    @property
     def spent(self) -> PrivacyLoss:
-        """The total spent so far (by every user of a shared ledger), rounded up."""
+        """The total spent so far (by every user of a shared ledger), rounded up.
+
+        Under tight composition with an ApproxDP budget, ``ApproxDP(epsilon, budget.delta)``
+        with the tightest epsilon of :meth:`composed` (its ``method`` names the analysis);
+        otherwise the sum of the charges.
+        """
+        if self._composes_events:
+            return self._spent_composed()
         return self._pair_to_loss(self._store.totals(), up=True)
 
     @property
     def remaining(self) -> PrivacyLoss:
-        """What is left, rounded down: spending exactly this always succeeds (if unchanged)."""
+        """What is left, rounded down: spending exactly this always succeeds (if unchanged).
+
+        Under tight composition with an ApproxDP budget, the budget's epsilon less the
+        tightest epsilon spent, as ``ApproxDP(epsilon, 0)`` (the whole budget before any
+        spend); analyses other than basic composition are not additive, so what a spend
+        costs depends on what it is: :meth:`composed` and
+        :meth:`~dpkit.accounting.Composition.delta_at` tell.
+        """
+        if self._composes_events:
+            return self._remaining_composed()
         return self._remaining_from(self._store.totals())
 
     @property
@@ -820,6 +1182,8 @@ class Accountant:
         lines = [f"budget     {self._budget!r}", f"relation   {_RELATION_TEXT[self._relation]}"]
         if self.ledger is not None:
             lines.append(f"ledger     {self.ledger}")
+        if self._composes_events:
+            lines.append("composed   tight (the smallest epsilon of every analysis that applies)")
         lines.append("")
         if len(rows) == 1:
             lines.append("(no spends yet)")
@@ -827,7 +1191,17 @@ class Accountant:
             for r in rows:
                 lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
         lines.append("")
-        lines.append(f"spent      {self.spent!r}  ({len(rows) - 1} spends)")
+        spent = f"spent      {self.spent!r}  ({len(rows) - 1} spends"
+        if self._composes_events and len(rows) > 1:
+            which, c, totals = self._tight_spent()
+            if which == "charged":
+                spent += "; tight composition: the charges' sum, no larger than any analysis"
+            else:
+                spent += (
+                    f"; tight composition: {c.method}, the charges' sum: epsilon "
+                    f"{ceil_float(totals[0])!r}"
+                )
+        lines.append(spent + ")")
         lines.append(f"remaining  {self.remaining!r}")
         return "\n".join(lines)
 
@@ -854,7 +1228,14 @@ class Accountant:
             )
         return (
             _reopen,
-            (str(self.ledger), self._budget, self._zcdp_delta, self._timeout, self._relation),
+            (
+                str(self.ledger),
+                self._budget,
+                self._zcdp_delta,
+                self._timeout,
+                self._relation,
+                self._composition,
+            ),
         )
 
     def __repr__(self) -> str:
@@ -904,7 +1285,13 @@ def _reopen(
     zcdp_delta: float | None,
     timeout: float,
     relation: str = "unbounded",
+    composition: str | None = None,
 ) -> Accountant:
     return Accountant(
-        budget, relation=relation, ledger=ledger, zcdp_delta=zcdp_delta, busy_timeout=timeout
+        budget,
+        relation=relation,
+        ledger=ledger,
+        zcdp_delta=zcdp_delta,
+        busy_timeout=timeout,
+        composition=composition,
     )

@@ -15,10 +15,12 @@ is drawn.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from dpkit._validate import describe
 from dpkit.accounting.accountant import Accountant, LabelledAccountant
+from dpkit.accounting.events import Event
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
 __all__ = ["check_accountant", "spend"]
@@ -44,10 +46,18 @@ def check_accountant(owner: str, accountant: Any) -> Accountant | LabelledAccoun
     )
 
 
-def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbounded") -> None:
+def spend(
+    accountant: Any,
+    cost: PrivacyLoss,
+    label: str,
+    relation: str = "unbounded",
+    events: Iterable[Event] | None = None,
+) -> None:
     """Charge ``cost``, which holds under ``relation``, to ``accountant`` (if any).
 
-    Called by every release before any noise is drawn. ``accountant`` must be ``None`` or an
+    ``events`` says what the release is, for accounting (:mod:`dpkit.accounting.events`):
+    a tight accountant composes them instead of ``cost`` alone. Called by every release
+    before any noise is drawn. ``accountant`` must be ``None`` or an
     Accountant (:func:`check_accountant`, with ``label`` as the owner in the message):
     anything else is a TypeError raised before any charge. An overspend raises
     :class:`~dpkit.errors.BudgetExceededError` from :meth:`Accountant.spend` and nothing is
@@ -55,4 +65,4 @@ def spend(accountant: Any, cost: PrivacyLoss, label: str, relation: str = "unbou
     """
     acct = check_accountant(label, accountant)
     if acct is not None:
-        acct.spend(cost, label=label, relation=relation)
+        acct.spend(cost, label=label, relation=relation, events=events)

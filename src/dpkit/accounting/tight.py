@@ -69,7 +69,7 @@ def _mu_of(event: Event) -> float | None:
 
 def _merged_mu(items: tuple[tuple[Event, int], ...]) -> float:
     """``sqrt(sum k mu**2)`` over Gaussian events, rounded up."""
-    total = math.fsum(count * _mu_of(event) ** 2 for event, count in items)  # type: ignore[operator]
+    total = math.fsum(count * _mu_of(event) * _mu_of(event) for event, count in items)  # type: ignore[operator]
     return round_up(math.sqrt(round_up(total)))
 
 

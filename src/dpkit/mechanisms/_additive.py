@@ -8,6 +8,8 @@ for the release.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,22 @@ from dpkit._validate import as_real_array
 from dpkit.errors import ParameterError
 from dpkit.release import Release
 
-__all__ = ["as_integers", "as_values", "measured"]
+__all__ = ["as_integers", "as_values", "float_down", "measured", "sqrt_down"]
+
+
+def float_down(x: Fraction | int) -> float:
+    """The largest float ``<= x`` (a noise parameter for an accounting event: rounded so
+    the event is never less private than the noise drawn)."""
+    f = float(x)
+    return f if Fraction(f) <= x else math.nextafter(f, 0.0)
+
+
+def sqrt_down(x: Fraction | int) -> float:
+    """A float ``<= sqrt(x)``, within an ulp or two."""
+    f = math.sqrt(x)
+    while f > 0 and Fraction(f) ** 2 > x:
+        f = math.nextafter(f, 0.0)
+    return f
 
 
 def as_values(owner: str, value: Any) -> Values:

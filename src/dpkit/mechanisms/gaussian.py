@@ -18,10 +18,11 @@ from dpkit._validate import (
     check_relation,
     check_size,
 )
+from dpkit.accounting import events as ev
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
-from dpkit.mechanisms._additive import as_integers, as_values, measured
+from dpkit.mechanisms._additive import as_integers, as_values, measured, sqrt_down
 from dpkit.noise import DiscreteGaussianLaw, LatticeValues, below_step_note
 from dpkit.noise.gaussian_calibration import (
     LatticePlan,
@@ -215,6 +216,33 @@ class Gaussian:
         d = check_int("Gaussian", "d", d, minimum=1)  # the number of coordinates
         return lattice_plan(self.epsilon, self.delta, self.sensitivity, d, self.calibration)
 
+    @property
+    def event(self) -> ev.Event:
+        """What a scalar release is, for accounting (:mod:`dpkit.accounting.events`).
+
+        The discrete Gaussian the lattice draws: ``sigma = sqrt(V)`` in lattice steps
+        (rounded down) on the lattice sensitivity ``floor(sensitivity / grid) + 1`` steps,
+        rounding charged. A release of several coordinates is described by its guarantee,
+        ``Approx(epsilon, delta)`` (:meth:`_event`).
+
+        Examples
+        --------
+        >>> e = Gaussian(epsilon=1.0, delta=1e-6).event
+        >>> e.discrete, e.sensitivity
+        (True, 1025.0)
+        """
+        return self._event(1)
+
+    def _event(self, d: int) -> ev.Event:
+        """The release of ``d`` coordinates as an event: the scalar discrete Gaussian; for
+        vectors the stated guarantee (the product of discrete Gaussians on a lattice of
+        non-integer L2 sensitivity has no one-coordinate descriptor)."""
+        plan = self._plan(d)
+        if d > 1:
+            return ev.Approx(epsilon=self.epsilon, delta=self.delta)
+        steps = math.floor(self.sensitivity / plan.grid) + 1
+        return ev.Gaussian(sigma=sqrt_down(plan.variance), sensitivity=steps, discrete=True)
+
     def grid(self, d: int = 1) -> float:
         """The lattice spacing used for ``d`` coordinates (a power of two).
 
@@ -395,7 +423,7 @@ class Gaussian:
         g, v = self._plan(d)[:2]
         on_lattice = LatticeValues.of("Gaussian", vals, g)  # refused here, before the spend
         source = as_source(rng)
-        spend(accountant, self.privacy, "Gaussian", self.relation)
+        spend(accountant, self.privacy, "Gaussian", self.relation, [self._event(d)])
         return on_lattice.plus_noise(DiscreteGaussianLaw(Fraction(v)), size, source)
 
     def measure(
@@ -515,6 +543,27 @@ class DiscreteGaussian:
     @property
     def sigma(self) -> float:
         return math.sqrt(self._s2(1))
+
+    @property
+    def event(self) -> ev.Event:
+        """What a scalar release is, for accounting: the discrete Gaussian with ``sigma =
+        sqrt(V)`` (rounded down) on an integer query of sensitivity ``sensitivity``.
+
+        Examples
+        --------
+        >>> DiscreteGaussian(epsilon=1.0, delta=1e-6).event.discrete
+        True
+        """
+        return self._event(1)
+
+    def _event(self, d: int) -> ev.Event:
+        """A release of ``d`` coordinates: the scalar discrete Gaussian; for vectors the stated
+        guarantee (a product of discrete Gaussians has no one-coordinate descriptor)."""
+        if d > 1:
+            return ev.Approx(epsilon=self.epsilon, delta=self.delta)
+        return ev.Gaussian(
+            sigma=sqrt_down(self._s2(1)), sensitivity=self.sensitivity, discrete=True
+        )
 
     @property
     def scale(self) -> float:
@@ -659,7 +708,7 @@ class DiscreteGaussian:
         arr = as_integers("DiscreteGaussian", value, other="Gaussian")
         s2 = self._s2(max(arr.size, 1))  # checked within the sampler's range, before spending
         source = as_source(rng)
-        spend(accountant, self.privacy, "DiscreteGaussian", self.relation)
+        spend(accountant, self.privacy, "DiscreteGaussian", self.relation, [self._event(arr.size)])
         noise = DiscreteGaussianLaw(s2).draw(size * arr.size, source).reshape((size, *arr.shape))
         noise += arr  # in place: the sampler's fresh array
         return noise

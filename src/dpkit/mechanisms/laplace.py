@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_alpha, check_int, check_positive, check_relation, check_size
+from dpkit.accounting import events as ev
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
-from dpkit.mechanisms._additive import as_integers, as_values, measured
+from dpkit.mechanisms._additive import as_integers, as_values, float_down, measured
 from dpkit.noise import (
     DiscreteLaplaceLaw,
     LatticeValues,
@@ -189,6 +190,27 @@ class Laplace:
         g, t = self._lattice_scale(d)
         return float(t) * g
 
+    @property
+    def event(self) -> ev.Laplace:
+        """What a scalar release is, for accounting (:mod:`dpkit.accounting.events`).
+
+        The discrete Laplace the lattice draws: scale ``t`` in lattice steps (rounded down,
+        so never less private than drawn) on the lattice sensitivity ``floor(sensitivity /
+        grid) + 1`` steps, rounding charged; its epsilon is :attr:`epsilon`.
+
+        Examples
+        --------
+        >>> Laplace(epsilon=0.5).event.epsilon
+        0.5
+        """
+        return self._event(1)
+
+    def _event(self, d: int) -> ev.Laplace:
+        """The release of ``d`` coordinates as a discrete Laplace event (L1 lattice steps)."""
+        g, t = self._lattice_scale(d)
+        steps = math.floor(self.sensitivity / g) + d
+        return ev.Laplace(scale=float_down(t), sensitivity=steps, discrete=True)
+
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:
         """Half-width ``a`` with ``P[|noise| > a] <= alpha`` for one coordinate.
 
@@ -318,7 +340,7 @@ class Laplace:
         g, t = self._lattice_scale(d)
         on_lattice = LatticeValues.of("Laplace", vals, g)  # refused here, before the spend
         source = as_source(rng)
-        spend(accountant, self.privacy, "Laplace", self.relation)
+        spend(accountant, self.privacy, "Laplace", self.relation, [self._event(d)])
         return on_lattice.plus_noise(DiscreteLaplaceLaw(t), size, source)
 
     def measure(
@@ -411,6 +433,19 @@ class Geometric:
     def _law(self) -> DiscreteLaplaceLaw:
         """Discrete Laplace of scale ``sensitivity / epsilon`` (no lattice: integers)."""
         return DiscreteLaplaceLaw(Fraction(self.sensitivity) / Fraction(self.epsilon))
+
+    @property
+    def event(self) -> ev.Laplace:
+        """What a release is, for accounting: the discrete Laplace of scale ``sensitivity /
+        epsilon`` (rounded down) on an integer query of L1 sensitivity ``sensitivity``.
+
+        Examples
+        --------
+        >>> Geometric(epsilon=0.5, sensitivity=2).event
+        Laplace(scale=4.0, sensitivity=2.0, discrete=True)
+        """
+        scale = float_down(Fraction(self.sensitivity) / Fraction(self.epsilon))
+        return ev.Laplace(scale=scale, sensitivity=self.sensitivity, discrete=True)
 
     @property
     def scale(self) -> float:
@@ -506,7 +541,7 @@ class Geometric:
     def _draw(self, value: Any, size: int, rng: Any, accountant: Any) -> np.ndarray:
         arr = as_integers("Geometric", value, other="Laplace")
         source = as_source(rng)
-        spend(accountant, self.privacy, "Geometric", self.relation)
+        spend(accountant, self.privacy, "Geometric", self.relation, [self.event])
         noise = self._law().draw(size * arr.size, source).reshape((size, *arr.shape))
         noise += arr  # in place: the sampler's fresh array
         return noise

@@ -42,6 +42,7 @@ from dpkit._validate import (
     check_relation,
     check_size,
 )
+from dpkit.accounting import events as ev
 from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
@@ -240,6 +241,20 @@ class _Selection:
         return PureDP(self.epsilon)
 
     @property
+    def event(self) -> ev.Event:
+        """What a selection is, for accounting (:mod:`dpkit.accounting.events`).
+
+        ``Approx(epsilon)``, pure ``epsilon``-DP, here: permute-and-flip and report-noisy-max
+        with Laplace noise are ``epsilon``-DP but not ``epsilon``-bounded-range (the log-ratio
+        of their output probabilities between neighbours can spread over more than an
+        interval of width ``epsilon``), so the exponential mechanism's tighter descriptor does
+        not apply to them.
+        :class:`Exponential` (and report-noisy-max with Gumbel noise, which samples it) are
+        ``Exponential(epsilon)``.
+        """
+        return ev.Approx(epsilon=self.epsilon)
+
+    @property
     def _factor(self) -> int:
         return 1 if self.monotonic else 2
 
@@ -436,6 +451,20 @@ class Exponential(_Selection):
         """
         return self._draw(candidates, scores, check_size("Exponential.sample", size), rng, None)[1]
 
+    @property
+    def event(self) -> ev.Event:
+        """``Exponential(epsilon)``: the exponential mechanism is ``epsilon``-bounded-range
+        (Durfee and Rogers 2019), which composes tighter than ``epsilon``-DP (Dong, Durfee and
+        Rogers 2020); monotonic or not, the log-probability of every candidate moves within an
+        interval of width ``epsilon`` between neighbours.
+
+        Examples
+        --------
+        >>> Exponential(epsilon=0.5, sensitivity=1.0).event
+        Exponential(epsilon=0.5)
+        """
+        return ev.Exponential(epsilon=self.epsilon)
+
     def _draw(
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
@@ -444,7 +473,7 @@ class Exponential(_Selection):
         c = self._rate()
         x = c * Fraction(gaps.h)
         source = as_source(rng)
-        spend(accountant, self.privacy, "Exponential", self.relation)
+        spend(accountant, self.privacy, "Exponential", self.relation, [self.event])
         n = gaps.k.size
         out = np.empty(size, dtype=np.int64)
         filled = 0
@@ -616,7 +645,7 @@ class PermuteAndFlip(_Selection):
         gaps = _exact_gaps("PermuteAndFlip", self.sensitivity, arr)
         c = Fraction(self.epsilon) / (self._factor * Fraction(self.sensitivity))
         source = as_source(rng)
-        spend(accountant, self.privacy, "PermuteAndFlip", self.relation)
+        spend(accountant, self.privacy, "PermuteAndFlip", self.relation, [self.event])
         n = gaps.k.size
         # coin i: exp(-c h k_i) exp(-c r_i), the second factor flipped where the first is heads
         heads = bernoulli_exp_int(c * Fraction(gaps.h), np.tile(gaps.k, size), source)
@@ -785,6 +814,20 @@ class ReportNoisyMax(_Selection):
         size = check_size("ReportNoisyMax.sample", size)
         return self._draw(candidates, scores, size, rng, None)[1]
 
+    @property
+    def event(self) -> ev.Event:
+        """``Exponential(epsilon)`` with Gumbel noise (it samples the exponential mechanism);
+        ``Approx(epsilon)`` with Laplace noise, which is not bounded-range.
+
+        Examples
+        --------
+        >>> ReportNoisyMax(epsilon=0.5, sensitivity=1.0, noise="gumbel").event
+        Exponential(epsilon=0.5)
+        """
+        if self.noise == "gumbel":
+            return ev.Exponential(epsilon=self.epsilon)
+        return ev.Approx(epsilon=self.epsilon)
+
     def _draw(
         self, candidates: Any, scores: Any, size: int, rng: Any, accountant: Any
     ) -> tuple[Sequence[Any], np.ndarray]:
@@ -797,6 +840,6 @@ class ReportNoisyMax(_Selection):
         gaps, s = _lattice("ReportNoisyMax", self.sensitivity, arr)
         t = self._t(s)
         source = as_source(rng)
-        spend(accountant, self.privacy, "ReportNoisyMax", self.relation)
+        spend(accountant, self.privacy, "ReportNoisyMax", self.relation, [self.event])
         noisy = DiscreteLaplaceLaw(t).draw(size * gaps.size, source).reshape(size, gaps.size) - gaps
         return cands, np.argmax(noisy, axis=1).astype(np.int64)

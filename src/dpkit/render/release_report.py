@@ -110,6 +110,7 @@ class ReportData:
     spent: PrivacyLoss | None = None
     remaining: PrivacyLoss | None = None
     audits: tuple[Any, ...] = ()
+    composition: str = "basic"
     title: str = TITLE
     generated: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -186,6 +187,7 @@ def session_data(session: Any, *, audit: Any = None, title: Any = None) -> Repor
         spent=acct.spent,
         remaining=acct.remaining,
         audits=_audits(audit),
+        composition=acct.composition,
         title=_title(title),
     )
 
@@ -224,6 +226,7 @@ def ledger_data(
             spent=acct.spent,
             remaining=acct.remaining,
             audits=audits,
+            composition=acct.composition,
             title=name,
         )
 
@@ -337,12 +340,35 @@ class _Budget:
     total: float
     delta: float
     unit: str
-    running: list[float]
+    running: list[float]  # the charges' sum after each spend (basic composition)
+    charged: list[float] = field(default_factory=list)  # as the accountant charged it
     by_method: dict[str, float] | None = None
     method: str | None = None
     curve: list[tuple[int, float]] | None = None
     stated: int = 0
     note: str = ""
+
+
+def _tight_running(
+    events: list[tuple[ev.Event, ...]], running: list[float], deltas: list[Fraction], delta: float
+) -> list[float]:
+    """Epsilon after each spend as a tight accountant charges it: the smaller of the
+    charges' sum (when their deltas fit the budget's) and the events' tightest composition
+    at the budget's delta (:meth:`dpkit.Accountant.composed`)."""
+    from dpkit.accounting.accountant import compose_as_charged
+
+    out = []
+    counts: dict[ev.Event, int] = {}
+    for k, group in enumerate(events):
+        for e in group:
+            counts[e] = counts.get(e, 0) + 1
+        try:
+            tight = compose_as_charged(tuple(counts.items()), delta).epsilon
+        except ParameterError:  # no analysis applies
+            tight = math.inf
+        charged = running[k] if deltas[k] <= Fraction(delta) else math.inf
+        out.append(min(tight, charged))
+    return out
 
 
 def _budget(data: ReportData) -> _Budget:
@@ -354,10 +380,13 @@ def _budget(data: ReportData) -> _Budget:
     else:
         kind, total, delta, unit = "pure", b.epsilon, 0.0, "epsilon"
     running, acc = [], Fraction(0)
+    deltas, acc_d = [], Fraction(0)
     for s in data.spends:
         acc += _pair(s.charge)[0]
+        acc_d += _pair(s.charge)[1]
         running.append(_up(acc))
-    out = _Budget(kind, total, delta, unit, running)
+        deltas.append(acc_d)
+    out = _Budget(kind, total, delta, unit, running, charged=list(running))
     out.stated = sum(1 for s in data.spends if s.events and s.relation == data.relation)
     if kind != "approx":
         out.note = (
@@ -378,6 +407,8 @@ def _budget(data: ReportData) -> _Budget:
         return out
     out.by_method = dict(whole.by_method)
     out.method = whole.method
+    if data.composition == "tight":
+        out.charged = _tight_running(events, running, deltas, delta)
     n = len(events)
     marks = sorted({max(1, round(n * k / CURVE_POINTS)) for k in range(1, CURVE_POINTS + 1)})
     curve = []
@@ -555,7 +586,7 @@ def _budget_figure(data: ReportData, bv: _Budget) -> str:
 def _spends_table(data: ReportData, bv: _Budget) -> str:
     shown = {r["spend"] for r in data.records}
     rows = []
-    for s, total in zip(data.spends, bv.running, strict=True):
+    for s, total in zip(data.spends, bv.charged, strict=True):
         link = (
             f'<a href="#release-{s.index}">release #{s.index}</a>'
             if s.index in shown
@@ -589,7 +620,8 @@ def _spends_table(data: ReportData, bv: _Budget) -> str:
                 "label",
                 "cost",
                 "charged",
-                f"running total ({bv.unit})",
+                f"running total ({bv.unit}"
+                + (", tight accounting)" if data.composition == "tight" else ")"),
                 "release",
             ],
             rows,
