@@ -935,7 +935,7 @@ class Accountant:
         --------
         >>> from dpkit import Accountant, ApproxDP
         >>> from dpkit.accounting import events as ev
-        >>> acct = Accountant(ApproxDP(5.0, 1e-5))
+        >>> acct = Accountant(ApproxDP(5.0, 1e-5), composition="tight")
         >>> for _ in range(100):
         ...     _ = acct.spend(ApproxDP(0.1, 0.0), label="count", events=[ev.Laplace(scale=10.0)])
         >>> c = acct.composed()
