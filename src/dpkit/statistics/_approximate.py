@@ -97,6 +97,7 @@ __all__ = [
     "independent_quantiles",
     "node_levels",
     "pair_spread",
+    "path_epsilons",
     "split_index",
     "tree_height",
 ]
@@ -174,6 +175,42 @@ def tree_height(m: int) -> int:
     """Draws on the longest root-to-leaf path of the tree :func:`node_levels` builds for
     ``m`` levels (0 for none); :func:`aq_depth` for the single-level tree."""
     return 0 if m == 0 else _height_with(m, node_levels(m))
+
+
+@functools.cache
+def _paths(m: int, budget: Fraction) -> frozenset[tuple[Fraction, ...]]:
+    if m == 0:
+        return frozenset({()})
+    idx = node_levels(m)
+    eps = budget / tree_height(m)
+    edges = [-1, *idx, m]
+    sides = [edges[k + 1] - edges[k] - 1 for k in range(len(idx) + 1)]
+    return frozenset((eps, *p) for sub in sides for p in _paths(sub, budget - eps))
+
+
+def path_epsilons(m: int, epsilon: Fraction) -> tuple[Fraction, ...] | None:
+    """The epsilons of the draws on one record's path through the tree for ``m`` levels at
+    ``epsilon`` (:func:`approximate_quantiles`' budget rule), in order, when every path's are
+    a prefix of one sequence (then returned); ``None`` when paths differ (nine levels: a
+    path of three draws at ``epsilon / 3`` and one of ``epsilon / 3`` then ``2 epsilon / 3``).
+
+    A record reaches one node per depth (the branches hold disjoint records), so its privacy
+    loss is that of the draws on its path, each an exponential mechanism; which path it
+    takes depends on earlier outputs, so one sequence describes the release only when it
+    covers every path. A function of ``m`` alone (public).
+
+    Examples
+    --------
+    >>> path_epsilons(3, Fraction(1))
+    (Fraction(1, 2), Fraction(1, 2))
+    >>> path_epsilons(9, Fraction(1)) is None
+    True
+    """
+    paths = _paths(m, Fraction(epsilon))
+    longest = max(paths, key=len)
+    if all(p == longest[: len(p)] for p in paths):
+        return longest
+    return None
 
 
 def _on_full_paths(m: int, d: int) -> int:
