@@ -18,6 +18,7 @@ an epsilon up: an event never claims less privacy loss than the noise drawn).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
@@ -26,6 +27,7 @@ from dpkit._validate import describe
 from dpkit.accounting.accountant import Accountant, LabelledAccountant
 from dpkit.accounting.events import Approx, Event, Exponential, Laplace
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.errors import ParameterError
 
 __all__ = ["approx_event", "check_accountant", "exponential_event", "laplace_event", "spend"]
 
@@ -73,7 +75,9 @@ def spend(
 
 
 def _down(x: Fraction | float | int) -> float:
-    """The largest float ``<= x``."""
+    """The largest float ``<= x`` (the largest finite float beyond it)."""
+    if x >= sys.float_info.max:
+        return sys.float_info.max
     f = float(x)
     return f if Fraction(f) <= Fraction(x) else math.nextafter(f, 0.0)
 
@@ -86,13 +90,14 @@ def _up(x: Fraction | float | int) -> float:
 
 def laplace_event(
     scale: Fraction | float | int, sensitivity: Fraction | float | int = 1, discrete: bool = True
-) -> Laplace:
+) -> Laplace | Approx:
     """A Laplace event for noise of scale ``scale`` on a query of L1 ``sensitivity``.
 
     ``discrete=True`` (default): the discrete Laplace on the integer lattice, ``scale`` and
     ``sensitivity`` (a whole number) in lattice steps. ``scale`` is rounded down and a
     continuous ``sensitivity`` up to floats, so the event is never less private than the
-    noise drawn.
+    noise drawn. A scale so small that ``sensitivity / scale`` overflows a float (an
+    epsilon near the largest float) gives ``Approx`` of that epsilon.
 
     Examples
     --------
@@ -100,7 +105,10 @@ def laplace_event(
     0.30000000000000004
     """
     sens = int(sensitivity) if discrete else _up(sensitivity)
-    return Laplace(scale=_down(scale), sensitivity=sens, discrete=discrete)
+    try:
+        return Laplace(scale=_down(scale), sensitivity=sens, discrete=discrete)
+    except ParameterError:  # sensitivity / scale overflows a float: its epsilon alone
+        return approx_event(Fraction(sensitivity) / Fraction(scale))
 
 
 def exponential_event(epsilon: Fraction | float | int) -> Exponential:

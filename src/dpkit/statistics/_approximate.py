@@ -182,10 +182,10 @@ def _paths(m: int, budget: Fraction) -> frozenset[tuple[Fraction, ...]]:
     if m == 0:
         return frozenset({()})
     idx = node_levels(m)
-    eps = budget / tree_height(m)
+    here = budget / tree_height(m)  # the node's draw, as _recurse spends it
     edges = [-1, *idx, m]
     sides = [edges[k + 1] - edges[k] - 1 for k in range(len(idx) + 1)]
-    return frozenset((eps, *p) for sub in sides for p in _paths(sub, budget - eps))
+    return frozenset((here, *p) for sub in sides for p in _paths(sub, budget - here))
 
 
 def path_epsilons(m: int, epsilon: Fraction) -> tuple[Fraction, ...] | None:
