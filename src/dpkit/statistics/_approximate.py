@@ -188,29 +188,36 @@ def _paths(m: int, budget: Fraction) -> frozenset[tuple[Fraction, ...]]:
     return frozenset((here, *p) for sub in sides for p in _paths(sub, budget - here))
 
 
-def path_epsilons(m: int, epsilon: Fraction) -> tuple[Fraction, ...] | None:
-    """The epsilons of the draws on one record's path through the tree for ``m`` levels at
-    ``epsilon`` (:func:`approximate_quantiles`' budget rule), in order, when every path's are
-    a prefix of one sequence (then returned); ``None`` when paths differ (nine levels: a
-    path of three draws at ``epsilon / 3`` and one of ``epsilon / 3`` then ``2 epsilon / 3``).
+def path_epsilons(m: int, epsilon: Fraction) -> tuple[tuple[Fraction, ...], Fraction]:
+    """The draws one record's path through the tree for ``m`` levels at ``epsilon`` is
+    known to meet (:func:`approximate_quantiles`' budget rule), in order, and the pure
+    epsilon of whatever else its path may meet.
 
     A record reaches one node per depth (the branches hold disjoint records), so its privacy
     loss is that of the draws on its path, each an exponential mechanism; which path it
-    takes depends on earlier outputs, so one sequence describes the release only when it
-    covers every path. A function of ``m`` alone (public).
+    takes depends on earlier outputs. When every path is a prefix of one sequence, that
+    sequence and 0; else the draws every path starts with and the rest of ``epsilon`` (each
+    path spends at most ``epsilon`` in all): nine levels have a path of three draws at
+    ``epsilon / 3`` and one of ``epsilon / 3`` then ``2 epsilon / 3``. A function of ``m``
+    alone (public).
 
     Examples
     --------
     >>> path_epsilons(3, Fraction(1))
-    (Fraction(1, 2), Fraction(1, 2))
-    >>> path_epsilons(9, Fraction(1)) is None
-    True
+    ((Fraction(1, 2), Fraction(1, 2)), Fraction(0, 1))
+    >>> path_epsilons(9, Fraction(1))
+    ((Fraction(1, 3),), Fraction(2, 3))
     """
-    paths = _paths(m, Fraction(epsilon))
+    eps = Fraction(epsilon)
+    paths = _paths(m, eps)
     longest = max(paths, key=len)
     if all(p == longest[: len(p)] for p in paths):
-        return longest
-    return None
+        return longest, Fraction(0)
+    common = 0
+    while all(len(p) > common and p[common] == longest[common] for p in paths):
+        common += 1
+    head = longest[:common]
+    return head, eps - sum(head, Fraction(0))
 
 
 def _on_full_paths(m: int, d: int) -> int:

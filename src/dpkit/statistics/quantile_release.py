@@ -355,8 +355,8 @@ def quantile_events(spend: QuantileSpend, levels: int) -> list[Event]:
     * One level, ``"joint"``: one exponential mechanism of a sensitivity-bounded score.
     * ``"independent"``: ``levels`` exponential mechanisms at ``epsilon / levels``.
     * ``"aq"``: the exponential mechanisms on one record's path through the tree
-      (:func:`~dpkit.statistics._approximate.path_epsilons`), when every path has the same
-      draws; else ``Approx(epsilon)``: no one sequence of draws describes every path.
+      (:func:`~dpkit.statistics._approximate.path_epsilons`); where paths differ, the draws
+      they share, then ``Approx`` of the rest: no one sequence describes every path.
     * The helpers: in each cell (disjoint records) one exponential mechanism, or two drawn
       independently at half the stage's epsilon, whose losses lie in intervals of width
       ``epsilon / 2`` each: together ``epsilon``-bounded range, one exponential event.
@@ -377,11 +377,10 @@ def quantile_events(spend: QuantileSpend, levels: int) -> list[Event]:
         elif spend.method == "independent":
             out.extend(exponential_event(eps / levels) for _ in range(levels))
         else:
-            path = path_epsilons(levels, eps)
-            if path is None:  # branches of the tree spend the budget in different draws
-                out.append(approx_event(eps))
-            else:
-                out.extend(exponential_event(e) for e in path)
+            path, rest = path_epsilons(levels, eps)
+            out.extend(exponential_event(e) for e in path)
+            if rest > 0:  # branches spend the rest in different draws: pure DP alone
+                out.append(approx_event(rest))
     return out
 
 
