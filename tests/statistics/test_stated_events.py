@@ -297,3 +297,19 @@ def test_contribution_quantile_method_states_the_quantile_release() -> None:
     st.contribution_bound(AGES // 10, epsilon=EPS, method="quantile", rng=3, accountant=acct)
     (spent,) = acct.history
     assert spent.events == (ev.Exponential(epsilon=EPS),)  # one level, no intervals
+
+
+def test_a_tight_accountant_fits_more_means_than_their_plain_guarantees() -> None:
+    from dpkit.accounting import ApproxDP
+    from dpkit.errors import BudgetExceededError
+
+    acct = Accountant(ApproxDP(2.0, 1e-6), composition="tight")
+    n = 0
+    with pytest.raises(BudgetExceededError):
+        while n < 100:  # 42 fit (PLD of the stated discrete Laplace stages)
+            st.mean(DATA, epsilon=0.1, bounds=(0, 100), rng=n, accountant=acct)
+            n += 1
+    # the same releases charged as plain Approx(0.1) compose past the budget (2.86 at 42;
+    # basic composition fits 20)
+    assert compose([(ev.Approx(epsilon=0.1), n)], delta=1e-6).epsilon > 2.0
+    assert acct.composed().epsilon <= 2.0
