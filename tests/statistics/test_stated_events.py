@@ -313,3 +313,56 @@ def test_a_tight_accountant_fits_more_means_than_their_plain_guarantees() -> Non
     # basic composition fits 20)
     assert compose([(ev.Approx(epsilon=0.1), n)], delta=1e-6).epsilon > 2.0
     assert acct.composed().epsilon <= 2.0
+
+
+@pytest.mark.parametrize("m", [3, 7, 9, 10, 21, 29])
+def test_aq_path_events_describe_the_draws_each_record_meets(
+    m: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every record's draws, as ApproximateQuantiles spends them, are the stated ones: the
+    shared draws first, then at most the stated rest (or a prefix of the shared draws)."""
+    import dpkit.statistics._approximate as aq
+    from dpkit.samplers import as_source
+    from dpkit.statistics._input import counts_from_data
+    from dpkit.statistics.quantile_release import _measure
+
+    calls: list[tuple[Fraction, int, int]] = []
+    inside = [False]
+    draw_view, draw_pair = aq.draw_view, aq.draw_pair
+
+    def view_spy(view: Any, measure: Any, a: Any, b: Any, eps: Fraction, source: Any) -> Any:
+        if not inside[0]:
+            calls.append((eps, view.a, view.b))
+        return draw_view(view, measure, a, b, eps, source)
+
+    def pair_spy(view: Any, measure: Any, a1: Any, a2: Any, eps: Fraction, source: Any) -> Any:
+        calls.append((eps, view.a, view.b))
+        inside[0] = True
+        try:
+            return draw_pair(view, measure, a1, a2, eps, source)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(aq, "draw_view", view_spy)
+    monkeypatch.setattr(aq, "draw_pair", pair_spy)
+    lattice = QuantileLattice.for_bounds("test", 0.0, 100.0)
+    counts = counts_from_data("test", DATA, lattice)  # distinct values: no ties to split
+    assert counts.values.size == DATA.size
+    measure = _measure("test", lattice, "auto", False)
+    levels = [Fraction(i + 1, m + 1) for i in range(m)]
+    eps = Fraction(1)
+    points = aq.approximate_quantiles(counts, measure, levels, eps, as_source(5))
+    head, rest = aq.path_epsilons(m, eps)
+    released = set(points)
+    seen = set()
+    for i, v in enumerate(counts.values.tolist()):
+        if v in released:  # a record at a split goes one way by a coin: skip it
+            continue
+        path = tuple(e for e, a, b in calls if a <= i < b)
+        seen.add(path)
+        if rest == 0:
+            assert path == head[: len(path)], (i, path, head)
+        else:
+            assert path[: len(head)] == head, (i, path, head)
+            assert sum(path[len(head) :], Fraction(0)) <= rest
+    assert max(seen, key=len)[: len(head)] == head  # some record meets every shared draw

@@ -178,14 +178,18 @@ def tree_height(m: int) -> int:
 
 
 @functools.cache
-def _paths(m: int, budget: Fraction) -> frozenset[tuple[Fraction, ...]]:
+def _unit_paths(m: int) -> frozenset[tuple[Fraction, ...]]:
+    """The draws' epsilons on every root-to-leaf path of the tree for ``m`` levels at budget
+    1 (each is linear in the budget): a node draws ``1 / h`` (:func:`_recurse`), its
+    subtrees share the rest."""
     if m == 0:
         return frozenset({()})
     idx = node_levels(m)
-    here = budget / tree_height(m)  # the node's draw, as _recurse spends it
+    here = Fraction(1, tree_height(m))  # the node's draw, as _recurse spends it
     edges = [-1, *idx, m]
     sides = [edges[k + 1] - edges[k] - 1 for k in range(len(idx) + 1)]
-    return frozenset((here, *p) for sub in sides for p in _paths(sub, budget - here))
+    rest = 1 - here
+    return frozenset((here, *(rest * e for e in p)) for sub in sides for p in _unit_paths(sub))
 
 
 def path_epsilons(m: int, epsilon: Fraction) -> tuple[tuple[Fraction, ...], Fraction]:
@@ -209,7 +213,7 @@ def path_epsilons(m: int, epsilon: Fraction) -> tuple[tuple[Fraction, ...], Frac
     ((Fraction(1, 3),), Fraction(2, 3))
     """
     eps = Fraction(epsilon)
-    paths = _paths(m, eps)
+    paths = {tuple(eps * e for e in p) for p in _unit_paths(m)}
     longest = max(paths, key=len)
     if all(p == longest[: len(p)] for p in paths):
         return longest, Fraction(0)
