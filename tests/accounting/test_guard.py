@@ -26,3 +26,24 @@ def test_accountant_must_be_an_accountant(bad: Any) -> None:
     for call in calls:
         with pytest.raises(TypeError, match=r"`accountant` must be a dpkit\.Accountant"):
             call()
+
+
+def test_event_builders_round_towards_more_loss() -> None:
+    import sys
+    from fractions import Fraction
+
+    from dpkit.accounting import events as ev
+    from dpkit.accounting.guard import approx_event, exponential_event, laplace_event
+
+    # 10/3 is not a float: the scale is rounded down, epsilons up, never the other way
+    lap = laplace_event(Fraction(10, 3), 1)
+    assert isinstance(lap, ev.Laplace) and lap.discrete
+    assert Fraction(lap.scale) <= Fraction(10, 3) < Fraction(lap.scale) + Fraction(1, 2**50)
+    assert Fraction(exponential_event(Fraction(1, 3)).epsilon) >= Fraction(1, 3)
+    assert Fraction(approx_event(Fraction(1, 3)).epsilon) >= Fraction(1, 3)
+    cont = laplace_event(Fraction(10, 3), Fraction(1, 3), discrete=False)
+    assert isinstance(cont, ev.Laplace) and Fraction(cont.sensitivity) >= Fraction(1, 3)
+    # an epsilon near the largest float: the rounded-down scale would overflow the
+    # Laplace event's epsilon, so the stage states its epsilon alone
+    top = sys.float_info.max
+    assert laplace_event(1 / Fraction(top), 1) == ev.Approx(epsilon=top)

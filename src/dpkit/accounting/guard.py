@@ -10,20 +10,26 @@ mistake (a number, a string, a budget value) must not surface as
 ``'str' object has no attribute 'spend'`` after validation.
 
 :func:`spend` is how every release charges its cost: checked, then spent, before any noise
-is drawn.
+is drawn. :func:`laplace_event`, :func:`exponential_event` and :func:`approx_event` build
+the ``events`` a release states, rounding each parameter the safe way (a Laplace scale down,
+an epsilon up: an event never claims less privacy loss than the noise drawn).
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any
 
 from dpkit._validate import describe
 from dpkit.accounting.accountant import Accountant, LabelledAccountant
-from dpkit.accounting.events import Event
+from dpkit.accounting.events import Approx, Event, Exponential, Laplace
 from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.errors import ParameterError
 
-__all__ = ["check_accountant", "spend"]
+__all__ = ["approx_event", "check_accountant", "exponential_event", "laplace_event", "spend"]
 
 
 def check_accountant(owner: str, accountant: Any) -> Accountant | LabelledAccountant | None:
@@ -66,3 +72,62 @@ def spend(
     acct = check_accountant(label, accountant)
     if acct is not None:
         acct.spend(cost, label=label, relation=relation, events=events)
+
+
+def _down(x: Fraction | float | int) -> float:
+    """The largest float ``<= x`` (the largest finite float beyond it)."""
+    if x >= sys.float_info.max:
+        return sys.float_info.max
+    f = float(x)
+    return f if Fraction(f) <= Fraction(x) else math.nextafter(f, 0.0)
+
+
+def _up(x: Fraction | float | int) -> float:
+    """The smallest float ``>= x``."""
+    f = float(x)
+    return f if Fraction(f) >= Fraction(x) else math.nextafter(f, math.inf)
+
+
+def laplace_event(
+    scale: Fraction | float | int, sensitivity: Fraction | float | int = 1, discrete: bool = True
+) -> Laplace | Approx:
+    """A Laplace event for noise of scale ``scale`` on a query of L1 ``sensitivity``.
+
+    ``discrete=True`` (default): the discrete Laplace on the integer lattice, ``scale`` and
+    ``sensitivity`` (a whole number) in lattice steps. ``scale`` is rounded down and a
+    continuous ``sensitivity`` up to floats, so the event is never less private than the
+    noise drawn. A scale so small that ``sensitivity / scale`` overflows a float (an
+    epsilon near the largest float) gives ``Approx`` of that epsilon.
+
+    Examples
+    --------
+    >>> laplace_event(Fraction(10, 3), 1).epsilon
+    0.30000000000000004
+    """
+    sens = int(sensitivity) if discrete else _up(sensitivity)
+    try:
+        return Laplace(scale=_down(scale), sensitivity=sens, discrete=discrete)
+    except ParameterError:  # sensitivity / scale overflows a float: its epsilon alone
+        return approx_event(Fraction(sensitivity) / Fraction(scale))
+
+
+def exponential_event(epsilon: Fraction | float | int) -> Exponential:
+    """An exponential mechanism (``epsilon``-bounded range) at ``epsilon`` rounded up to a float.
+
+    Examples
+    --------
+    >>> exponential_event(Fraction(1, 3))
+    Exponential(epsilon=0.33333333333333337)
+    """
+    return Exponential(epsilon=_up(epsilon))
+
+
+def approx_event(epsilon: Fraction | float | int, delta: float = 0.0) -> Approx:
+    """Any other ``(epsilon, delta)``-DP stage, ``epsilon`` rounded up to a float.
+
+    Examples
+    --------
+    >>> approx_event(Fraction(1, 3))
+    Approx(epsilon=0.33333333333333337, delta=0.0)
+    """
+    return Approx(epsilon=_up(epsilon), delta=delta)

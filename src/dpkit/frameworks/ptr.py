@@ -60,7 +60,7 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
-from dpkit.accounting.guard import spend
+from dpkit.accounting.guard import approx_event, spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._queries import check_exact_query
@@ -385,7 +385,9 @@ def propose_test_release(
     p = plan_release(data, query, proposed_bound, epsilon, delta, bounds, relation, test_fraction)
     check_bool(_OWNER, "clamp", clamp)
     source = as_source(rng)  # a bad `rng` is refused before the spend
-    spend(accountant, p.cost, _OWNER, relation)
+    # the release's noise is calibrated to a bound that holds only when the test passes:
+    # (epsilon, delta)-DP as a whole, no Laplace event of a known scale
+    spend(accountant, p.cost, _OWNER, relation, [approx_event(p.cost.epsilon, p.cost.delta)])
     noisy, vals = draw_release(p, 1, source, lazy=True)
     noisy_distance = float(noisy[0])
     details: dict[str, Any] = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -34,13 +35,14 @@ from dpkit._validate import (
     describe,
     is_real,
 )
-from dpkit.accounting.guard import spend
+from dpkit.accounting.events import Event
+from dpkit.accounting.guard import exponential_event, laplace_event, spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._data import check_grid_bounds, mean_on_grid
 from dpkit.frameworks._range import clamp_to_range
 from dpkit.frameworks.inverse import inverse_sensitivity_sample
-from dpkit.noise.grid import grid_for, laplace_units
+from dpkit.noise.grid import grid_for, grid_laplace_scale, laplace_units
 from dpkit.release import Release
 from dpkit.samplers import as_source, permutation, permutations
 
@@ -344,11 +346,19 @@ def sample_and_aggregate(
             params=f"`epsilon`={eps!r}, `chunks`={k} and `output_bounds`=({lower!r}, {upper!r})",
             epsilon=eps,
         )
+        # the noise _draw adds: continuous Laplace of scale (sens + g) / eps on the mean of
+        # the outputs on the grid g (sensitivity sens + g), rounded to the grid
+        # (post-processing); laplace_units draws it on the grid _draw picks
+        g = grid_for(sens / eps, lower, upper)
+        event: Event = laplace_event(
+            grid_laplace_scale(sens, eps, g), Fraction(sens) + Fraction(g), discrete=False
+        )
     else:
         check_grid_bounds(_OWNER, lower, upper, name="output_bounds")
+        event = exponential_event(eps)  # the inverse-sensitivity median (inverse.py)
     cost = PureDP(eps)
     source = as_source(rng)  # a bad `rng` is refused before the spend
-    spend(accountant, cost, _OWNER, "bounded")
+    spend(accountant, cost, _OWNER, "bounded", [event])
     vals, bad, scale = _draw(arr, func, k, (lower, upper), eps, aggregator, 1, source)
     out, moved = clamp_to_range(vals, lower, upper) if clamp else (vals, vals != vals)
     value = float(out[0])

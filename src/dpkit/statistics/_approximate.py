@@ -97,6 +97,7 @@ __all__ = [
     "independent_quantiles",
     "node_levels",
     "pair_spread",
+    "path_epsilons",
     "split_index",
     "tree_height",
 ]
@@ -174,6 +175,53 @@ def tree_height(m: int) -> int:
     """Draws on the longest root-to-leaf path of the tree :func:`node_levels` builds for
     ``m`` levels (0 for none); :func:`aq_depth` for the single-level tree."""
     return 0 if m == 0 else _height_with(m, node_levels(m))
+
+
+@functools.cache
+def _unit_paths(m: int) -> frozenset[tuple[Fraction, ...]]:
+    """The draws' epsilons on every root-to-leaf path of the tree for ``m`` levels at budget
+    1 (each is linear in the budget): a node draws ``1 / h`` (:func:`_recurse`), its
+    subtrees share the rest."""
+    if m == 0:
+        return frozenset({()})
+    idx = node_levels(m)
+    here = Fraction(1, tree_height(m))  # the node's draw, as _recurse spends it
+    edges = [-1, *idx, m]
+    sides = [edges[k + 1] - edges[k] - 1 for k in range(len(idx) + 1)]
+    rest = 1 - here
+    return frozenset((here, *(rest * e for e in p)) for sub in sides for p in _unit_paths(sub))
+
+
+def path_epsilons(m: int, epsilon: Fraction) -> tuple[tuple[Fraction, ...], Fraction]:
+    """The draws one record's path through the tree for ``m`` levels at ``epsilon`` is
+    known to meet (:func:`approximate_quantiles`' budget rule), in order, and the pure
+    epsilon of whatever else its path may meet.
+
+    A record reaches one node per depth (the branches hold disjoint records), so its privacy
+    loss is that of the draws on its path, each an exponential mechanism; which path it
+    takes depends on earlier outputs. When every path is a prefix of one sequence, that
+    sequence and 0; else the draws every path starts with and the rest of ``epsilon`` (each
+    path spends at most ``epsilon`` in all): nine levels have a path of three draws at
+    ``epsilon / 3`` and one of ``epsilon / 3`` then ``2 epsilon / 3``. A function of ``m``
+    alone (public).
+
+    Examples
+    --------
+    >>> path_epsilons(3, Fraction(1))
+    ((Fraction(1, 2), Fraction(1, 2)), Fraction(0, 1))
+    >>> path_epsilons(9, Fraction(1))
+    ((Fraction(1, 3),), Fraction(2, 3))
+    """
+    eps = Fraction(epsilon)
+    paths = {tuple(eps * e for e in p) for p in _unit_paths(m)}
+    longest = max(paths, key=len)
+    if all(p == longest[: len(p)] for p in paths):
+        return longest, Fraction(0)
+    common = 0
+    while all(len(p) > common and p[common] == longest[common] for p in paths):
+        common += 1
+    head = longest[:common]
+    return head, eps - sum(head, Fraction(0))
 
 
 def _on_full_paths(m: int, d: int) -> int:

@@ -51,7 +51,8 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
-from dpkit.accounting.guard import spend
+from dpkit.accounting.events import Event
+from dpkit.accounting.guard import approx_event, laplace_event, spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.noise import DiscreteLaplaceLaw, laplace_law
@@ -67,6 +68,7 @@ from dpkit.statistics._input import (
 
 __all__ = [
     "BoundsRelease",
+    "bounds_events",
     "bounds_from_counts",
     "bounds_noise_scale",
     "bucket_edges",
@@ -291,6 +293,22 @@ def bounds_noise_scale(
     return threshold_noise_scale(tail, side) if side > 0 else None
 
 
+def bounds_events(epsilon: float | Fraction, method: str = "histogram") -> list[Event]:
+    """What the bounds stage at ``epsilon`` is, for accounting (``[]`` for epsilon 0).
+
+    The histogram: every bucket gets discrete Laplace noise of scale ``1 / epsilon`` (as
+    :func:`_from_histogram` draws it, ``epsilon`` taken exactly) and one record moves one
+    bucket by one, a Laplace event of sensitivity 1 step. The tail method is AboveThreshold,
+    pure ``epsilon``-DP but not one Laplace release of a known scale: ``Approx(epsilon)``.
+    """
+    eps = Fraction(epsilon)
+    if eps == 0:
+        return []
+    if method == "histogram":
+        return [laplace_event(1 / eps, 1)]
+    return [approx_event(eps)]  # AboveThreshold (sparse vector): only its pure epsilon
+
+
 def check_bounds_noise(
     owner: str,
     epsilon: float | Fraction,
@@ -440,7 +458,7 @@ def bounds_from_counts(
     fall = _check_fallback(owner, fallback, low)
     check_bounds_noise(owner, eps)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    spend(accountant, PureDP(eps), owner, events=bounds_events(eps))
     return _from_histogram(owner, b, c, eps, low, beta_v, source, fall)
 
 
@@ -540,7 +558,7 @@ def private_bounds(
     fall = _check_fallback(owner, fallback, low)
     check_bounds_noise(owner, eps, method, low, tail_v)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    spend(accountant, PureDP(eps), owner, events=bounds_events(eps, method))
     if method == "histogram":
         ids, cnt = np.unique(log2_buckets(arr), return_counts=True)
         return _from_histogram(owner, ids, cnt.astype(np.int64), eps, low, beta_v, source, fall)
@@ -690,7 +708,7 @@ def tail_bounds_from_counts(
     tail_v = _check_tail(owner, tail)
     check_bounds_noise(owner, eps, "tail", low, tail_v)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    spend(accountant, PureDP(eps), owner, events=bounds_events(eps, "tail"))
     return _tail_from_steps(k, c, eps, low, tail_v, source)
 
 

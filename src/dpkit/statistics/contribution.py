@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_choice, check_int, check_positive, describe
-from dpkit.accounting.guard import spend
+from dpkit.accounting.guard import approx_event, spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.noise import DiscreteLaplaceLaw
@@ -222,7 +222,9 @@ def contribution_bound_from_counts(
         raise ParameterError(f"{owner}: `rows` must be sorted and distinct (strictly increasing)")
     if method == "threshold":  # its limits were checked with the parameters (_check)
         source = as_source(rng)
-        spend(accountant, PureDP(eps), owner)
+        # AboveThreshold (sparse vector): pure epsilon-DP, not one Laplace release of a
+        # known scale, so it states its epsilon alone
+        spend(accountant, PureDP(eps), owner, events=[approx_event(eps)])
         bound = _threshold_bound(r, p, eps, lv, cap, source)
         return ContributionBound(
             bound=bound,

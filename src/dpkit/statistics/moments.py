@@ -38,7 +38,8 @@ from dpkit._validate import (
     check_number,
     check_positive,
 )
-from dpkit.accounting.guard import spend
+from dpkit.accounting.events import Event
+from dpkit.accounting.guard import approx_event, laplace_event, spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms.quantile_em import QuantileLattice
@@ -51,6 +52,7 @@ from dpkit.statistics.bounds import (
     VAR_CAP,
     _from_histogram,
     _tail_bounds,
+    bounds_events,
     check_bounds_noise,
     check_moments_lower,
     log2_buckets,
@@ -191,6 +193,55 @@ def _check_given_bounds(owner: str, bounds: Any, kind: str) -> None:
     QuantileLattice.for_bounds(owner, lo, hi, _bits(kind))
 
 
+def _sum_sensitivity(lat: QuantileLattice) -> int:
+    """A plain sum's sensitivity in lattice units: the largest ``|units|``."""
+    return max(abs(lat.lo), abs(lat.hi), 1)
+
+
+def _centre(lat: QuantileLattice) -> tuple[int, int]:
+    """The centre ``c`` of the lattice and the centred half range ``r`` (the sensitivity of
+    the centred sum, ``r**2`` that of the sum of squares), in lattice units."""
+    c = (lat.lo + lat.hi) // 2
+    return c, max(lat.hi - c, c - lat.lo, 1)
+
+
+def _events(
+    owner: str, bounds: Any, kind: str, eps: float, share: float, method: str
+) -> list[Event]:
+    """What the release is, stage by stage, for accounting (from public inputs, before the
+    spend).
+
+    The bounds stage (:func:`~dpkit.statistics.bounds.bounds_events`, when chosen
+    privately), then each discrete Laplace draw of :func:`_noisy`: the count (sensitivity 1)
+    and, for given bounds, the sums on their known lattice (their scale and sensitivity in
+    lattice units, the rounding to the lattice inside the sensitivity). With private bounds
+    the sums' lattice, hence their sensitivity in lattice steps, depends on the bounds the
+    release chooses: those draws state their epsilon alone (``Approx``).
+    """
+    total = Fraction(eps)
+    eps_b = total * Fraction(share)
+    rest = total - eps_b
+    out = bounds_events(float(eps_b), method) if isinstance(bounds, str) else []
+    lat = (
+        None
+        if isinstance(bounds, str)
+        else QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
+    )
+
+    def draw(sens: int | None, e: Fraction) -> Event:
+        return approx_event(e) if sens is None else laplace_event(sens / e, sens)
+
+    if kind == "sum":
+        return [*out, draw(None if lat is None else _sum_sensitivity(lat), rest)]
+    parts = 2 if kind == "mean" else 3
+    each = rest / parts
+    r = None if lat is None else _centre(lat)[1]
+    out += [draw(1, each), draw(r, each)]
+    if kind != "mean":
+        out.append(draw(None if r is None else r * r, each))
+    return out
+
+
 def _noisy(value: int, sens: int, eps: Fraction, source: Any) -> tuple[int, Fraction]:
     noise = laplace_law(sens, eps)
     return value + int(noise.draw(1, source)[0]), noise.scale
@@ -223,7 +274,8 @@ def _moments(
         what = "narrow the `bounds` (rescale the data) or raise `epsilon`"
         check_sum_interval(owner, _laplace_halfwidth(scale, a), lat.spacing, what)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    events = _events(owner, bounds, kind, eps, share, bounds_method)
+    spend(accountant, PureDP(eps), owner, events=events)
     total = Fraction(eps)
     eps_b = total * Fraction(share)
     (lo_v, hi_v), details = _choose_bounds(arr, bounds, float(eps_b), bounds_method, lower, source)
@@ -238,7 +290,7 @@ def _moments(
     g = lat.spacing
     half = g / 2
     if kind == "sum":
-        sens = max(abs(lat.lo), abs(lat.hi), 1)
+        sens = _sum_sensitivity(lat)
         s, scale = _noisy(int(u.sum()), sens, rest, source)
         h = _laplace_halfwidth(scale, a)
         value = s * g
@@ -255,9 +307,8 @@ def _moments(
             alpha=a,
             details=details,
         )
-    c = (lat.lo + lat.hi) // 2
+    c, r = _centre(lat)
     d = u - c
-    r = max(lat.hi - c, c - lat.lo, 1)
     parts = 2 if kind == "mean" else 3
     each = rest / parts
     n_t, sc_n = _noisy(int(d.size), 1, each, source)

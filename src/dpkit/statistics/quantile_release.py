@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 
 from dpkit._validate import check_bounds, check_choice, check_number, check_positive, is_real
-from dpkit.accounting.guard import spend
+from dpkit.accounting.events import Event
+from dpkit.accounting.guard import approx_event, exponential_event, laplace_event, spend
 from dpkit.accounting.loss import PureDP
 from dpkit.errors import ParameterError
 from dpkit.mechanisms.quantile_em import SUPPORTS, Counts, Measure, QuantileLattice
@@ -61,6 +62,7 @@ from dpkit.statistics._approximate import (
     approximate_quantiles,
     draw_target,
     independent_quantiles,
+    path_epsilons,
     tree_height,
 )
 from dpkit.statistics._input import (
@@ -84,6 +86,7 @@ __all__ = [
     "QuantileStage",
     "median",
     "quantile",
+    "quantile_events",
     "quantile_method",
     "quantile_samples",
     "quantile_stages",
@@ -342,6 +345,43 @@ class QuantileSpend:
     def total(self) -> Fraction:
         """The pure epsilon of the whole release (sequential composition of the stages)."""
         return sum(self.epsilons, Fraction(0))
+
+
+def quantile_events(spend: QuantileSpend, levels: int) -> list[Event]:
+    """What a release of ``levels`` levels by ``spend`` is, stage by stage, for accounting.
+
+    * ``"cdf"``'s histogram, the interval stage's cell counts: discrete Laplace noise of
+      scale ``1 / epsilon`` on counts one record moves by one (sensitivity 1 step).
+    * One level, ``"joint"``: one exponential mechanism of a sensitivity-bounded score.
+    * ``"independent"``: ``levels`` exponential mechanisms at ``epsilon / levels``.
+    * ``"aq"``: the exponential mechanisms on one record's path through the tree
+      (:func:`~dpkit.statistics._approximate.path_epsilons`); where paths differ, the draws
+      they share, then ``Approx`` of the rest: no one sequence describes every path.
+    * The helpers: in each cell (disjoint records) one exponential mechanism, or two drawn
+      independently at half the stage's epsilon, whose losses lie in intervals of width
+      ``epsilon / 2`` each: together ``epsilon``-bounded range, one exponential event.
+
+    Examples
+    --------
+    >>> [type(e).__name__ for e in quantile_events(pure_spend("aq", 1.0, 0.25), 3)]
+    ['Exponential', 'Exponential', 'Exponential', 'Laplace']
+    """
+    out: list[Event] = []
+    for st, eps in zip(spend.stages, spend.epsilons, strict=True):
+        if eps == 0:
+            continue
+        if st.kind == LAPLACE:
+            out.append(laplace_event(1 / eps, 1))
+        elif st.name == "helpers" or spend.method == "joint":
+            out.append(exponential_event(eps))
+        elif spend.method == "independent":
+            out.extend(exponential_event(eps / levels) for _ in range(levels))
+        else:
+            path, rest = path_epsilons(levels, eps)
+            out.extend(exponential_event(e) for e in path)
+            if rest > 0:  # branches spend the rest in different draws: pure DP alone
+                out.append(approx_event(rest))
+    return out
 
 
 def pure_spend(method: str, epsilon: float, interval_share: float) -> QuantileSpend:
@@ -764,7 +804,7 @@ def quantiles_from_counts(
     measure = _measure(owner, lattice, support, integer_dtype=False, method=method)
     plan = pure_spend(resolve_method(method, len(lv), measure), eps, share)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    spend(accountant, PureDP(eps), owner, events=quantile_events(plan, len(lv)))
     return _release(owner, summary, measure, lv, plan, a, source)
 
 
@@ -887,7 +927,7 @@ def quantiles(
     measure = _measure(owner, lattice, support, _is_integer_typed(data, arr), method)
     plan = pure_spend(resolve_method(method, len(lv), measure), eps, share)
     source = as_source(rng)
-    spend(accountant, PureDP(eps), owner)
+    spend(accountant, PureDP(eps), owner, events=quantile_events(plan, len(lv)))
     return _release(owner, summary, measure, lv, plan, a, source)
 
 
