@@ -519,6 +519,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"plan": str(plan)}) if args.json else plan)
         return 0
     rel = _measure(q, release, acct, args.ledger)
+    return print_release(rel, args, session, report)
+
+
+def print_release(rel: Any, args: argparse.Namespace, session: Any, report: Path | None) -> int:
+    """Print a released query (``dpkit query`` and ``dpkit sql``): its table, cost, key
+    threshold and privately chosen parameters, or all of it as JSON with ``--json``; write
+    the report first when one was asked for. Returns the exit status (0)."""
     args.interrupted = (
         f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
         "the output above may be incomplete"

@@ -25,23 +25,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import add_schema, check_delta_limit, once_each, schema_of, terminal_width
+from dpkit.cli._args import add_schema, check_delta_limit, once_each, schema_of
 from dpkit.cli._errors import query_message
 from dpkit.cli.query import (
     ENGINES,
     LAYOUTS,
     _accountant,
     _data,
-    _json_number,
     _max_rows,
     _measure,
     _number,
-    _polars,
-    _table,
+    print_release,
 )
 from dpkit.cli.report import check_output
 from dpkit.errors import ParameterError
@@ -207,52 +204,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"plan": str(plan)}) if args.json else plan)
         return 0
     rel = _measure(_SqlQuery(session, text, release), {}, acct, args.ledger)
-    args.interrupted = (
-        f"interrupted while printing the release: the budget was charged {rel.privacy!r}; "
-        "the output above may be incomplete"
-    )
-    if report is not None:  # before the output: a reader closing the pipe early loses nothing
-        session.report(report)
-    frame = _polars(rel.frame)
-    if args.json:
-        out = {
-            "columns": frame.columns,
-            "rows": [[_json_number(v) for v in r] for r in frame.rows()],
-            "privacy": repr(rel.privacy),
-            "relation": rel.relation,
-            "privacy_unit": rel.privacy_unit,
-            "label": rel.label,
-            "threshold": rel.threshold,
-            "alpha": args.alpha,
-            "bounds": {
-                name: {
-                    "bounds": list(b.bounds),
-                    "clipped_fraction": b.clipped_fraction,
-                    "fallback": b.fallback,
-                }
-                for name, b in rel.bounds.items()
-            },
-            "max_rows_per_unit": None if rel.contribution is None else rel.contribution.bound,
-        }
-        print(json.dumps(out, default=str, allow_nan=False))
-        if report is not None:
-            print(f"report written to {report}", file=sys.stderr)
-        return 0
-    print(_table(frame, args.layout, terminal_width()))
-    print(
-        f"privacy cost {rel.privacy!r} (add/remove one "
-        f"{'row' if rel.privacy_unit is None else repr(rel.privacy_unit)}); "
-        f"intervals at level {1 - args.alpha:g}"
-    )
-    if rel.threshold is not None:
-        print(f"groups released only if their noisy count of units reached {rel.threshold}")
-    for name, b in rel.bounds.items():
-        print(f"{name}: bounds chosen privately {b.bounds} (global)")
-    if rel.contribution is not None:
-        print(f"max_rows_per_unit chosen privately: {rel.contribution.bound}")
-    if report is not None:
-        print(f"report written to {report}")
-    return 0
+    return print_release(rel, args, session, report)
 
 
 class _SqlQuery:
