@@ -96,6 +96,14 @@ def _check_lattice_sensitivity(owner: str, value: Any) -> float:
     return out
 
 
+def _sensitivity(owner: str, sensitivity: Any, discrete: Any) -> float:
+    """A noise event's sensitivity: a whole number of lattice steps for discrete noise
+    (``discrete`` checked to be a bool), any finite number > 0 otherwise."""
+    if _check_bool(owner, "discrete", discrete):
+        return _check_lattice_sensitivity(owner, sensitivity)
+    return check_positive(owner, "sensitivity", sensitivity)
+
+
 def _check_rate(owner: str, value: Any) -> float:
     return check_positive(owner, "rate", value, at_most=1.0)
 
@@ -151,12 +159,7 @@ class Laplace(Event):
     def __post_init__(self) -> None:
         owner = "Laplace"
         object.__setattr__(self, "scale", check_positive(owner, "scale", self.scale))
-        discrete = _check_bool(owner, "discrete", self.discrete)
-        sens = (
-            _check_lattice_sensitivity(owner, self.sensitivity)
-            if discrete
-            else check_positive(owner, "sensitivity", self.sensitivity)
-        )
+        sens = _sensitivity(owner, self.sensitivity, self.discrete)
         object.__setattr__(self, "sensitivity", sens)
         if not math.isfinite(sens / self.scale):
             raise ParameterError(
@@ -218,12 +221,7 @@ class Gaussian(Event):
     def __post_init__(self) -> None:
         owner = "Gaussian"
         object.__setattr__(self, "sigma", check_positive(owner, "sigma", self.sigma))
-        discrete = _check_bool(owner, "discrete", self.discrete)
-        sens = (
-            _check_lattice_sensitivity(owner, self.sensitivity)
-            if discrete
-            else check_positive(owner, "sensitivity", self.sensitivity)
-        )
+        sens = _sensitivity(owner, self.sensitivity, self.discrete)
         object.__setattr__(self, "sensitivity", sens)
         mu = sens / self.sigma
         if not (math.isfinite(mu) and mu > 0):
