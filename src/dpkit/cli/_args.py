@@ -185,6 +185,43 @@ SCHEMA_TYPES = {
 }
 
 
+def add_release_options(parser: argparse.ArgumentParser, *, delta_help: str) -> None:
+    """The options of one Session release (``dpkit query``, ``dpkit sql``): its privacy
+    parameters, the interval level and the privacy unit with its contribution bounds."""
+    parser.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
+    parser.add_argument("--delta", type=float, default=0.0, help=delta_help)
+    parser.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
+    parser.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
+    parser.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
+    parser.add_argument(
+        "--max-rows",
+        default=None,
+        metavar="K",
+        help="rows kept per unit (an int), or 'auto' to choose it privately",
+    )
+    parser.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
+
+
+def add_output_options(
+    parser: argparse.ArgumentParser, *, layouts: Sequence[str], layout_help: str
+) -> None:
+    """What a Session release spends from and prints (``dpkit query``, ``dpkit sql``): the
+    ledger, a seed, JSON, the plan alone, the release report and the table's layout."""
+    parser.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
+    parser.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (a value past the float range is null)"
+    )
+    parser.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
+    parser.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="also write the release report (one HTML file) of this release and its budget",
+    )
+    parser.add_argument("--layout", choices=layouts, default="auto", help=layout_help)
+
+
 def add_schema(parser: argparse.ArgumentParser) -> None:
     """Add ``--schema COL:TYPE`` (repeatable) to ``parser``."""
     parser.add_argument(

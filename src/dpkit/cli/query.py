@@ -56,6 +56,8 @@ from typing import Any
 
 from dpkit.cli._args import (
     Once,
+    add_output_options,
+    add_release_options,
     add_schema,
     check_delta_limit,
     once_each,
@@ -93,23 +95,9 @@ def register(sub: Any) -> None:
         help="where the query runs: polars (default, lazy scan) or spark (a local Spark; "
         "needs pip install 'dpkit[spark]' and Java 17+)",
     )
-    p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=0.0,
-        help="delta (default 0: pure DP), at most 1/2 and far below 1/n for n people",
+    add_release_options(
+        p, delta_help="delta (default 0: pure DP), at most 1/2 and far below 1/n for n people"
     )
-    p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
-    p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
-    p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
-    p.add_argument(
-        "--max-rows",
-        default=None,
-        metavar="K",
-        help="rows kept per unit (an int), or 'auto' to choose it privately",
-    )
-    p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
     p.add_argument("--group-by", default=None, help="comma-separated key columns, each named once")
     p.add_argument("--keys", default=None, help="CSV file of public keys (the key columns)")
     p.add_argument("--count", action="store_true", help="count rows")
@@ -145,23 +133,10 @@ def register(sub: Any) -> None:
         "equal-width bins from LOWER to UPPER (Age:0:100:10)",
     )
     add_schema(p)
-    p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
-    p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
-    p.add_argument(
-        "--json", action="store_true", help="print JSON (a value past the float range is null)"
-    )
-    p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
-    p.add_argument(
-        "--report",
-        default=None,
-        metavar="FILE",
-        help="also write the release report (one HTML file) of this release and its budget",
-    )
-    p.add_argument(
-        "--layout",
-        choices=LAYOUTS,
-        default="auto",
-        help="the printed table: wide (one row per group), long (one row per group and "
+    add_output_options(
+        p,
+        layouts=LAYOUTS,
+        layout_help="the printed table: wide (one row per group), long (one row per group and "
         "statistic) or auto (long when wide is wider than the terminal); not with --json",
     )
     p.set_defaults(

@@ -28,7 +28,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dpkit.cli._args import add_schema, check_delta_limit, once_each, schema_of
+from dpkit.cli._args import (
+    add_output_options,
+    add_release_options,
+    add_schema,
+    check_delta_limit,
+    once_each,
+    schema_of,
+)
 from dpkit.cli._errors import query_message
 from dpkit.cli.query import (
     ENGINES,
@@ -65,23 +72,9 @@ def register(sub: Any) -> None:
         default="polars",
         help="where the query runs: polars (default) or spark (a local Spark)",
     )
-    p.add_argument("--epsilon", type=float, default=None, help="epsilon of this release (> 0)")
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=0.0,
-        help="delta (default 0: pure DP; > 0 lets GROUP BY choose its groups privately)",
+    add_release_options(
+        p, delta_help="delta (default 0: pure DP; > 0 lets GROUP BY choose its groups privately)"
     )
-    p.add_argument("--rho", type=float, default=None, help="a zCDP release instead of epsilon")
-    p.add_argument("--alpha", type=float, default=0.05, help="intervals at level 1 - alpha")
-    p.add_argument("--unit", default=None, help="column naming the person (privacy unit)")
-    p.add_argument(
-        "--max-rows",
-        default=None,
-        metavar="K",
-        help="rows kept per unit (an int), or 'auto' to choose it privately",
-    )
-    p.add_argument("--max-groups", type=int, default=None, help="groups kept per unit")
     p.add_argument(
         "--bounds",
         action="append",
@@ -102,23 +95,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--name", default="data", help="the table's name in the query (default data)")
     add_schema(p)
-    p.add_argument("--ledger", default=None, help="spend from this ledger (dpkit budget init)")
-    p.add_argument("--seed", type=int, default=None, help="reproducible noise (NOT private)")
-    p.add_argument(
-        "--json", action="store_true", help="print JSON (a value past the float range is null)"
-    )
-    p.add_argument("--explain", action="store_true", help="print the plan; spend nothing")
-    p.add_argument(
-        "--report",
-        default=None,
-        metavar="FILE",
-        help="also write the release report (one HTML file) of this release and its budget",
-    )
-    p.add_argument(
-        "--layout",
-        choices=LAYOUTS,
-        default="auto",
-        help="the printed table: wide, long or auto (long when wide is wider than the terminal)",
+    add_output_options(
+        p,
+        layouts=LAYOUTS,
+        layout_help="the printed table: wide, long or auto (long when wide is wider than "
+        "the terminal)",
     )
     p.set_defaults(
         func=run,
