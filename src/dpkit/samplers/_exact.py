@@ -301,20 +301,7 @@ class SurvivalTable:
         out: np.ndarray = self._guide[(u >> np.uint64(64 - self._bits)).view(np.int64)]
         if out.dtype != np.int64:
             out = out.astype(np.int64)
-        amb = np.flatnonzero(out < 0)
-        if amb.size:
-            ua = u[amb]
-            left = np.searchsorted(self._asc, ua, side="left")
-            right = np.searchsorted(self._asc, ua, side="right")
-            count = self.size - right  # boundaries with prefix > u: surely U < S_j
-            tie = np.flatnonzero(right > left)
-            if tie.size:
-                # u equals the prefix of S_j with j = size - left (1-based, descending order)
-                js = self.size - left[tie]
-                won = less_than_deep([self.real_at(int(j)) for j in js], source)
-                count[tie] += won
-            out[amb] = count
-        return out
+        return self._resolve(u, out, source)
 
     def lookup_into(
         self, u: np.ndarray, source: BitSource, out: np.ndarray, index: np.ndarray
@@ -324,6 +311,12 @@ class SurvivalTable:
         lookups, searches and deep comparisons, without fresh arrays. Returns ``out``."""
         np.right_shift(u, np.uint64(64 - self._bits), out=index.view(np.uint64))
         np.take(self._guide, index, out=out)  # the shifted words are < 2**bits
+        return self._resolve(u, out, source)
+
+    def _resolve(self, u: np.ndarray, out: np.ndarray, source: BitSource) -> np.ndarray:
+        """``out`` with its ambiguous entries (< 0: the guide could not decide from the top
+        bits) replaced by the exact outcome: the boundaries ``u``'s word passes for sure,
+        plus a deep comparison where it equals a boundary's prefix. Returns ``out``."""
         amb = np.flatnonzero(out < 0)
         if amb.size:
             ua = u[amb]
@@ -332,6 +325,7 @@ class SurvivalTable:
             count = self.size - right  # boundaries with prefix > u: surely U < S_j
             tie = np.flatnonzero(right > left)
             if tie.size:
+                # u equals the prefix of S_j with j = size - left (1-based, descending order)
                 js = self.size - left[tie]
                 won = less_than_deep([self.real_at(int(j)) for j in js], source)
                 count[tie] += won
