@@ -369,8 +369,9 @@ def _flex_epsilon(items: Items, share: float) -> float:
     return total
 
 
-def basic_epsilon(items: Items, delta: float) -> float:
-    """Basic composition: epsilons add; flexible events share the remaining delta."""
+def _tally(items: Items) -> tuple[float, int]:
+    """The fixed epsilons' sum and the number of flexible releases (those without a fixed
+    ``(epsilon, delta)``, which share a delta or an epsilon)."""
     pure = 0.0
     flex = 0
     for event, count in items:
@@ -379,6 +380,12 @@ def basic_epsilon(items: Items, delta: float) -> float:
             flex += count
         else:
             pure += count * pair[0]
+    return pure, flex
+
+
+def basic_epsilon(items: Items, delta: float) -> float:
+    """Basic composition: epsilons add; flexible events share the remaining delta."""
+    pure, flex = _tally(items)
     rest = delta - fixed_delta(items)
     if rest < 0 or (flex and rest <= 0):
         return math.inf
@@ -389,14 +396,7 @@ def basic_epsilon(items: Items, delta: float) -> float:
 def basic_delta(items: Items, epsilon: float) -> float:
     """Basic composition's ``delta`` at ``epsilon``: flexible events share what the fixed
     epsilons leave, equally per release."""
-    pure = 0.0
-    flex = 0
-    for event, count in items:
-        pair = _fixed_pair(event)
-        if pair is None:
-            flex += count
-        else:
-            pure += count * pair[0]
+    pure, flex = _tally(items)
     if pure > epsilon:
         return 1.0
     total = fixed_delta(items)
