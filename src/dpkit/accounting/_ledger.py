@@ -61,7 +61,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -195,6 +195,20 @@ def loss_from_json(text: str) -> PrivacyLoss:
     if kind == "ZCDP":
         return ZCDP(data["rho"])
     raise ValueError(f"unknown loss type {kind!r}")
+
+
+@contextlib.contextmanager
+def _write(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE``: the write lock first), committed or
+    rolled back by the block itself; an exception inside it rolls back what is open."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
 
 
 def _fits(totals: Pair, charge: Pair, limit: Pair) -> bool:
@@ -695,8 +709,7 @@ class SQLiteStore:
                 seen = self._read_totals(conn)
                 if admit is None and not _fits(seen, charge, limit):
                     return None, seen
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _write(conn):
                     totals = self._read_totals(conn)
                     fits = (
                         admit(lambda index: self._since(conn, index), totals)
@@ -726,11 +739,6 @@ class SQLiteStore:
                         (fraction_to_text(new[0]), fraction_to_text(new[1])),
                     )
                     conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
-                    raise
             except _CORRUPT as exc:
                 raise self._error(exc) from exc
             index = cur.lastrowid
@@ -748,8 +756,7 @@ class SQLiteStore:
                     "cannot keep a release's record"
                 )
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _write(conn):
                     found = conn.execute(
                         "SELECT record IS NULL FROM spends WHERE id = ?", (index,)
                     ).fetchone()
@@ -761,11 +768,6 @@ class SQLiteStore:
                         return False
                     conn.execute("UPDATE spends SET record = ? WHERE id = ?", (record, index))
                     conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
-                    raise
             except _CORRUPT as exc:
                 raise self._error(exc) from exc
             return True
