@@ -81,14 +81,6 @@ _PARTIAL = (
     "it could fail or warn on some values, and whether it does would depend on the data (an "
     "error carries no noise)"
 )
-_ROW_BY_ROW = (
-    "only row-by-row operations are allowed (no aggregations, windows or over(): a filter "
-    "that looks at other rows would let one person change which rows of others are kept)"
-)
-_KINDS = (
-    "values of different kinds compare differently on each engine (DuckDB casts text to "
-    "a number row by row, and fails on text that is not one)"
-)
 
 
 def refuse(owner: str, what: str, hint: str, why: str = _PARTIAL) -> ParameterError:
