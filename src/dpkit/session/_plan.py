@@ -25,6 +25,8 @@ __all__ = [
     "CUT_DIVISOR",
     "MAX_CUT",
     "QUANTILE_INTERVAL_SHARE",
+    "STAGE_MECHANISMS",
+    "STAGE_NAMES",
     "BoundsPlan",
     "PartPlan",
     "Plan",
@@ -566,13 +568,14 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-_STAGES = {
+#: a quantile stage's name and mechanism as the plan's text and the release record say them
+STAGE_NAMES = {
     "histogram": "noisy histogram",
     "quantiles": "values",
     "helpers": "interval helpers",
     "counts": "interval counts",
 }
-_KINDS = {"exponential": "exponential mechanism", "laplace": "discrete Laplace"}
+STAGE_MECHANISMS = {"exponential": "exponential mechanism", "laplace": "discrete Laplace"}
 
 
 def _quantile_lines(plan: Plan, q: QuantilePlan, width: int) -> list[str]:
@@ -584,7 +587,7 @@ def _quantile_lines(plan: Plan, q: QuantilePlan, width: int) -> list[str]:
         f"{'epsilon per group ' + _fmt(q.epsilon):>40}"
     ]
     stages = ", ".join(
-        f"{_STAGES[st.name]} {_fmt(float(e))} ({_KINDS[st.kind]})"
+        f"{STAGE_NAMES[st.name]} {_fmt(float(e))} ({STAGE_MECHANISMS[st.kind]})"
         for st, e in zip(q.spend.stages, q.spend.epsilons, strict=True)
     )
     lines.append(f"{'':17}epsilon per group and stage: {stages}")

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
+from dpkit.session._plan import STAGE_MECHANISMS, STAGE_NAMES
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
 if TYPE_CHECKING:
@@ -66,13 +67,6 @@ FORMAT = "dpkit-release"
 VERSION = 1
 
 _MECHANISMS = {"laplace": "discrete Laplace", "gaussian": "discrete Gaussian"}
-_STAGES = {
-    "histogram": "noisy histogram",
-    "quantiles": "values",
-    "helpers": "interval helpers",
-    "counts": "interval counts",
-}
-_KINDS = {"exponential": "exponential mechanism", "laplace": "discrete Laplace"}
 
 
 def _up(x: Fraction) -> float:
@@ -233,8 +227,8 @@ def _quantiles(plan: Any) -> list[dict[str, Any]]:
             "epsilon_per_group": q.epsilon,
             "stages": [
                 {
-                    "stage": _STAGES.get(st.name, st.name),
-                    "mechanism": _KINDS.get(st.kind, st.kind),
+                    "stage": STAGE_NAMES.get(st.name, st.name),
+                    "mechanism": STAGE_MECHANISMS.get(st.kind, st.kind),
                     "epsilon": float(e),
                 }
                 for st, e in zip(q.spend.stages, q.spend.epsilons, strict=True)
