@@ -69,7 +69,7 @@ from typing import Any, NamedTuple
 
 from dpkit.accounting import events as _events
 from dpkit.accounting._rational import fraction_from_text, fraction_to_text
-from dpkit.accounting.loss import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.accounting.loss import PrivacyLoss, loss_from_dict, loss_to_dict
 from dpkit.errors import LedgerError
 
 __all__ = [
@@ -177,24 +177,12 @@ def events_from_json(text: str | None) -> tuple[_events.Event, ...]:
 
 def loss_to_json(loss: PrivacyLoss) -> str:
     """Lossless JSON of a loss (floats round-trip exactly through ``repr``)."""
-    if isinstance(loss, PureDP):
-        return json.dumps({"type": "PureDP", "epsilon": loss.epsilon})
-    if isinstance(loss, ApproxDP):
-        return json.dumps({"type": "ApproxDP", "epsilon": loss.epsilon, "delta": loss.delta})
-    return json.dumps({"type": "ZCDP", "rho": loss.rho})
+    return json.dumps(loss_to_dict(loss))
 
 
 def loss_from_json(text: str) -> PrivacyLoss:
     """Inverse of :func:`loss_to_json`; raises ``ValueError``/``KeyError`` on bad input."""
-    data = json.loads(text)
-    kind = data["type"]
-    if kind == "PureDP":
-        return PureDP(data["epsilon"])
-    if kind == "ApproxDP":
-        return ApproxDP(data["epsilon"], data["delta"])
-    if kind == "ZCDP":
-        return ZCDP(data["rho"])
-    raise ValueError(f"unknown loss type {kind!r}")
+    return loss_from_dict(json.loads(text))
 
 
 @contextlib.contextmanager

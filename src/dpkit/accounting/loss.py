@@ -23,13 +23,14 @@ ApproxDP(epsilon=1.5, delta=1e-06)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from dpkit._validate import check_delta, check_nonnegative
 from dpkit.errors import ParameterError
 
-__all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP"]
+__all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "loss_from_dict", "loss_to_dict"]
 
 
 class _EpsilonDelta:
@@ -229,3 +230,27 @@ def _le(a: object, b: object) -> bool:
         eb, db = b._pair()
         return ea <= eb and da <= db
     return _incomparable(a, b)
+
+
+def loss_to_dict(loss: PrivacyLoss) -> dict[str, Any]:
+    """``{"type": "PureDP", "epsilon": ...}``: a loss as JSON data, as the ledger and the
+    release records keep it (floats round-trip exactly through JSON)."""
+    if isinstance(loss, PureDP):
+        return {"type": "PureDP", "epsilon": loss.epsilon}
+    if isinstance(loss, ApproxDP):
+        return {"type": "ApproxDP", "epsilon": loss.epsilon, "delta": loss.delta}
+    assert isinstance(loss, ZCDP)
+    return {"type": "ZCDP", "rho": loss.rho}
+
+
+def loss_from_dict(data: Mapping[str, Any]) -> PrivacyLoss:
+    """Inverse of :func:`loss_to_dict`; ``KeyError`` for a missing field, ``ValueError``
+    for an unknown type, and the loss's own errors for bad values."""
+    kind = data["type"]
+    if kind == "PureDP":
+        return PureDP(data["epsilon"])
+    if kind == "ApproxDP":
+        return ApproxDP(data["epsilon"], data["delta"])
+    if kind == "ZCDP":
+        return ZCDP(data["rho"])
+    raise ValueError(f"unknown loss type {kind!r}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
+from dpkit.accounting.loss import loss_from_dict
 from dpkit.errors import ParameterError
 from dpkit.render._html import banner, esc, exact, fmt, table, time_tag, value_chart
 
@@ -49,14 +50,9 @@ CHART_ROWS = 60
 
 
 def loss_from_json(data: Mapping[str, Any]) -> PrivacyLoss:
-    kind = data["type"]
-    if kind == "PureDP":
-        return PureDP(data["epsilon"])
-    if kind == "ApproxDP":
-        return ApproxDP(data["epsilon"], data["delta"])
-    if kind == "ZCDP":
-        return ZCDP(data["rho"])
-    raise ParameterError(f"report: a record names an unknown privacy loss {kind!r}")
+    if data["type"] not in ("PureDP", "ApproxDP", "ZCDP"):
+        raise ParameterError(f"report: a record names an unknown privacy loss {data['type']!r}")
+    return loss_from_dict(data)
 
 
 def loss_text(loss: PrivacyLoss | None) -> str:

@@ -53,15 +53,15 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
+from dpkit.accounting.loss import loss_to_dict
 from dpkit.session._plan import STAGE_MECHANISMS, STAGE_NAMES
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
 if TYPE_CHECKING:
     from dpkit.session.result import QueryRelease
 
-__all__ = ["FORMAT", "VERSION", "as_polars", "build", "loss_json", "release_events"]
+__all__ = ["FORMAT", "VERSION", "as_polars", "build", "release_events"]
 
 FORMAT = "dpkit-release"
 VERSION = 1
@@ -99,16 +99,6 @@ def release_events(plan: Any) -> tuple[ev.Event, ...]:
     if budget.delta_select > 0:
         out.append(ev.KeySelection(delta=budget.delta_select))
     return tuple(out)
-
-
-def loss_json(loss: PrivacyLoss) -> dict[str, Any]:
-    """``{"type": "PureDP", "epsilon": ...}`` (the ledger's form of a loss)."""
-    if isinstance(loss, PureDP):
-        return {"type": "PureDP", "epsilon": loss.epsilon}
-    if isinstance(loss, ApproxDP):
-        return {"type": "ApproxDP", "epsilon": loss.epsilon, "delta": loss.delta}
-    assert isinstance(loss, ZCDP)
-    return {"type": "ZCDP", "rho": loss.rho}
 
 
 def _event_json(event: ev.Event) -> dict[str, Any]:
@@ -335,11 +325,11 @@ def build(
             else {}
         ),
         "privacy": {
-            "cost": loss_json(rel.privacy),
-            "charged": loss_json(spend.charge),
+            "cost": loss_to_dict(rel.privacy),
+            "charged": loss_to_dict(spend.charge),
             "events": [_event_json(e) for e in spend.events],
             "budget": {
-                "total": loss_json(acct.budget),
+                "total": loss_to_dict(acct.budget),
                 "relation": acct.relation,
                 "ledger": None if acct.ledger is None else acct.ledger.name,
             },
