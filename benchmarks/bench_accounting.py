@@ -34,8 +34,10 @@ Tasks (targets from issue 29):
     Laplace counts at epsilon 0.1, Gaussian sums at sigma 20, exponential-mechanism
     selections at epsilon 0.1): one more spend (durable, fsync included) plus the epsilon
     query (``composed()``, every analysis) in at most 20 ms. ``past the charges' sum`` is the
-    same with a budget the charges' sum has passed, so the spend is checked by composing.
-    dpkit only: neither library keeps a ledger.
+    same with a budget the charges' sum has passed, so the spend is checked by composing;
+    ``all 1e3 distinct`` a ledger of 1,000 different Laplace releases (more distinct events
+    than the accountant's PLD limit, so the other analyses decide). dpkit only: neither
+    library keeps a ledger.
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def run(table: Table) -> None:
 
 def _spend_and_query(acct: Any, kinds: list, counter: Any) -> float:
     """One more spend (the next kind in turn) and the ledger's tightest epsilon."""
-    cost, event = kinds[next(counter) % 3]
+    cost, event = kinds[next(counter) % len(kinds)]
     acct.spend(cost, label="one more", events=[event])
     return float(acct.composed().epsilon)
 
@@ -182,15 +184,23 @@ def _ledger_rows(table: Table) -> None:
         (ZCDP(1 / 800), ev.Gaussian(sigma=20.0)),
         (PureDP(0.1), ev.Exponential(epsilon=0.1)),
     ]
+    # every release different: Laplace scales 10 + i/64, then the next ones continue the run
+    distinct = [(PureDP(1 / (10 + i / 64)), ev.Laplace(scale=10 + i / 64)) for i in range(1100)]
     task = "ledger spend at 1e3"
+    runs = (
+        ("dpkit", 1000.0, kinds),
+        ("dpkit past the charges' sum", 20.0, kinds),
+        ("dpkit, all 1e3 distinct", 1000.0, distinct),
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        for impl, budget in (("dpkit", 1000.0), ("dpkit past the charges' sum", 20.0)):
-            path = Path(tmp) / f"{budget}.sqlite"
-            with Accountant(ApproxDP(budget, 1e-5), ledger=path) as acct:
+        for n_run, (impl, budget, pool) in enumerate(runs):
+            path = Path(tmp) / f"{n_run}.sqlite"
+            with Accountant(ApproxDP(budget, 1e-5), ledger=path, composition="tight") as acct:
                 for i in range(1000):
-                    cost, event = kinds[i % 3]
+                    cost, event = pool[i % len(pool)]
                     acct.spend(cost, label=f"release {i}", events=[event])
-                one = functools.partial(_spend_and_query, acct, kinds, itertools.count())
+                counter = itertools.count(1000 if pool is distinct else 0)
+                one = functools.partial(_spend_and_query, acct, pool, counter)
                 seconds = timeit(one, repeat=7)
                 c = acct.composed()
                 n = len(acct.history)
