@@ -25,6 +25,7 @@ from dpkit import (
     zcdp_to_approx,
 )
 from dpkit.accounting import events as ev
+from dpkit.accounting.loss import PrivacyLoss
 
 
 def test_spend_records_and_reports() -> None:
@@ -302,6 +303,29 @@ def test_tight_admits_the_spend_that_reaches_the_budget_and_refuses_one_beyond()
     assert len(short.history) == 99
 
 
+def test_tight_past_the_pld_limit_refuses_by_the_other_analyses() -> None:
+    """Past ACCOUNTANT_PLD_DISTINCT distinct events the PLD analysis is not run: a spend is
+    admitted by the other analyses (or the charges' sum) or refused, never admitted for want
+    of an analysis. Gaussians of distinct sigmas from 3 reach epsilon 10 at delta 1e-5 after
+    44 of them by exact Gaussian composition (45 give 10.10); the charges' sum (each rho
+    converted at zcdp_delta 1e-7, about 1.9 each) would stop at 5."""
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_DISTINCT, compose_as_charged
+
+    acct = Accountant(ApproxDP(10.0, 1e-5), composition="tight", zcdp_delta=1e-7)
+    admitted = 0
+    for i in range(60):
+        sigma = 3.0 + i / 64  # distinct, exact in binary
+        try:
+            acct.spend(ZCDP(1 / (2 * sigma**2)), label=f"g{i}", events=[ev.Gaussian(sigma=sigma)])
+        except BudgetExceededError:
+            break
+        admitted += 1
+    assert ACCOUNTANT_PLD_DISTINCT < admitted == 44
+    items = tuple((ev.Gaussian(sigma=3.0 + i / 64), 1) for i in range(admitted + 1))
+    assert compose_as_charged(items, 1e-5).epsilon > 10.0  # the refused one was beyond
+    assert compose_as_charged(items[:-1], 1e-5).epsilon <= 10.0
+
+
 def test_basic_composition_stops_at_the_sum_of_the_spends() -> None:
     acct = Accountant(ApproxDP(_edge(), 1e-5), composition="basic")
     assert _spend_laplace(acct, 100) == 42  # 42 * 0.1 <= 4.22 < 43 * 0.1
@@ -371,10 +395,50 @@ def test_composition_is_stored_in_the_ledger(tmp_path: Path) -> None:
         assert fresh.composition == "basic"
 
 
+@pytest.mark.parametrize(
+    ("budget", "expected"),
+    [
+        (PureDP(1.0), "tight"),
+        (ZCDP(0.5), "tight"),
+        (ApproxDP(1.0, 0.0), "tight"),
+        (ApproxDP(1.0, 1e-6), "basic"),
+    ],
+)
+def test_the_default_composition_is_tight_wherever_it_is_a_filter(
+    tmp_path: Path, budget: PrivacyLoss, expected: str
+) -> None:
+    """Tight is the default where it holds whatever order the releases are chosen in (pure
+    and zCDP budgets: one analysis); basic for (epsilon, delta) budgets, where the tightest
+    of several analyses is not a known privacy filter. The same for a new ledger, for
+    Accountant.create, and for `dpkit budget init` without --composition."""
+    assert Accountant(budget).composition == expected
+    with Accountant(budget, ledger=tmp_path / "a.sqlite") as acct:
+        assert acct.composition == expected
+    with Accountant.create(tmp_path / "b.sqlite", budget) as acct:
+        assert acct.composition == expected
+    with Accountant.open(tmp_path / "b.sqlite") as acct:
+        assert acct.composition == expected
+
+
+def test_a_zcdp_budget_charges_the_exponential_mechanism_as_bounded_range_by_default() -> None:
+    """By default a zCDP budget composes tightly: an exponential-mechanism spend of epsilon 1
+    costs its bounded-range rho 1/8 (Cesar and Rogers 2021), a quarter of the 1/2 that pure
+    DP's conversion charges (which a Laplace spend still pays)."""
+    acct = Accountant(ZCDP(1.0))
+    em = acct.spend(PureDP(1.0), label="em", events=[ev.Exponential(epsilon=1.0)])
+    lap = acct.spend(PureDP(1.0), label="lap", events=[ev.Laplace(scale=1.0)])
+    assert 0.125 <= em.charge.rho <= 0.125 * (1 + 1e-12)
+    assert lap.charge.rho == 0.5
+    basic = Accountant(ZCDP(1.0), composition="basic")
+    assert (
+        basic.spend(PureDP(1.0), label="em", events=[ev.Exponential(epsilon=1.0)]).charge.rho == 0.5
+    )
+
+
 @pytest.mark.parametrize("bad", ["fast", "", None, 1])
 def test_composition_must_be_tight_or_basic(bad: object) -> None:
-    if bad is None:  # None adopts a ledger's, or tight
-        assert Accountant(PureDP(1.0), composition=None).composition == "basic"
+    if bad is None:  # None adopts a ledger's, or the budget's default
+        assert Accountant(PureDP(1.0), composition=None).composition == "tight"
         return
     with pytest.raises(ParameterError, match=r"`composition` must be one of \('tight', 'basic'\)"):
         Accountant(PureDP(1.0), composition=bad)  # type: ignore[arg-type]

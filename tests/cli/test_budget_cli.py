@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from dpkit import ZCDP, Accountant, ApproxDP, PureDP
+from dpkit import ZCDP, Accountant, ApproxDP, PureDP, approx_to_zcdp
 from dpkit.cli.main import main
 
 
@@ -34,6 +35,24 @@ def test_init_budget_types(tmp_path: Path, args: list[str], budget: object) -> N
     assert main(["budget", "init", str(path), *args]) == 0
     with Accountant.open(path) as acct:
         assert acct.budget == budget
+
+
+@pytest.mark.parametrize(
+    ("args", "composition"),
+    [
+        (["--epsilon", "2"], "tight"),
+        (["--rho", "0.5"], "tight"),
+        (["--epsilon", "2", "--delta", "0"], "tight"),
+        (["--epsilon", "2", "--delta", "1e-6"], "basic"),
+    ],
+)
+def test_init_composition_defaults_to_tight_where_it_is_a_filter(
+    tmp_path: Path, args: list[str], composition: str
+) -> None:
+    path = tmp_path / "b.sqlite"
+    assert main(["budget", "init", str(path), *args]) == 0
+    with Accountant.open(path) as acct:
+        assert acct.composition == composition
 
 
 def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,6 +215,11 @@ def test_demo_section_spends_and_refuses(
     assert lo > 5 * 128
     assert "composition='basic' (epsilons add)   fits 128 releases" in out
     assert f"composition='tight' (fixed workload) fits {lo} releases" in out
+    # as a zCDP budget: the largest rho within (1, 1e-6), each count charged (1/128)^2 / 2
+    rho = approx_to_zcdp(1.0, 1e-6).rho
+    k = int(Fraction(rho) / (Fraction(2.0**-7) ** 2 / 2))
+    assert 128 < k < lo
+    assert f"the same as a zCDP budget, ZCDP(rho={rho!r}) (rhos add), fits {k} releases" in out
     with Accountant.open(tmp_path / "budget-demo.sqlite") as acct:
         assert [s.label for s in acct.history] == [
             "count of adults: Laplace",

@@ -109,6 +109,15 @@ _RELATIONS = ("unbounded", "bounded")
 COMPOSITIONS = ("tight", "basic")
 
 
+def default_composition(budget: PrivacyLoss) -> str:
+    """The composition a new accountant takes when none is given: ``"tight"`` wherever tight
+    composition is a privacy filter under adaptive choice (a pure-DP or zCDP budget: one
+    analysis, the epsilons or the rhos add), ``"basic"`` for an (epsilon, delta) budget with
+    delta > 0, where the tightest of several analyses is not known to be one (see
+    :class:`~dpkit.accounting.Accountant`)."""
+    return "basic" if getattr(budget, "delta", 0) > 0 else "tight"
+
+
 class Entry(NamedTuple):
     seq: int
     label: str
@@ -389,7 +398,7 @@ class SQLiteStore:
         one); ``None`` adopts the ledger's.
     composition
         ``"tight"`` or ``"basic"``: recorded in a new ledger, checked against an existing one;
-        ``None`` adopts the ledger's (a new ledger's is ``"basic"``).
+        ``None`` adopts the ledger's (a new ledger's is :func:`default_composition`).
     timeout
         Seconds to wait for another writer before giving up with a :class:`LedgerError`.
     exclusive
@@ -425,7 +434,9 @@ class SQLiteStore:
                     f"cannot create ledger {str(path)!r}: folder {str(path.parent)!r} does not "
                     "exist"
                 )
-            created = self._create(budget, relation or "unbounded", composition or "basic")
+            created = self._create(
+                budget, relation or "unbounded", composition or default_composition(budget)
+            )
             if exclusive and not created:
                 raise LedgerError(f"ledger {str(path)!r} already exists; refusing to overwrite it")
         elif exclusive:

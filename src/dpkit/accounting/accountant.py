@@ -21,7 +21,15 @@ from typing import Any
 
 from dpkit._validate import check_delta, check_positive, check_relation
 from dpkit.accounting import _rdp
-from dpkit.accounting._ledger import COMPOSITIONS, Entry, MemoryStore, Pair, Row, SQLiteStore
+from dpkit.accounting._ledger import (
+    COMPOSITIONS,
+    Entry,
+    MemoryStore,
+    Pair,
+    Row,
+    SQLiteStore,
+    default_composition,
+)
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
 from dpkit.accounting.events import Approx, Event, KeySelection, Zcdp
@@ -267,10 +275,13 @@ class Accountant:
         How spends add up (see Privacy). ``"basic"``: the spends' guarantees add, which
         holds however each release was chosen. ``"tight"``: each spend's events (what the
         release is, :mod:`dpkit.accounting.events`) are composed by the tightest valid
-        analysis; under an ``ApproxDP`` budget this holds for a sequence of releases fixed
-        in advance (see Privacy). Stored in the ledger; ``None`` (default) adopts the
-        ledger's (``"basic"`` for a ledger that stored none), ``"basic"`` for a new ledger
-        or in memory.
+        analysis; under a ``PureDP`` or ``ZCDP`` budget this holds however each release was
+        chosen, under an ``ApproxDP`` budget with delta > 0 for a sequence of releases fixed
+        in advance (see Privacy). Stored in the ledger. ``None`` (default) adopts an
+        existing ledger's (``"basic"`` for a ledger that stored none); otherwise it is
+        ``"tight"`` wherever that holds however the releases are chosen (a ``PureDP`` or
+        ``ZCDP`` budget, or delta 0) and ``"basic"`` for an ``ApproxDP`` budget with
+        delta > 0.
 
     Attributes
     ----------
@@ -359,13 +370,18 @@ class Accountant:
     privacy-loss-distribution bound, nor for the smallest of several analyses. Hence:
 
     * under a ``PureDP`` or ``ZCDP`` budget, ``"tight"`` holds however the releases were
-      chosen (one analysis: the epsilons, or the rhos, add);
+      chosen (one analysis: the epsilons, or the rhos, add), and it is the default;
     * under an ``ApproxDP`` budget, ``"tight"``'s guarantee is that of a workload fixed in
       advance: the releases (mechanisms, parameters, how many) decided before the first is
-      made, as a report's planned tables or a training run's steps are. An analyst who picks
-      the next release after seeing the last should keep ``"basic"`` (the default), whose
-      refusal holds whatever the order; :meth:`composed` still shows what each analysis
-      says of the recorded releases.
+      made, as a report's planned tables or a training run's steps are. The natural filter
+      on privacy-loss distributions (compose every release's trade-off curve, stop when the
+      budget's is crossed) is in fact invalid under adaptive choice (Honkela, Koskela, Tran
+      and Raisa 2026). An analyst who picks the next release after seeing the last should
+      keep ``"basic"`` (the default for this budget), whose refusal holds whatever the
+      order, or state the budget in zCDP (``Accountant(approx_to_zcdp(epsilon, delta))``):
+      the rhos then add, a filter under adaptive choice that is much tighter than adding
+      epsilons over many small releases, and looser over a few large ones.
+      :meth:`composed` shows what each analysis says of the recorded releases either way.
 
     Notes
     -----
@@ -393,6 +409,11 @@ class Accountant:
     ----------
     C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014.
     M. Bun and T. Steinke, "Concentrated Differential Privacy", TCC 2016.
+    R. Rogers, A. Roth, J. Ullman and S. Vadhan, "Privacy Odometers and Filters:
+    Pay-as-you-Go Composition", NeurIPS 2016.
+    V. Feldman and T. Zrnic, "Individual Privacy Accounting via a Renyi Filter", NeurIPS 2021.
+    A. Honkela, A. Koskela, L. Tran and O. Raisa, "f-Differential Privacy Filters: Validity
+    and Approximate Solutions", arXiv:2602.06756, 2026.
 
     Examples
     --------
@@ -483,7 +504,7 @@ class Accountant:
             self._store = MemoryStore()
             self._budget = budget
             self._relation: str = relation or "unbounded"
-            self._composition: str = composition or "basic"
+            self._composition: str = composition or default_composition(budget)
         else:
             self.ledger = Path(os.fspath(ledger))
             store = SQLiteStore(
@@ -578,7 +599,7 @@ class Accountant:
         relation: str = "unbounded",
         zcdp_delta: float | None = None,
         busy_timeout: float = 60.0,
-        composition: str = "basic",
+        composition: str | None = None,
     ) -> Accountant:
         """Create a new ledger with ``budget``, refusing to touch an existing file.
 
@@ -592,8 +613,9 @@ class Accountant:
             The budget's neighbour relation, recorded in the ledger for good.
         zcdp_delta, busy_timeout
             As for :class:`Accountant`.
-        composition : {"tight", "basic"}, default "basic"
-            How spends add up (see :class:`Accountant`), recorded in the ledger for good.
+        composition : {"tight", "basic"}, optional
+            How spends add up (see :class:`Accountant`), recorded in the ledger for good;
+            ``None`` (default) takes the budget's default, as :class:`Accountant` does.
 
         Returns
         -------
@@ -615,7 +637,7 @@ class Accountant:
         """
         relation = check_relation("Accountant", relation)
         self = cls.__new__(cls)
-        mode = _check_composition(composition, allow_none=False)
+        mode = _check_composition(composition, allow_none=True)
         self._setup(
             _check_budget(budget),
             relation,
@@ -844,13 +866,16 @@ class Accountant:
 
     def _fits_composed(self, items: tuple[tuple[Event, int], ...]) -> bool:
         """Whether the tightest epsilon of ``items`` at the budget's delta is within budget:
-        the analyses other than PLD first (any within budget decides), then all of them."""
+        the analyses other than PLD first (any within budget decides), then PLD alone (the
+        smallest of all is within budget exactly when one of them is)."""
         limit = self._budget.epsilon  # type: ignore[union-attr]
         try:
             if self._compose(items, methods=_CHEAP).epsilon <= limit:
                 return True
-            return self._compose(items).epsilon <= limit
-        except (ArithmeticError, ValueError):  # beyond floats: no bound, so no admission
+            if len(items) > ACCOUNTANT_PLD_DISTINCT:  # no PLD: the cheap ones were all
+                return False
+            return self._compose(items, methods=("pld",)).epsilon <= limit
+        except (ArithmeticError, ValueError):  # beyond floats, or no PLD: no admission
             return False
 
     def _refresh(self) -> tuple[int, tuple[tuple[Event, int], ...]]:

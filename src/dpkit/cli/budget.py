@@ -59,11 +59,12 @@ def register(sub: Any) -> None:
     init.add_argument(
         "--composition",
         choices=("tight", "basic"),
-        default="basic",
-        help="how spends add up: basic (the default: the spends' epsilons and deltas add, "
-        "whatever order the releases are chosen in) or tight (the smallest epsilon of every "
-        "analysis of what each release is; under an (epsilon, delta) budget, for releases "
-        "fixed in advance)",
+        default=None,
+        help="how spends add up: basic (the spends' epsilons and deltas add, whatever order "
+        "the releases are chosen in) or tight (the smallest epsilon of every analysis of what "
+        "each release is; under an (epsilon, delta) budget, for releases fixed in advance). "
+        "Default: tight for an --epsilon budget without --delta (or delta 0) and for a --rho "
+        "budget, where it holds whatever the order; basic for an (epsilon, delta) budget",
     )
     init.set_defaults(func=run_init)
 

@@ -126,16 +126,20 @@ def run(ctx: Any) -> None:
 def _tight_section(ctx: Any) -> None:
     """How many equal Laplace counts one budget fits under basic and under tight accounting,
     each found by spending until the accountant refuses."""
-    from dpkit import Accountant, ApproxDP, BudgetExceededError
+    from dpkit import Accountant, ApproxDP, BudgetExceededError, approx_to_zcdp
     from dpkit.mechanisms import Laplace
 
     echo = ctx.echo
     budget = ApproxDP(1.0, 1e-6)
+    as_rho = approx_to_zcdp(budget.epsilon, budget.delta)  # the largest rho that converts within
     lap = Laplace(epsilon=2.0**-7, sensitivity=1.0)  # 1/128: the basic sum is exact
     fits = {}
-    last = None
-    for mode in ("basic", "tight"):
-        acct = Accountant(budget, composition=mode)
+    accountants = {
+        "basic": Accountant(budget, composition="basic"),
+        "zcdp": Accountant(as_rho),  # tight by default: the rhos add
+        "tight": Accountant(budget, composition="tight"),
+    }
+    for mode, acct in accountants.items():
         n = 0
         while True:
             try:
@@ -144,12 +148,11 @@ def _tight_section(ctx: Any) -> None:
                 break
             n += 1
         fits[mode] = n
-        last = acct
-    assert last is not None
-    c = last.composed()
+    c = accountants["tight"].composed()
     echo("")
     echo(f"One budget, {budget}, spent on counts by the Laplace mechanism at epsilon 1/128:")
     echo(f"  composition='basic' (epsilons add)   fits {fits['basic']} releases")
+    echo(f"  the same as a zCDP budget, {as_rho} (rhos add), fits {fits['zcdp']} releases")
     echo(
         f"  composition='tight' (fixed workload) fits {fits['tight']} releases: their "
         f"privacy-loss distributions composed give epsilon {c.epsilon:.4f} at delta 1e-6"
@@ -158,6 +161,6 @@ def _tight_section(ctx: Any) -> None:
     tight = f"{c.method} {c.epsilon:.3f}"
     echo(f"  the {fits['tight']} releases under each analysis: {tight}, {others}")
     echo(
-        "  basic holds whatever order the releases are chosen in (the default); tight, for "
-        "releases fixed in advance"
+        "  basic and zCDP hold whatever order the releases are chosen in; tight, for releases "
+        "fixed in advance"
     )
