@@ -35,9 +35,9 @@ Tasks (targets from issue 29):
     selections at epsilon 0.1): one more spend (durable, fsync included) plus the epsilon
     query (``composed()``, every analysis) in at most 20 ms. ``past the charges' sum`` is the
     same with a budget the charges' sum has passed, so the spend is checked by composing;
-    ``all 1e3 distinct`` a ledger of 1,000 different Laplace releases (more distinct events
-    than the accountant's PLD limit, so the other analyses decide). dpkit only: neither
-    library keeps a ledger.
+    ``all 1e3 distinct`` a ledger of 1,000 different releases of the three kinds (more
+    distinct events than the accountant's PLD limit, so the other analyses decide). dpkit
+    only: neither library keeps a ledger.
 """
 
 from __future__ import annotations
@@ -184,8 +184,17 @@ def _ledger_rows(table: Table) -> None:
         (ZCDP(1 / 800), ev.Gaussian(sigma=20.0)),
         (PureDP(0.1), ev.Exponential(epsilon=0.1)),
     ]
-    # every release different: Laplace scales 10 + i/64, then the next ones continue the run
-    distinct = [(PureDP(1 / (10 + i / 64)), ev.Laplace(scale=10 + i / 64)) for i in range(1100)]
+    # every release different, the three kinds in turn with scale 10 + i/64 (sigma twice it)
+    distinct = []
+    for i in range(1100):
+        b = 10 + i / 64
+        distinct.append(
+            [
+                (PureDP(1 / b), ev.Laplace(scale=b)),
+                (ZCDP(1 / (8 * b * b)), ev.Gaussian(sigma=2 * b)),
+                (PureDP(1 / b), ev.Exponential(epsilon=1 / b)),
+            ][i % 3]
+        )
     task = "ledger spend at 1e3"
     runs = (
         ("dpkit", 1000.0, kinds),

@@ -326,6 +326,23 @@ def test_tight_past_the_pld_limit_refuses_by_the_other_analyses() -> None:
     assert compose_as_charged(items[:-1], 1e-5).epsilon <= 10.0
 
 
+def test_the_admissions_composition_is_the_ledgers() -> None:
+    """Past the PLD limit a tight admission's composition is kept as the ledger's: after each
+    spend, composed() equals a fresh composition of every spend's events."""
+    from dpkit.accounting.accountant import ACCOUNTANT_PLD_DISTINCT, compose_as_charged
+
+    acct = Accountant(ApproxDP(3.0, 1e-5), composition="tight")
+    spent: list[ev.Event] = []
+    for i in range(ACCOUNTANT_PLD_DISTINCT + 8):
+        event = ev.Laplace(scale=10.0 + i / 8)
+        acct.spend(PureDP(1 / (10.0 + i / 8)), label=f"c{i}", events=[event])
+        spent.append(event)
+        fresh = compose_as_charged(tuple((e, 1) for e in spent), 1e-5)
+        assert acct.composed().by_method == fresh.by_method
+    assert sum(1 / (10.0 + i / 8) for i in range(len(spent))) > 3.0  # past the charges' sum
+    assert acct.spent == ApproxDP(acct.composed().epsilon, 1e-5)  # so stood at by composing
+
+
 def test_basic_composition_stops_at_the_sum_of_the_spends() -> None:
     acct = Accountant(ApproxDP(_edge(), 1e-5), composition="basic")
     assert _spend_laplace(acct, 100) == 42  # 42 * 0.1 <= 4.22 < 43 * 0.1

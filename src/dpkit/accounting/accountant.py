@@ -864,16 +864,19 @@ class Accountant:
         assert isinstance(self._budget, ApproxDP)
         return compose_as_charged(items, self._budget.delta, methods)
 
-    def _fits_composed(self, items: tuple[tuple[Event, int], ...]) -> bool:
+    def _fits_composed(self, items: tuple[tuple[Event, int], ...], kept: list[Composition]) -> bool:
         """Whether the tightest epsilon of ``items`` at the budget's delta is within budget:
         the analyses other than PLD first (any within budget decides), then PLD alone (the
-        smallest of all is within budget exactly when one of them is)."""
+        smallest of all is within budget exactly when one of them is). Past the PLD limit
+        the first composition is the whole of it, and is appended to ``kept``."""
         limit = self._budget.epsilon  # type: ignore[union-attr]
         try:
-            if self._compose(items, methods=_CHEAP).epsilon <= limit:
-                return True
+            cheap = self._compose(items, methods=_CHEAP)
             if len(items) > ACCOUNTANT_PLD_DISTINCT:  # no PLD: the cheap ones were all
-                return False
+                kept.append(cheap)
+                return cheap.epsilon <= limit
+            if cheap.epsilon <= limit:
+                return True
             return self._compose(items, methods=("pld",)).epsilon <= limit
         except (ArithmeticError, ValueError):  # beyond floats, or no PLD: no admission
             return False
@@ -902,14 +905,17 @@ class Accountant:
         else:
             charge = self._as_pair(converted)
 
+        kept: list[Composition] = []  # the admission's composition, when it is the whole
+
         def admit(read_since: Any, totals: Pair) -> bool:
             with self._tight_lock:
+                kept.clear()
                 # every spend before this one is counted before this one is (in order)
                 self._fold(read_since(self._seen))
                 # the charges' basic composition is a valid bound too: never stricter than it
                 if _fits_pair(totals, charge, self._limit):
                     return True
-                return self._fits_composed(self._items(new))
+                return self._fits_composed(self._items(new), kept)
 
         timestamp = datetime.now(UTC)
         index, _ = self._store.try_append(
@@ -928,6 +934,10 @@ class Accountant:
             )
         with self._tight_lock:
             self._fold([Row(index, cost, relation, described)])
+            if kept and self._seen == index:
+                # admitted inside this spend's write transaction, after every spend before
+                # it: its composition is that of the spends up to this one
+                self._cache = (index, kept[0])
         return Spend(
             index, label, cost, self._pair_to_loss(charge, up=True), timestamp, relation, described
         )
