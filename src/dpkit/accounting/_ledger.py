@@ -113,7 +113,8 @@ def default_composition(budget: PrivacyLoss) -> str:
     """The composition a new accountant takes when none is given: ``"tight"`` wherever tight
     composition is a privacy filter under adaptive choice (a pure-DP or zCDP budget: one
     analysis, the epsilons or the rhos add), ``"basic"`` for an (epsilon, delta) budget with
-    delta > 0, where the tightest of several analyses is not known to be one (see
+    delta > 0, where the natural filter on privacy-loss distributions is invalid and the
+    smallest of several analyses is not known to be a filter (see
     :class:`~dpkit.accounting.Accountant`)."""
     return "basic" if getattr(budget, "delta", 0) > 0 else "tight"
 

@@ -366,8 +366,9 @@ class Accountant:
     analysis is a privacy filter, which must also hold when each release (its mechanism and
     its parameters) is chosen from earlier outputs. That is proven for basic composition
     (Rogers et al. 2016), Renyi DP and zCDP (Feldman and Zrnic 2021; Whitehouse et al. 2023)
-    and Gaussian DP (Smith and Thakurta 2022), each on its own; it is not known for the
-    privacy-loss-distribution bound, nor for the smallest of several analyses. Hence:
+    and Gaussian DP (Smith and Thakurta 2022), each on its own; the natural filter on
+    privacy-loss distributions is invalid (below), and nothing is known for the smallest of
+    several analyses. Hence:
 
     * under a ``PureDP`` or ``ZCDP`` budget, ``"tight"`` holds however the releases were
       chosen (one analysis: the epsilons, or the rhos, add), and it is the default;
@@ -375,8 +376,8 @@ class Accountant:
       advance: the releases (mechanisms, parameters, how many) decided before the first is
       made, as a report's planned tables or a training run's steps are. The natural filter
       on privacy-loss distributions (compose every release's trade-off curve, stop when the
-      budget's is crossed) is in fact invalid under adaptive choice (Honkela, Koskela, Tran
-      and Raisa 2026). An analyst who picks the next release after seeing the last should
+      budget's is crossed) is invalid under adaptive choice (Honkela, Koskela, Tran and
+      Raisa 2026). An analyst who picks the next release after seeing the last should
       keep ``"basic"`` (the default for this budget), whose refusal holds whatever the
       order, or state the budget in zCDP (``Accountant(approx_to_zcdp(epsilon, delta))``):
       the rhos then add, a filter under adaptive choice that is much tighter than adding
