@@ -425,9 +425,9 @@ def test_the_default_composition_is_tight_wherever_it_is_a_filter(
     tmp_path: Path, budget: PrivacyLoss, expected: str
 ) -> None:
     """Tight is the default where it holds whatever order the releases are chosen in (pure
-    and zCDP budgets: one analysis); basic for (epsilon, delta) budgets, where the tightest
-    of several analyses is not a known privacy filter. The same for a new ledger, for
-    Accountant.create, and for `dpkit budget init` without --composition."""
+    and zCDP budgets: one analysis); basic for (epsilon, delta) budgets, where the natural
+    PLD filter is invalid. The same for a new ledger and for Accountant.create
+    (`dpkit budget init`: tests/cli/test_budget_cli.py)."""
     assert Accountant(budget).composition == expected
     with Accountant(budget, ledger=tmp_path / "a.sqlite") as acct:
         assert acct.composition == expected
