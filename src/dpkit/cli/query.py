@@ -465,24 +465,32 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def run(args: argparse.Namespace) -> int:
+def make_session(args: argparse.Namespace, owner: str, accountant: Any, **more: Any) -> Any:
+    """The Session of ``dpkit query`` and ``dpkit sql``: the data, privacy unit, bounds on
+    each unit's rows and groups, seed and schema from the shared options, spending from
+    ``accountant``; ``more`` goes to :class:`dpkit.Session` as is."""
     import dpkit as dp
 
+    return dp.Session(
+        _data(args.data, args.engine),
+        privacy_unit=args.unit,
+        accountant=accountant,
+        rng=args.seed,
+        max_rows_per_unit=_max_rows(args.max_rows),
+        max_groups_per_unit=args.max_groups,
+        schema=schema_of(owner, args.schema),
+        **more,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     check_delta_limit("query", args.delta)
     report = None if args.report is None else check_output("query: --report", args.report)
     aggs = _aggregates(args)
     if args.group_by is None and args.keys is not None:
         raise ParameterError("query: --keys needs --group-by")
     acct = _accountant(args)
-    session = dp.Session(
-        _data(args.data, args.engine),
-        privacy_unit=args.unit,
-        accountant=acct,
-        rng=args.seed,
-        max_rows_per_unit=_max_rows(args.max_rows),
-        max_groups_per_unit=args.max_groups,
-        schema=schema_of("query", args.schema),
-    )
+    session = make_session(args, "query", acct)
     q = session.query()
     if args.group_by:
         by = _group_by(args.group_by)

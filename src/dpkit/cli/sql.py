@@ -34,17 +34,15 @@ from dpkit.cli._args import (
     add_schema,
     check_delta_limit,
     once_each,
-    schema_of,
 )
 from dpkit.cli._errors import query_message
 from dpkit.cli.query import (
     ENGINES,
     LAYOUTS,
     _accountant,
-    _data,
-    _max_rows,
     _measure,
     _number,
+    make_session,
     print_release,
 )
 from dpkit.cli.report import check_output
@@ -153,24 +151,13 @@ def _public(specs: list[str]) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dpkit as dp
 
     check_delta_limit("sql", args.delta)
     report = None if args.report is None else check_output("sql: --report", args.report)
     bounds = _bounds(args.bounds)
     keys = None if args.keys is None else _read_table(args.keys, "the --keys file")
     acct = _accountant(args)
-    session = dp.Session(
-        _data(args.data, args.engine),
-        privacy_unit=args.unit,
-        accountant=acct,
-        rng=args.seed,
-        max_rows_per_unit=_max_rows(args.max_rows),
-        max_groups_per_unit=args.max_groups,
-        schema=schema_of("sql", args.schema),
-        name=args.name,
-        public=_public(args.public),
-    )
+    session = make_session(args, "sql", acct, name=args.name, public=_public(args.public))
     release = {
         "epsilon": args.epsilon,
         "delta": args.delta,
