@@ -15,7 +15,30 @@ import polars as pl
 
 from dpkit.errors import ParameterError
 
-__all__ = ["check_key_types", "public_keys"]
+__all__ = ["check_key_types", "public_frame", "public_keys"]
+
+
+def public_frame(frame: Any, refusal: str) -> pl.DataFrame:
+    """A public frame (keys, a public table) as a Polars DataFrame: Polars as it is (a
+    LazyFrame collected), Spark through Arrow, anything else narwhals reads; ``TypeError``
+    with ``refusal`` for an object that is not a frame. Public, so collected whole."""
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    if hasattr(frame, "toArrow"):  # a Spark DataFrame
+        table = pl.from_arrow(frame.toArrow())
+        assert isinstance(table, pl.DataFrame)
+        return table
+    try:
+        nwf = nw.from_native(frame)
+    except TypeError:
+        raise TypeError(refusal) from None
+    if isinstance(nwf, nw.LazyFrame):
+        nwf = nwf.collect()
+    out = nwf.to_polars()
+    assert isinstance(out, pl.DataFrame)
+    return out
 
 
 def public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
@@ -24,10 +47,7 @@ def public_keys(by: tuple[str, ...], keys: Any) -> pl.DataFrame:
         or hasattr(keys, "__dataframe__")
         or (type(keys).__module__.split(".")[0] in ("pandas", "pyarrow", "duckdb", "pyspark"))
     ):
-        frame = nw.from_native(keys)
-        if isinstance(frame, nw.LazyFrame):
-            frame = frame.collect()
-        out = frame.to_polars()
+        out = public_frame(keys, f"group_by: `keys` is not a frame; got {type(keys).__name__}")
         missing = [c for c in by if c not in out.columns]
         if missing:
             raise ParameterError(f"group_by: the `keys` frame lacks column(s) {missing}")

@@ -21,6 +21,7 @@ import polars as pl
 from dpkit.errors import ParameterError
 from dpkit.session import aggregates as dpa
 from dpkit.session._engine import RESERVED
+from dpkit.session._keys import public_frame
 from dpkit.session._sql._aggregate import (
     Call,
     clamped,
@@ -690,22 +691,11 @@ def _count(node: Any, what: str) -> int:
 
 
 def _frame(keys: Any) -> pl.DataFrame:
-    if isinstance(keys, pl.DataFrame):
-        return keys
-    if isinstance(keys, pl.LazyFrame):
-        return keys.collect()
-    try:
-        frame = nw.from_native(keys)
-    except TypeError:
-        raise TypeError(
-            "Session.sql: `keys` must be a dict of GROUP BY column -> list of values, or a "
-            f"frame of the GROUP BY columns; got {type(keys).__name__}"
-        ) from None
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
-    out = frame.to_polars()
-    assert isinstance(out, pl.DataFrame)
-    return out
+    return public_frame(
+        keys,
+        "Session.sql: `keys` must be a dict of GROUP BY column -> list of values, or a "
+        f"frame of the GROUP BY columns; got {type(keys).__name__}",
+    )
 
 
 def _check_bounds(bounds: Any) -> dict[str, Any]:

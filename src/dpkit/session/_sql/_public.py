@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import narwhals as nw
 import polars as pl
 
 from dpkit.errors import ParameterError
+from dpkit.session._keys import public_frame
 
 __all__ = ["check_name", "check_public"]
 
@@ -56,24 +56,8 @@ def check_public(public: Any, name: str) -> dict[str, pl.DataFrame]:
 
 
 def _to_polars(frame: Any, key: str) -> pl.DataFrame:
-    if isinstance(frame, pl.LazyFrame):
-        frame = frame.collect()
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    if hasattr(frame, "toArrow"):  # a Spark DataFrame: public, so collected
-        table = frame.toArrow()
-        out = pl.from_arrow(table)
-        assert isinstance(out, pl.DataFrame)
-        return out
-    try:
-        nwf = nw.from_native(frame)
-    except TypeError:
-        raise TypeError(
-            f"Session: public table {key!r} must be a frame (Polars, pandas, PyArrow, DuckDB, "
-            f"Spark); got {type(frame).__name__}"
-        ) from None
-    if isinstance(nwf, nw.LazyFrame):
-        nwf = nwf.collect()
-    result = nwf.to_polars()
-    assert isinstance(result, pl.DataFrame)
-    return result
+    return public_frame(
+        frame,
+        f"Session: public table {key!r} must be a frame (Polars, pandas, PyArrow, DuckDB, "
+        f"Spark); got {type(frame).__name__}",
+    )
