@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,6 +68,68 @@ def _refused_before_the_spend(call: Callable[[object], object], exc: type, match
 @pytest.fixture
 def refused_before_the_spend() -> Callable[[Callable[[object], object], type, str], None]:
     return _refused_before_the_spend
+
+
+def _refused_or_released_once(make_and_call: Callable[[object], object]) -> None:
+    """``make_and_call(accountant)`` is refused (``ParameterError``) before the accountant is
+    charged, or releases finite values and is charged once."""
+    acct = dpkit.Accountant(dpkit.ApproxDP(1e6, 0.5), relation="bounded")
+    try:
+        out = make_and_call(acct)
+    except dpkit.ParameterError:
+        assert acct.history == ()  # refused before the spend
+    else:
+        assert np.all(np.isfinite(np.asarray(out, dtype=float)))
+        assert len(acct.history) == 1
+
+
+@pytest.fixture
+def refused_or_released_once() -> Callable[[Callable[[object], object]], None]:
+    return _refused_or_released_once
+
+
+#: Debian's chromium, driven by Playwright with ``executable_path``: no browser is downloaded.
+CHROMIUM = os.environ.get("DPKIT_CHROMIUM", "/usr/bin/chromium")
+#: Set by ``make docs-test``: a missing Playwright, Chromium or built site fails, not skips.
+BROWSER_REQUIRED = os.environ.get("DPKIT_DOCS_BROWSER") == "1"
+_CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+def _skip_or_fail(reason: str) -> None:
+    """Skip with ``reason``; fail instead under ``make docs-test``."""
+    if BROWSER_REQUIRED:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def skip_or_fail() -> Callable[[str], None]:
+    return _skip_or_fail
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """A headless Chromium (skips without Playwright or Chromium; see BROWSER_REQUIRED)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("Playwright is not installed (make docs-test installs the docs extra)")
+    if not Path(CHROMIUM).exists():
+        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=_CHROMIUM_FLAGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,39 +22,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "docs" / "_site"
 SHOTS = ROOT / "docs" / "_screenshots"
-CHROMIUM = os.environ.get("DPKIT_CHROMIUM", "/usr/bin/chromium")
-REQUIRED = os.environ.get("DPKIT_DOCS_BROWSER") == "1"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 TUTORIAL = "tutorials/budgets.html"
 
 
-def _unavailable() -> str | None:
-    if not (SITE / "index.html").exists():
-        return "no built site in docs/_site (make docs)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (make docs-test installs the docs extra)"
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
-    return None
-
-
 @pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    reason = _unavailable()
-    if reason:
-        if REQUIRED:
-            pytest.fail(reason)
-        pytest.skip(reason)
+def site(skip_or_fail: Any) -> Iterator[str]:
+    if not (SITE / "index.html").exists():
+        skip_or_fail("no built site in docs/_site (make docs)")
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -74,15 +47,8 @@ def site() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(site: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def browser(site: str, chromium: Any) -> Any:
+    return chromium  # after `site`: without a built site, that is the reason given
 
 
 class Visit:

@@ -16,7 +16,6 @@ Without Playwright or Chromium the tests skip with the reason (``DPKIT_DOCS_BROW
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,28 +28,7 @@ from dpkit.render._html import exact, fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "_screenshots" / "report"
-CHROMIUM = os.environ.get("DPKIT_CHROMIUM", "/usr/bin/chromium")
-REQUIRED = os.environ.get("DPKIT_DOCS_BROWSER") == "1"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SECTIONS = ("summary", "releases", "unprotected", "audit", "reproducibility")
-
-
-def _unavailable() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (make docs-test installs the docs extra)"
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
-    return None
 
 
 def _people() -> pl.DataFrame:
@@ -102,20 +80,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any], dp.
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    reason = _unavailable()
-    if reason:
-        if REQUIRED:
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def browser(chromium: Any) -> Any:
+    return chromium
 
 
 class Visit:
