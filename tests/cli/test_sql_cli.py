@@ -94,8 +94,10 @@ def test_explain_spends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
     common = ["--epsilon", "1", "--delta", "1e-6", "--ledger", str(ledger)]
     assert main(["sql", "adult", "EXPLAIN " + sql, *common]) == 0
     assert main(["sql", "adult", sql, *common, "--explain"]) == 0
+    # EXPLAIN after a comment, in lower case: the parser's reading, not the text's first word
+    assert main(["sql", "adult", "/* c */ explain " + sql, *common]) == 0
     out = capsys.readouterr().out
-    assert "SQL: HAVING COUNT(*) > 10" in out and "keys: private" in out
+    assert out.count("SQL: HAVING COUNT(*) > 10") == 3 and "keys: private" in out
     assert dp.Accountant.open(ledger).history == ()
 
 

@@ -47,6 +47,7 @@ from dpkit.cli.query import (
 )
 from dpkit.cli.report import check_output
 from dpkit.errors import ParameterError
+from dpkit.session import QueryRelease
 
 __all__ = ["register"]
 
@@ -167,12 +168,19 @@ def run(args: argparse.Namespace) -> int:
         "keys": keys,
     }
     text = args.query
-    plan = session.sql(text, **release, explain=True)  # every refusal before any spend
-    if args.explain or text.lstrip()[:7].upper() == "EXPLAIN":
-        print(json.dumps({"plan": str(plan)}) if args.json else plan)
-        return 0
+    if args.explain:
+        return _print_plan(session.sql(text, **release, explain=True), args)
+    # Session.sql makes every refusal before it spends; an EXPLAIN statement (as the parser
+    # reads it, comments and all) gives its plan and spends nothing
     rel = _measure(_SqlQuery(session, text, release), {}, acct, args.ledger)
+    if not isinstance(rel, QueryRelease):
+        return _print_plan(rel, args)
     return print_release(rel, args, session, report)
+
+
+def _print_plan(plan: Any, args: argparse.Namespace) -> int:
+    print(json.dumps({"plan": str(plan)}) if args.json else plan)
+    return 0
 
 
 class _SqlQuery:
