@@ -167,6 +167,17 @@ WIDTH = 640
 ROW = 20
 
 
+def _svg_open(chart_id: str, height: int, title: str) -> str:
+    """A chart's opening ``<svg>`` tag and its ``<title>``, named for screen readers (the
+    ``<desc>`` it points to follows)."""
+    return (
+        f'<svg class="chart" id="{esc(chart_id)}" role="img" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg" '
+        f'aria-labelledby="{esc(chart_id)}-title" aria-describedby="{esc(chart_id)}-desc">'
+        f'<title id="{esc(chart_id)}-title">{esc(title)}</title>'
+    )
+
+
 def value_chart(
     chart_id: str,
     title: str,
@@ -206,12 +217,7 @@ def value_chart(
     def x_of(v: float) -> float:
         return left + (v - lo_all) / (hi_all - lo_all) * plot_w
 
-    parts = [
-        f'<svg class="chart" id="{esc(chart_id)}" role="img" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg" '
-        f'aria-labelledby="{esc(chart_id)}-title" aria-describedby="{esc(chart_id)}-desc">',
-        f'<title id="{esc(chart_id)}-title">{esc(title)}</title>',
-    ]
+    parts = [_svg_open(chart_id, height, title)]
     if rows:
         desc = (
             f"One row per group: a dot at the released value and a bar over its {level} "
@@ -286,10 +292,7 @@ def budget_chart(
         desc += f", {fmt(tight[-1][1])} by the tightest analysis ({tight_name})"
     desc += ". The table below lists every spend and the running total."
     parts = [
-        f'<svg class="chart" id="{esc(chart_id)}" role="img" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg" '
-        f'aria-labelledby="{esc(chart_id)}-title" aria-describedby="{esc(chart_id)}-desc">',
-        f'<title id="{esc(chart_id)}-title">Budget spent after each spend ({esc(unit)})</title>',
+        _svg_open(chart_id, height, f"Budget spent after each spend ({unit})"),
         f'<desc id="{esc(chart_id)}-desc">{esc(desc)}</desc>',
     ]
     for t in nice_ticks(0.0, y_max):

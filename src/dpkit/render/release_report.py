@@ -38,6 +38,7 @@ from typing import Any
 
 from dpkit.accounting import ZCDP, Accountant, ApproxDP, PrivacyLoss, PureDP, compose
 from dpkit.accounting import events as ev
+from dpkit.accounting.accountant import compose_as_charged, plain_event
 from dpkit.errors import ParameterError
 from dpkit.render._html import CSP, CSS, banner, budget_chart, esc, fmt, table, time_tag
 from dpkit.render._sections import (
@@ -173,23 +174,37 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
     return out
 
 
-def session_data(session: Any, *, audit: Any = None, title: Any = None) -> ReportData:
-    """What the report of a Session shows: its releases' records, and its accountant's
-    budget and spends (all of them: a shared ledger's other spends too)."""
-    acct = session.accountant
+def _accountant_data(
+    acct: Any,
+    ledger: str | None,
+    records: Iterable[Mapping[str, Any]],
+    audits: tuple[Any, ...],
+    title: str,
+) -> ReportData:
+    """A whole budget's report: ``acct``'s budget, spends and totals, and ``records``."""
     return ReportData(
         budget=acct.budget,
         relation=acct.relation,
-        ledger=None if acct.ledger is None else acct.ledger.name,
+        ledger=ledger,
         spends=tuple(_row(s) for s in acct.history),
-        records=tuple(sorted(session.records, key=lambda r: r["spend"])),
+        records=tuple(records),
         complete=True,
         spent=acct.spent,
         remaining=acct.remaining,
-        audits=_audits(audit),
+        audits=audits,
         composition=acct.composition,
-        title=_title(title),
+        title=title,
     )
+
+
+def session_data(session: Any, *, audit: Any = None, title: Any = None) -> ReportData:
+    """What the report of a Session shows: its releases' records, and its accountant's
+    budget and spends (all of them: a shared ledger's other spends too)."""
+    audits, name = _audits(audit), _title(title)
+    acct = session.accountant
+    ledger = None if acct.ledger is None else acct.ledger.name
+    records = sorted(session.records, key=lambda r: r["spend"])
+    return _accountant_data(acct, ledger, records, audits, name)
 
 
 def session_report(
@@ -215,20 +230,9 @@ def ledger_data(
     """What the report of a ledger shows: every record and spend it keeps."""
     audits, name = _audits(audit), _title(title)
     with Accountant.open(ledger) as acct:
-        records = acct.records()
-        return ReportData(
-            budget=acct.budget,
-            relation=acct.relation,
-            ledger=Path(os.fspath(ledger)).name,
-            spends=tuple(_row(s) for s in acct.history),
-            records=tuple(records[i] for i in sorted(records) if _readable(records[i])),
-            complete=True,
-            spent=acct.spent,
-            remaining=acct.remaining,
-            audits=audits,
-            composition=acct.composition,
-            title=name,
-        )
+        kept = acct.records()
+        records = [kept[i] for i in sorted(kept) if _readable(kept[i])]
+        return _accountant_data(acct, Path(os.fspath(ledger)).name, records, audits, name)
 
 
 def ledger_report(
@@ -311,22 +315,13 @@ def _pair(loss: PrivacyLoss) -> tuple[Fraction, Fraction]:
     return Fraction(loss.epsilon), Fraction(loss.delta)
 
 
-def _as_event(loss: PrivacyLoss) -> ev.Event:
-    """A loss as the event it guarantees (valid for any mechanism with that guarantee)."""
-    if isinstance(loss, ZCDP):
-        return ev.Zcdp(rho=loss.rho)
-    if isinstance(loss, PureDP):
-        return ev.Approx(epsilon=loss.epsilon)
-    return ev.Approx(epsilon=loss.epsilon, delta=loss.delta)
-
-
 def spend_events(row: SpendRow, relation: str) -> tuple[ev.Event, ...]:
     """What a spend is, for accounting under the budget's ``relation``: the events the
     release stated; its cost when it stated none; its charge when its own relation differs
     (the charge is the guarantee converted to the budget's relation)."""
     if row.relation != relation:
-        return (_as_event(row.charge),)
-    return row.events or (_as_event(row.cost),)
+        return (plain_event(row.charge),)
+    return row.events or (plain_event(row.cost),)
 
 
 def _up(x: Fraction) -> float:
@@ -336,7 +331,6 @@ def _up(x: Fraction) -> float:
 
 @dataclass
 class _Budget:
-    kind: str  # "pure", "approx", "zcdp"
     total: float
     delta: float
     unit: str
@@ -355,8 +349,6 @@ def _tight_running(
     """Epsilon after each spend as a tight accountant charges it: the smaller of the
     charges' sum (when their deltas fit the budget's) and the events' tightest composition
     at the budget's delta (:meth:`dpkit.Accountant.composed`)."""
-    from dpkit.accounting.accountant import compose_as_charged
-
     out = []
     counts: dict[ev.Event, int] = {}
     for k, group in enumerate(events):
@@ -382,11 +374,12 @@ def _budget(data: ReportData) -> _Budget:
     running, acc = [], Fraction(0)
     deltas, acc_d = [], Fraction(0)
     for s in data.spends:
-        acc += _pair(s.charge)[0]
-        acc_d += _pair(s.charge)[1]
+        eps, d = _pair(s.charge)
+        acc += eps
+        acc_d += d
         running.append(_up(acc))
         deltas.append(acc_d)
-    out = _Budget(kind, total, delta, unit, running, charged=list(running))
+    out = _Budget(total, delta, unit, running, charged=list(running))
     out.stated = sum(1 for s in data.spends if s.events and s.relation == data.relation)
     if kind != "approx":
         out.note = (
@@ -592,13 +585,14 @@ def _spends_table(data: ReportData, bv: _Budget) -> str:
             if s.index in shown
             else "no release record"
         )
+        cost, charged = loss_text(s.cost), loss_text(s.charge)
         rows.append(
             [
                 esc(s.index),
                 time_tag(s.time),
                 esc(s.label),
-                esc(loss_text(s.cost)),
-                esc("same" if loss_text(s.charge) == loss_text(s.cost) else loss_text(s.charge)),
+                esc(cost),
+                esc("same" if charged == cost else charged),
                 esc(fmt(total, 6)),
                 link,
             ]
