@@ -29,6 +29,7 @@ from dpkit.accounting._ledger import (
     Row,
     SQLiteStore,
     default_composition,
+    fits,
 )
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
@@ -210,10 +211,6 @@ def _check_events(events: Any) -> tuple[Event, ...]:
                 f"(Laplace, Gaussian, Approx, Zcdp, ...); got {type(event).__name__}"
             )
     return out
-
-
-def _fits_pair(totals: Pair, charge: Pair, limit: Pair) -> bool:
-    return totals[0] + charge[0] <= limit[0] and totals[1] + charge[1] <= limit[1]
 
 
 def plain_event(cost: PrivacyLoss) -> Event:
@@ -914,7 +911,7 @@ class Accountant:
                 # every spend before this one is counted before this one is (in order)
                 self._fold(read_since(self._seen))
                 # the charges' basic composition is a valid bound too: never stricter than it
-                if _fits_pair(totals, charge, self._limit):
+                if fits(totals, charge, self._limit):
                     return True
                 return self._fits_composed(self._items(new), kept)
 
