@@ -222,8 +222,8 @@ def plain_event(cost: PrivacyLoss) -> Event:
     return Approx(epsilon=cost.epsilon, delta=cost.delta)
 
 
-def _check_composition(composition: Any, *, allow_none: bool) -> str | None:
-    if composition is None and allow_none:
+def _check_composition(composition: Any) -> str | None:
+    if composition is None:
         return None
     if not isinstance(composition, str) or composition not in COMPOSITIONS:
         raise ParameterError(
@@ -463,7 +463,7 @@ class Accountant:
             zcdp_delta,
             busy_timeout,
             exclusive=False,
-            composition=_check_composition(composition, allow_none=True),
+            composition=_check_composition(composition),
         )
 
     def _setup(
@@ -584,7 +584,7 @@ class Accountant:
             zcdp_delta,
             busy_timeout,
             exclusive=False,
-            composition=_check_composition(composition, allow_none=True),
+            composition=_check_composition(composition),
         )
         return self
 
@@ -635,7 +635,7 @@ class Accountant:
         """
         relation = check_relation("Accountant", relation)
         self = cls.__new__(cls)
-        mode = _check_composition(composition, allow_none=True)
+        mode = _check_composition(composition)
         self._setup(
             _check_budget(budget),
             relation,
