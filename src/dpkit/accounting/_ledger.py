@@ -761,7 +761,6 @@ class SQLiteStore:
                         "SELECT record IS NULL FROM spends WHERE id = ?", (index,)
                     ).fetchone()
                     if found is None:
-                        conn.execute("ROLLBACK")
                         raise LedgerError(f"ledger {str(self.path)!r} has no spend #{index}")
                     if not found[0]:
                         conn.execute("ROLLBACK")
