@@ -209,7 +209,7 @@ def _write(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def _fits(totals: Pair, charge: Pair, limit: Pair) -> bool:
+def fits(totals: Pair, charge: Pair, limit: Pair) -> bool:
     return totals[0] + charge[0] <= limit[0] and totals[1] + charge[1] <= limit[1]
 
 
@@ -237,7 +237,7 @@ class MemoryStore:
             if admit is not None:
                 if not admit(self._since, self._totals):
                     return None, self._totals
-            elif not _fits(self._totals, charge, limit):
+            elif not fits(self._totals, charge, limit):
                 return None, self._totals
             index = len(self._entries) + 1
             self._entries.append(Entry(index, label, cost, charge, timestamp, relation, events))
@@ -707,16 +707,16 @@ class SQLiteStore:
                 # Totals only grow, so a spend that does not fit now never will: refuse it from
                 # a plain snapshot read, without queueing for the write lock.
                 seen = self._read_totals(conn)
-                if admit is None and not _fits(seen, charge, limit):
+                if admit is None and not fits(seen, charge, limit):
                     return None, seen
                 with _write(conn):
                     totals = self._read_totals(conn)
-                    fits = (
+                    admitted = (
                         admit(lambda index: self._since(conn, index), totals)
                         if admit is not None
-                        else _fits(totals, charge, limit)
+                        else fits(totals, charge, limit)
                     )
-                    if not fits:
+                    if not admitted:
                         conn.execute("ROLLBACK")
                         return None, totals
                     cur = conn.execute(
@@ -761,7 +761,6 @@ class SQLiteStore:
                         "SELECT record IS NULL FROM spends WHERE id = ?", (index,)
                     ).fetchone()
                     if found is None:
-                        conn.execute("ROLLBACK")
                         raise LedgerError(f"ledger {str(self.path)!r} has no spend #{index}")
                     if not found[0]:
                         conn.execute("ROLLBACK")

@@ -29,6 +29,7 @@ from dpkit.accounting._ledger import (
     Row,
     SQLiteStore,
     default_composition,
+    fits,
 )
 from dpkit.accounting._rational import ceil_float, floor_float
 from dpkit.accounting.conversions import zcdp_to_approx
@@ -212,10 +213,6 @@ def _check_events(events: Any) -> tuple[Event, ...]:
     return out
 
 
-def _fits_pair(totals: Pair, charge: Pair, limit: Pair) -> bool:
-    return totals[0] + charge[0] <= limit[0] and totals[1] + charge[1] <= limit[1]
-
-
 def plain_event(cost: PrivacyLoss) -> Event:
     """What a spend that stated no events is, for accounting: its guarantee alone."""
     if isinstance(cost, ZCDP):
@@ -225,8 +222,8 @@ def plain_event(cost: PrivacyLoss) -> Event:
     return Approx(epsilon=cost.epsilon, delta=cost.delta)
 
 
-def _check_composition(composition: Any, *, allow_none: bool) -> str | None:
-    if composition is None and allow_none:
+def _check_composition(composition: Any) -> str | None:
+    if composition is None:
         return None
     if not isinstance(composition, str) or composition not in COMPOSITIONS:
         raise ParameterError(
@@ -466,7 +463,7 @@ class Accountant:
             zcdp_delta,
             busy_timeout,
             exclusive=False,
-            composition=_check_composition(composition, allow_none=True),
+            composition=_check_composition(composition),
         )
 
     def _setup(
@@ -587,7 +584,7 @@ class Accountant:
             zcdp_delta,
             busy_timeout,
             exclusive=False,
-            composition=_check_composition(composition, allow_none=True),
+            composition=_check_composition(composition),
         )
         return self
 
@@ -638,7 +635,7 @@ class Accountant:
         """
         relation = check_relation("Accountant", relation)
         self = cls.__new__(cls)
-        mode = _check_composition(composition, allow_none=True)
+        mode = _check_composition(composition)
         self._setup(
             _check_budget(budget),
             relation,
@@ -914,7 +911,7 @@ class Accountant:
                 # every spend before this one is counted before this one is (in order)
                 self._fold(read_since(self._seen))
                 # the charges' basic composition is a valid bound too: never stricter than it
-                if _fits_pair(totals, charge, self._limit):
+                if fits(totals, charge, self._limit):
                     return True
                 return self._fits_composed(self._items(new), kept)
 
@@ -923,15 +920,17 @@ class Accountant:
             label, cost, charge, timestamp, self._limit, relation, described, admit=admit
         )
         if index is None:
-            spent = self.spent
+            which, c, totals = self._tight_spent()
+            spent = self._spent_composed(which, c, totals)
+            remaining = self._remaining_composed(which, c, totals)
             after = self._compose(self._refresh()[1] + tuple((e, 1) for e in new))
             raise BudgetExceededError(
                 f"Accountant: spending {cost!r} for {label!r} would take the ledger to epsilon "
                 f"{after.epsilon!r} at delta {budget.delta!r} (tight composition, "
                 f"{after.method}), past the budget {budget!r}; already spent {spent!r}, "
-                f"remaining {self._remaining_composed()!r}. Nothing was spent or released.",
+                f"remaining {remaining!r}. Nothing was spent or released.",
                 requested=cost,
-                remaining=self._remaining_composed(),
+                remaining=remaining,
             )
         with self._tight_lock:
             self._fold([Row(index, cost, relation, described)])
@@ -1005,14 +1004,14 @@ class Accountant:
             return "charged", c, totals
         return "composed", c, totals
 
-    def _spent_composed(self) -> PrivacyLoss:
-        which, c, totals = self._tight_spent()
+    def _spent_composed(self, which: str, c: Composition, totals: Pair) -> PrivacyLoss:
+        """What :meth:`_tight_spent`'s ``(which, c, totals)`` say was spent, rounded up."""
         if which == "charged":
             return self._pair_to_loss(totals, up=True)
         return ApproxDP(c.epsilon, self._budget.delta)  # type: ignore[union-attr]
 
-    def _remaining_composed(self) -> PrivacyLoss:
-        which, c, totals = self._tight_spent()
+    def _remaining_composed(self, which: str, c: Composition, totals: Pair) -> PrivacyLoss:
+        """What :meth:`_tight_spent`'s ``(which, c, totals)`` leave, rounded down."""
         if which == "charged":
             return self._remaining_from(totals)
         left = max(Fraction(self._budget.epsilon) - Fraction(c.epsilon), Fraction(0))  # type: ignore[union-attr]
@@ -1151,7 +1150,7 @@ class Accountant:
         otherwise the sum of the charges.
         """
         if self._composes_events:
-            return self._spent_composed()
+            return self._spent_composed(*self._tight_spent())
         return self._pair_to_loss(self._store.totals(), up=True)
 
     @property
@@ -1165,7 +1164,7 @@ class Accountant:
         :meth:`~dpkit.accounting.Composition.delta_at` tell.
         """
         if self._composes_events:
-            return self._remaining_composed()
+            return self._remaining_composed(*self._tight_spent())
         return self._remaining_from(self._store.totals())
 
     @property
@@ -1227,9 +1226,14 @@ class Accountant:
             for r in rows:
                 lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
         lines.append("")
-        spent = f"spent      {self.spent!r}  ({len(rows) - 1} spends"
-        if self._composes_events and len(rows) > 1:
+        if self._composes_events:  # one composition of the ledger for both lines
             which, c, totals = self._tight_spent()
+            total = self._spent_composed(which, c, totals)
+            left = self._remaining_composed(which, c, totals)
+        else:
+            total, left = self.spent, self.remaining
+        spent = f"spent      {total!r}  ({len(rows) - 1} spends"
+        if self._composes_events and len(rows) > 1:
             if which == "charged":
                 spent += "; tight composition: the charges' sum, no larger than any analysis"
             else:
@@ -1238,7 +1242,7 @@ class Accountant:
                     f"{ceil_float(totals[0])!r}"
                 )
         lines.append(spent + ")")
-        lines.append(f"remaining  {self.remaining!r}")
+        lines.append(f"remaining  {left!r}")
         return "\n".join(lines)
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -60,7 +60,8 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
-from dpkit.accounting.guard import approx_event, spend
+from dpkit.accounting.accountant import plain_event
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._queries import check_exact_query
@@ -387,7 +388,7 @@ def propose_test_release(
     source = as_source(rng)  # a bad `rng` is refused before the spend
     # the release's noise is calibrated to a bound that holds only when the test passes:
     # (epsilon, delta)-DP as a whole, no Laplace event of a known scale
-    spend(accountant, p.cost, _OWNER, relation, [approx_event(p.cost.epsilon, p.cost.delta)])
+    spend(accountant, p.cost, _OWNER, relation, [plain_event(p.cost)])
     noisy, vals = draw_release(p, 1, source, lazy=True)
     noisy_distance = float(noisy[0])
     details: dict[str, Any] = {

@@ -63,7 +63,8 @@ from dpkit._validate import (
     check_positive,
     check_relation,
 )
-from dpkit.accounting.guard import approx_event, spend
+from dpkit.accounting.accountant import plain_event
+from dpkit.accounting.guard import spend
 from dpkit.accounting.loss import ApproxDP, PrivacyLoss, PureDP
 from dpkit.errors import ParameterError
 from dpkit.frameworks._queries import check_exact_query
@@ -571,8 +572,7 @@ def smooth_sensitivity_release(
     # the noise scale is a multiple of the smooth sensitivity, which depends on the data:
     # no Laplace event of a known scale, only the guarantee
     privacy = p["privacy"]
-    delta = privacy.delta if isinstance(privacy, ApproxDP) else 0.0
-    spend(accountant, privacy, _OWNER, relation, [approx_event(privacy.epsilon, delta)])
+    spend(accountant, privacy, _OWNER, relation, [plain_event(privacy)])
     k = _noise_units(p, 1, source)
     # units + k as an exact int, rounded once to float64, scaled by a power of two
     drawn = grid_release([p["units"] + int(k[0])], 0, p["spacing"])

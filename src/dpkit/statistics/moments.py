@@ -169,8 +169,9 @@ def _check_scales(owner: str, bounds: Any, kind: str, rest: Fraction) -> None:
     parts = {"sum": 1, "mean": 2}.get(kind, 3)
     r: int = 2**bits + 1
     if kind == "sum" and not isinstance(bounds, str):
-        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
-        r = max(abs(lat.lo), abs(lat.hi), 1)
+        r = _sum_sensitivity(
+            QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), bits)
+        )
     sens = r * r if kind in ("var", "std") else r
     if rest == 0 or sens * parts / rest > MAX_NOISE_SCALE:
         raise ParameterError(
@@ -206,10 +207,11 @@ def _centre(lat: QuantileLattice) -> tuple[int, int]:
 
 
 def _events(
-    owner: str, bounds: Any, kind: str, eps: float, share: float, method: str
+    kind: str, eps_b: Fraction, rest: Fraction, lat: QuantileLattice | None, method: str
 ) -> list[Event]:
     """What the release is, stage by stage, for accounting (from public inputs, before the
-    spend).
+    spend): ``eps_b`` for the bounds and ``rest`` for the draws, ``lat`` the lattice of given
+    bounds (``None`` when they are chosen privately).
 
     The bounds stage (:func:`~dpkit.statistics.bounds.bounds_events`, when chosen
     privately), then each discrete Laplace draw of :func:`_noisy`: the count (sensitivity 1)
@@ -218,15 +220,7 @@ def _events(
     the sums' lattice, hence their sensitivity in lattice steps, depends on the bounds the
     release chooses: those draws state their epsilon alone (``Approx``).
     """
-    total = Fraction(eps)
-    eps_b = total * Fraction(share)
-    rest = total - eps_b
-    out = bounds_events(float(eps_b), method) if isinstance(bounds, str) else []
-    lat = (
-        None
-        if isinstance(bounds, str)
-        else QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
-    )
+    out = bounds_events(float(eps_b), method) if lat is None else []
 
     def draw(sens: int | None, e: Fraction) -> Event:
         return approx_event(e) if sens is None else laplace_event(sens / e, sens)
@@ -268,23 +262,27 @@ def _moments(
     else:
         _check_given_bounds(owner, bounds, kind)
     _check_scales(owner, bounds, kind, Fraction(eps) * (1 - Fraction(share)))
-    if kind == "sum" and not isinstance(bounds, str):  # as the Session's dp.sum
-        lat = QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
-        scale = Fraction(max(abs(lat.lo), abs(lat.hi), 1)) / (Fraction(eps) * (1 - Fraction(share)))
+    given = (
+        None
+        if isinstance(bounds, str)
+        else QuantileLattice.for_bounds(owner, float(bounds[0]), float(bounds[1]), _bits(kind))
+    )
+    if kind == "sum" and given is not None:  # as the Session's dp.sum
+        scale = Fraction(_sum_sensitivity(given)) / (Fraction(eps) * (1 - Fraction(share)))
         what = "narrow the `bounds` (rescale the data) or raise `epsilon`"
-        check_sum_interval(owner, _laplace_halfwidth(scale, a), lat.spacing, what)
+        check_sum_interval(owner, _laplace_halfwidth(scale, a), given.spacing, what)
     source = as_source(rng)
-    events = _events(owner, bounds, kind, eps, share, bounds_method)
-    spend(accountant, PureDP(eps), owner, events=events)
     total = Fraction(eps)
     eps_b = total * Fraction(share)
+    rest = total - eps_b
+    events = _events(kind, eps_b, rest, given, bounds_method)
+    spend(accountant, PureDP(eps), owner, events=events)
     (lo_v, hi_v), details = _choose_bounds(arr, bounds, float(eps_b), bounds_method, lower, source)
     if isinstance(bounds, str):  # chosen privately: kept where the lattice exists (post-processing)
         lo_v, hi_v = representable(
             (lo_v, hi_v), variance=kind in ("var", "std"), zero=kind == "sum"
         )
         details["bounds"] = (lo_v, hi_v)
-    rest = total - eps_b
     lat = QuantileLattice.for_bounds(owner, lo_v, hi_v, _bits(kind))
     u = lat.units(arr)
     g = lat.spacing
