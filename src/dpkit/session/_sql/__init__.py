@@ -172,6 +172,7 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
         order_cols.append(f"__dpkit_sql_order{i}")
         computed.append(expr.alias(order_cols[-1]))
     final: list[str] = []
+    names: list[str] = []
     sources: list[pl.Expr] = []
     keys: list[str] = []
     for i, o in enumerate(post.outputs):
@@ -179,12 +180,14 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
             pairs = [(o.source, o.name)]
             if o.interval:
                 pairs += [(f"{o.source}_{e}", f"{o.name}_{e}") for e in ("low", "high")]
-            for src, _ in pairs:
+            for src, dst in pairs:
                 sources.append(pl.col(src).alias(f"__dpkit_sql_out{len(sources)}"))
                 final.append(sources[-1].meta.output_name())
+                names.append(dst)
         else:
             computed.append(o.expr.alias(f"__dpkit_sql_value{i}"))
             final.append(f"__dpkit_sql_value{i}")
+            names.append(o.name)
         if o.key or o.expr is not None:
             keys.append(o.name)
     values = nw.from_native(typed).select(nw.col(anchor), *computed).to_native()
@@ -200,20 +203,8 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
         )
     if post.offset or post.limit is not None:
         out = out.slice(post.offset, post.limit)
-    names = [x.name for o in post.outputs for x in _expanded(o)]
     result = out.select(final).rename(dict(zip(final, names, strict=True)))
     return session._engine.output(result, like=session._base, keys=tuple(keys))
-
-
-def _expanded(o: Any) -> list[Any]:
-    if o.source is not None and o.interval:
-        return [o, _Named(f"{o.name}_low"), _Named(f"{o.name}_high")]
-    return [o]
-
-
-@dataclasses.dataclass
-class _Named:
-    name: str
 
 
 def _polars_type(dtype: Any) -> Any:
