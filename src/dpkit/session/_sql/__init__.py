@@ -30,6 +30,7 @@ import polars as pl
 
 from dpkit.errors import ParameterError
 from dpkit.session._sql._public import check_name, check_public
+from dpkit.session._total import polars_type
 
 if TYPE_CHECKING:
     from dpkit.session._sql._compile import Post, Program
@@ -156,13 +157,10 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
     so no released value can make them fail (a division by zero gives NULL)."""
     frame = session._engine.released(released)
     anchor = "__dpkit_sql_row"  # a column, so that a literal has one value per row
+    native = {c: polars_type(t) for c, t in post.types.items() if c in frame.columns}
     typed = frame.with_row_index(anchor).select(
         anchor,
-        *(
-            pl.col(c) if frame.schema[c] == _polars_type(t) else _cast(c, t)
-            for c, t in post.types.items()
-            if c in frame.columns
-        ),
+        *(pl.col(c) if frame.schema[c] == n else _cast(c, n) for c, n in native.items()),
     )
     computed: list[nw.Expr] = []
     if post.having is not None:
@@ -207,12 +205,7 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
     return session._engine.output(result, like=session._base, keys=tuple(keys))
 
 
-def _polars_type(dtype: Any) -> Any:
-    frame = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
-    return frame.select(nw.col("c").cast(dtype)).to_native().schema["c"]
-
-
-def _cast(column: str, dtype: Any) -> pl.Expr:
-    """A released column in the type its post-processing was checked on (public values:
-    a value that does not convert is null)."""
-    return pl.col(column).cast(_polars_type(dtype), strict=False)
+def _cast(column: str, native: Any) -> pl.Expr:
+    """A released column in the (Polars) type its post-processing was checked on (public
+    values: a value that does not convert is null)."""
+    return pl.col(column).cast(native, strict=False)

@@ -253,7 +253,7 @@ def _typed_keys(
 ) -> pl.DataFrame:
     """The public rows with a key, the key in the private value's type (public values: one
     that does not convert could equal no private value, and is dropped)."""
-    from dpkit.session._total import total_expression
+    from dpkit.session._total import polars_type, total_expression
 
     owner = "Session.sql (the join condition)"
     mine = total_expression(private.as_expr(), tables.s.schema, owner)[0].dtype
@@ -267,9 +267,7 @@ def _typed_keys(
         )
     out = frame.filter(pl.col(key).is_not_null())
     if _family(mine) == "number" and mine != theirs:
-        target = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
-        native = target.select(nw.col("c").cast(mine)).to_native().schema["c"]
-        cast = out[key].cast(native, strict=False)
+        cast = out[key].cast(polars_type(mine), strict=False)
         same = cast.cast(out[key].dtype, strict=False) == out[key]
         out = out.with_columns(cast.alias(key)).filter(same.fill_null(False))
     return out
