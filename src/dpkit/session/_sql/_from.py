@@ -325,6 +325,7 @@ _EXACT = (
     "a subquery that aggregates before the release would compute exact statistics of the "
     "private table"
 )
+_ROW_LEVEL = "aggregate in the outer SELECT; a WITH clause holds row-level steps only"
 
 
 def refuse_shape(select: Any, where: str, *, top: bool) -> None:
@@ -349,7 +350,7 @@ def refuse_shape(select: Any, where: str, *, top: bool) -> None:
     for arg, name, why in checks:
         if select.args.get(arg):
             hint = (
-                "aggregate in the outer SELECT; a WITH clause holds row-level steps only"
+                _ROW_LEVEL
                 if not top
                 else "see the list of supported clauses in the SQL documentation"
             )
@@ -363,13 +364,9 @@ def row_steps(tables: Tables, select: Any, where: str) -> Relation:
     private rows) and its conditions."""
     refuse_shape(select, where, top=False)
     for node in select.expressions:
-        if node.find(exp.AggFunc) is not None or node.find(exp.WithinGroup) is not None:
-            raise refuse(
-                f"the aggregate {sql_text(node)} in {where}",
-                "a subquery that aggregates before the release would compute exact "
-                "statistics of the private table",
-                "aggregate in the outer SELECT; a WITH clause holds row-level steps only",
-            )
+        # not contains_aggregate: a FILTER on a row-level function is refused as FILTER
+        if node.find(exp.AggFunc, exp.WithinGroup) is not None:
+            raise refuse(f"the aggregate {sql_text(node)} in {where}", _EXACT, _ROW_LEVEL)
     rel = relation(tables, select, where)
     if not any(s.private for s in rel.scope.sources):  # pragma: no cover - FROM is private
         raise refuse(where, "it reads no private table", f"read FROM {tables.name}")
