@@ -126,17 +126,19 @@ class SelectCompiler:
         name = f"{_INTERNAL}{len(self.derived)}"
         return name
 
-    def _derive(self, val: Val, label: str, safe: str | None = None) -> str:
-        """A column of the query holding ``val`` (the data column itself when it is one)."""
+    def _derive(self, val: Val, label: str, safe: str | None = None, dtype: Any = None) -> str:
+        """A column of the query holding ``val`` (the data column itself when it is one);
+        ``dtype`` is the type of ``val`` if :meth:`_dtype` already checked it."""
         if val.column is not None:
             return val.column
         if val.key in self.derived_by_key:
             return self.derived_by_key[val.key]
-        typed, _ = _total(val.as_expr(), self.schema, label)
+        if dtype is None:
+            dtype = self._dtype(val, label)
         name = safe if safe and _usable(safe, self.schema) else self._internal()
         self.derived[name] = val.as_expr()
         self.derived_by_key[val.key] = name
-        self.schema[name] = typed.dtype
+        self.schema[name] = dtype
         shown = "" if name == safe else f" as {name}"
         self.notes.append(f"{label}{shown}: computed per row (a row-level step)")
         return name
@@ -485,12 +487,13 @@ class SelectCompiler:
                 "aggregate a column (a constant's sum is the constant times COUNT(*))",
             )
         bounds = clamp if clamp is not None else self._bounds_for(call, arg, val, alias, node)
-        typed_dtype = self._dtype(val, label)
-        if isinstance(typed_dtype, nw.Boolean):  # SUM(x > 5): the number of true values
+        dtype = self._dtype(val, label)
+        if isinstance(dtype, nw.Boolean):  # SUM(x > 5): the number of true values
             val = dataclasses.replace(
                 val, expr=val.as_expr().cast(nw.Int64()), column=None, key=f"int({val.key})"
             )
-        column = self._derive(val, label)
+            dtype = None  # the cast's type: checked by _derive
+        column = self._derive(val, label, dtype=dtype)
         if call.kind == "quantile":
             if bounds == "auto":
                 raise refuse(
