@@ -154,13 +154,18 @@ def _number(text: str, what: str) -> float:
     return value
 
 
-def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float] | str]:
+def _bounded(
+    spec: str, flag: str, words: tuple[str, ...], usage: str
+) -> tuple[str, tuple[float, float] | str]:
+    """``COL:LOWER:UPPER`` or ``COL:WORD`` for a word of ``words`` (split from the right: a
+    column name may hold colons) -> (column, bounds or the word); ``usage`` is the message
+    for a spec of neither form."""
     col, _, last = spec.rpartition(":")
-    if flag != "median" and last in ("auto", "tail") and col:
+    if last in words and col:
         return col, last
     parts = spec.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
-        raise ParameterError(f"query: --{flag} takes COLUMN:LOWER:UPPER; got {spec!r}")
+        raise ParameterError(f"{usage}; got {spec!r}")
     col, lo, hi = parts
     return col, (_number(lo, f"--{flag} lower"), _number(hi, f"--{flag} upper"))
 
@@ -239,7 +244,9 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     }
     for name in _BOUNDED:
         for spec in getattr(args, name):
-            col, bounds = _bounded(spec, name)
+            words = () if name == "median" else ("auto", "tail")
+            usage = f"query: --{name} takes COLUMN:LOWER:UPPER"
+            col, bounds = _bounded(spec, name, words, usage)
             if bounds == "tail":  # bounds="auto" by a private tail quantile (heavy tails)
                 aggs.append(makers[name](col, bounds="auto", bounds_method="tail"))
             else:

@@ -40,8 +40,8 @@ from dpkit.cli.query import (
     ENGINES,
     LAYOUTS,
     _accountant,
+    _bounded,
     _measure,
-    _number,
     make_session,
     print_release,
 )
@@ -110,18 +110,11 @@ def register(sub: Any) -> None:
 def _bounds(specs: list[str]) -> dict[str, Any] | None:
     """``--bounds COL:LOWER:UPPER`` or ``COL:auto`` (split from the right: a column name may
     hold colons) as the ``bounds=`` of :meth:`Session.sql`."""
+    usage = "sql: --bounds takes COLUMN:LOWER:UPPER or COLUMN:auto"
     out: dict[str, Any] = {}
     for spec in specs:
-        col, _, last = spec.rpartition(":")
-        if last == "auto" and col:
-            out[col] = "auto"
-            continue
-        parts = spec.rsplit(":", 2)
-        if len(parts) != 3 or not parts[0]:
-            raise ParameterError(
-                f"sql: --bounds takes COLUMN:LOWER:UPPER or COLUMN:auto; got {spec!r}"
-            )
-        out[parts[0]] = (_number(parts[1], "--bounds lower"), _number(parts[2], "--bounds upper"))
+        col, bounds = _bounded(spec, "bounds", ("auto",), usage)
+        out[col] = bounds
     return out or None
 
 
