@@ -345,17 +345,23 @@ def _accountant(args: argparse.Namespace) -> Any:
     return Accountant(PureDP(eps))
 
 
-def _keys(args: argparse.Namespace, by: list[str]) -> Any:
-    if args.keys is None:
-        return None
+def _read_frame(path: Any, failure: str, *, parquet: bool = False) -> Any:
+    """A CSV (or Parquet) file as a Polars frame; one it cannot read is refused with
+    ``failure`` and the error's type only."""
     import polars as pl
 
     try:
-        frame = pl.read_csv(args.keys, infer_schema_length=10_000)
+        if parquet:
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema_length=10_000)
     except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
-        raise ParameterError(
-            f"query: cannot read the --keys file {args.keys!r} as CSV ({type(err).__name__})"
-        ) from None
+        raise ParameterError(f"{failure} ({type(err).__name__})") from None
+
+
+def _keys(args: argparse.Namespace, by: list[str]) -> Any:
+    if args.keys is None:
+        return None
+    frame = _read_frame(args.keys, f"query: cannot read the --keys file {args.keys!r} as CSV")
     missing = [c for c in by if c not in frame.columns]
     if missing:
         lacks = ", ".join(repr(c) for c in missing)

@@ -42,6 +42,7 @@ from dpkit.cli.query import (
     _accountant,
     _bounded,
     _measure,
+    _read_frame,
     make_session,
     print_release,
 )
@@ -119,17 +120,11 @@ def _bounds(specs: list[str]) -> dict[str, Any] | None:
 
 
 def _read_table(path: str, what: str) -> Any:
-    import polars as pl
-
     p = Path(path)
     if not p.is_file():
         raise ParameterError(f"sql: no such file {path!r} for {what}")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pl.read_parquet(p)
-        return pl.read_csv(p, infer_schema_length=10_000)
-    except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
-        raise ParameterError(f"sql: cannot read {what} {path!r} ({type(err).__name__})") from None
+    parquet = p.suffix.lower() in (".parquet", ".pq")
+    return _read_frame(p, f"sql: cannot read {what} {path!r}", parquet=parquet)
 
 
 def _public(specs: list[str]) -> dict[str, Any] | None:
