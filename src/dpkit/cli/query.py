@@ -154,13 +154,18 @@ def _number(text: str, what: str) -> float:
     return value
 
 
-def _bounded(spec: str, flag: str) -> tuple[str, tuple[float, float] | str]:
+def _bounded(
+    spec: str, flag: str, words: tuple[str, ...], usage: str
+) -> tuple[str, tuple[float, float] | str]:
+    """``COL:LOWER:UPPER`` or ``COL:WORD`` for a word of ``words`` (split from the right: a
+    column name may hold colons) -> (column, bounds or the word); ``usage`` is the message
+    for a spec of neither form."""
     col, _, last = spec.rpartition(":")
-    if flag != "median" and last in ("auto", "tail") and col:
+    if last in words and col:
         return col, last
     parts = spec.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
-        raise ParameterError(f"query: --{flag} takes COLUMN:LOWER:UPPER; got {spec!r}")
+        raise ParameterError(f"{usage}; got {spec!r}")
     col, lo, hi = parts
     return col, (_number(lo, f"--{flag} lower"), _number(hi, f"--{flag} upper"))
 
@@ -239,7 +244,9 @@ def _aggregates(args: argparse.Namespace) -> list[Any]:
     }
     for name in _BOUNDED:
         for spec in getattr(args, name):
-            col, bounds = _bounded(spec, name)
+            words = () if name == "median" else ("auto", "tail")
+            usage = f"query: --{name} takes COLUMN:LOWER:UPPER"
+            col, bounds = _bounded(spec, name, words, usage)
             if bounds == "tail":  # bounds="auto" by a private tail quantile (heavy tails)
                 aggs.append(makers[name](col, bounds="auto", bounds_method="tail"))
             else:
@@ -338,17 +345,23 @@ def _accountant(args: argparse.Namespace) -> Any:
     return Accountant(PureDP(eps))
 
 
-def _keys(args: argparse.Namespace, by: list[str]) -> Any:
-    if args.keys is None:
-        return None
+def _read_frame(path: Any, failure: str, *, parquet: bool = False) -> Any:
+    """A CSV (or Parquet) file as a Polars frame; one it cannot read is refused with
+    ``failure`` and the error's type only."""
     import polars as pl
 
     try:
-        frame = pl.read_csv(args.keys, infer_schema_length=10_000)
+        if parquet:
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema_length=10_000)
     except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
-        raise ParameterError(
-            f"query: cannot read the --keys file {args.keys!r} as CSV ({type(err).__name__})"
-        ) from None
+        raise ParameterError(f"{failure} ({type(err).__name__})") from None
+
+
+def _keys(args: argparse.Namespace, by: list[str]) -> Any:
+    if args.keys is None:
+        return None
+    frame = _read_frame(args.keys, f"query: cannot read the --keys file {args.keys!r} as CSV")
     missing = [c for c in by if c not in frame.columns]
     if missing:
         lacks = ", ".join(repr(c) for c in missing)

@@ -40,8 +40,9 @@ from dpkit.cli.query import (
     ENGINES,
     LAYOUTS,
     _accountant,
+    _bounded,
     _measure,
-    _number,
+    _read_frame,
     make_session,
     print_release,
 )
@@ -110,33 +111,20 @@ def register(sub: Any) -> None:
 def _bounds(specs: list[str]) -> dict[str, Any] | None:
     """``--bounds COL:LOWER:UPPER`` or ``COL:auto`` (split from the right: a column name may
     hold colons) as the ``bounds=`` of :meth:`Session.sql`."""
+    usage = "sql: --bounds takes COLUMN:LOWER:UPPER or COLUMN:auto"
     out: dict[str, Any] = {}
     for spec in specs:
-        col, _, last = spec.rpartition(":")
-        if last == "auto" and col:
-            out[col] = "auto"
-            continue
-        parts = spec.rsplit(":", 2)
-        if len(parts) != 3 or not parts[0]:
-            raise ParameterError(
-                f"sql: --bounds takes COLUMN:LOWER:UPPER or COLUMN:auto; got {spec!r}"
-            )
-        out[parts[0]] = (_number(parts[1], "--bounds lower"), _number(parts[2], "--bounds upper"))
+        col, bounds = _bounded(spec, "bounds", ("auto",), usage)
+        out[col] = bounds
     return out or None
 
 
 def _read_table(path: str, what: str) -> Any:
-    import polars as pl
-
     p = Path(path)
     if not p.is_file():
         raise ParameterError(f"sql: no such file {path!r} for {what}")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pl.read_parquet(p)
-        return pl.read_csv(p, infer_schema_length=10_000)
-    except (pl.exceptions.PolarsError, OSError) as err:  # the message may quote the file
-        raise ParameterError(f"sql: cannot read {what} {path!r} ({type(err).__name__})") from None
+    parquet = p.suffix.lower() in (".parquet", ".pq")
+    return _read_frame(p, f"sql: cannot read {what} {path!r}", parquet=parquet)
 
 
 def _public(specs: list[str]) -> dict[str, Any] | None:

@@ -70,6 +70,7 @@ __all__ = [
     "columns_of",
     "int_range",
     "parse_number",
+    "polars_type",
     "total_cast",
     "total_expression",
     "total_predicate",
@@ -88,13 +89,19 @@ _KINDS = (
 # -- types ------------------------------------------------------------------------------------
 
 
+def polars_type(dtype: Any) -> Any:
+    """The Polars type of a narwhals ``dtype``: the type narwhals casts an empty Polars
+    column to (raises for a type Polars cannot make)."""
+    frame = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
+    return frame.select(nw.col("c").cast(dtype)).to_native().schema["c"]
+
+
 def _polars_dtype(dtype: Any) -> pl.DataType | None:
     """The Polars type of a narwhals ``dtype`` (None for types Polars has no equivalent of)."""
     if isinstance(dtype, nw.Object | nw.Unknown):
         return None
-    frame = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
     try:
-        return frame.select(nw.col("c").cast(dtype)).to_native().schema["c"]
+        return polars_type(dtype)
     except Exception:  # a type Polars cannot make (the schema is public)
         return None
 

@@ -104,6 +104,22 @@ REFUSED: dict[str, tuple[str, dict[str, Any], type, str]] = {
         dp.ParameterError,
         r"aggregate.*before the release.*outer SELECT",
     ),
+    "aggregate-in-cte-select": (
+        "WITH t AS (SELECT Age + MEDIAN(Age) AS u FROM data) SELECT COUNT(*) FROM t",
+        {},
+        dp.ParameterError,
+        r"the aggregate Age \+ MEDIAN\(Age\) AS u in the WITH clause 't': a subquery that "
+        r"aggregates before the release would compute exact statistics of the private table; "
+        r"aggregate in the outer SELECT; a WITH clause holds row-level steps only",
+    ),
+    "filter-on-row-level-function-in-cte": (
+        "WITH t AS (SELECT UPPER(Sex) FILTER (WHERE Age > 1) AS u FROM data) "
+        "SELECT COUNT(*) FROM t",
+        {},
+        dp.ParameterError,
+        r"UPPER\(Sex\) FILTER\(WHERE Age > 1\) in the WITH clause 't': FILTER is not a "
+        r"function dpkit compiles",
+    ),
     "unknown-column": (
         "SELECT COUNT(*) FROM data WHERE Agee > 3",
         {},

@@ -30,6 +30,7 @@ import polars as pl
 
 from dpkit.errors import ParameterError
 from dpkit.session._sql._public import check_name, check_public
+from dpkit.session._total import polars_type
 
 if TYPE_CHECKING:
     from dpkit.session._sql._compile import Post, Program
@@ -156,13 +157,10 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
     so no released value can make them fail (a division by zero gives NULL)."""
     frame = session._engine.released(released)
     anchor = "__dpkit_sql_row"  # a column, so that a literal has one value per row
+    native = {c: polars_type(t) for c, t in post.types.items() if c in frame.columns}
     typed = frame.with_row_index(anchor).select(
         anchor,
-        *(
-            pl.col(c) if frame.schema[c] == _polars_type(t) else _cast(c, t)
-            for c, t in post.types.items()
-            if c in frame.columns
-        ),
+        *(pl.col(c) if frame.schema[c] == n else _cast(c, n) for c, n in native.items()),
     )
     computed: list[nw.Expr] = []
     if post.having is not None:
@@ -172,6 +170,7 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
         order_cols.append(f"__dpkit_sql_order{i}")
         computed.append(expr.alias(order_cols[-1]))
     final: list[str] = []
+    names: list[str] = []
     sources: list[pl.Expr] = []
     keys: list[str] = []
     for i, o in enumerate(post.outputs):
@@ -179,12 +178,14 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
             pairs = [(o.source, o.name)]
             if o.interval:
                 pairs += [(f"{o.source}_{e}", f"{o.name}_{e}") for e in ("low", "high")]
-            for src, _ in pairs:
+            for src, dst in pairs:
                 sources.append(pl.col(src).alias(f"__dpkit_sql_out{len(sources)}"))
                 final.append(sources[-1].meta.output_name())
+                names.append(dst)
         else:
             computed.append(o.expr.alias(f"__dpkit_sql_value{i}"))
             final.append(f"__dpkit_sql_value{i}")
+            names.append(o.name)
         if o.key or o.expr is not None:
             keys.append(o.name)
     values = nw.from_native(typed).select(nw.col(anchor), *computed).to_native()
@@ -200,28 +201,11 @@ def post_process(session: Any, released: Any, post: Post) -> Any:
         )
     if post.offset or post.limit is not None:
         out = out.slice(post.offset, post.limit)
-    names = [x.name for o in post.outputs for x in _expanded(o)]
     result = out.select(final).rename(dict(zip(final, names, strict=True)))
     return session._engine.output(result, like=session._base, keys=tuple(keys))
 
 
-def _expanded(o: Any) -> list[Any]:
-    if o.source is not None and o.interval:
-        return [o, _Named(f"{o.name}_low"), _Named(f"{o.name}_high")]
-    return [o]
-
-
-@dataclasses.dataclass
-class _Named:
-    name: str
-
-
-def _polars_type(dtype: Any) -> Any:
-    frame = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
-    return frame.select(nw.col("c").cast(dtype)).to_native().schema["c"]
-
-
-def _cast(column: str, dtype: Any) -> pl.Expr:
-    """A released column in the type its post-processing was checked on (public values:
-    a value that does not convert is null)."""
-    return pl.col(column).cast(_polars_type(dtype), strict=False)
+def _cast(column: str, native: Any) -> pl.Expr:
+    """A released column in the (Polars) type its post-processing was checked on (public
+    values: a value that does not convert is null)."""
+    return pl.col(column).cast(native, strict=False)

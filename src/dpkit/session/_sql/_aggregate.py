@@ -27,14 +27,14 @@ __all__ = [
 
 _, exp = sqlglot_modules()
 
-#: SQL aggregate -> (dpkit aggregate, default name suffix)
-BOUNDED: dict[type, tuple[str, str]] = {
-    exp.Sum: ("sum", "sum"),
-    exp.Avg: ("mean", "mean"),
-    exp.VariancePop: ("var", "var"),
-    exp.Variance: ("var", "var"),
-    exp.Stddev: ("std", "std"),
-    exp.StddevPop: ("std", "std"),
+#: SQL aggregate -> dpkit aggregate (also the suffix of its default output name)
+BOUNDED: dict[type, str] = {
+    exp.Sum: "sum",
+    exp.Avg: "mean",
+    exp.VariancePop: "var",
+    exp.Variance: "var",
+    exp.Stddev: "std",
+    exp.StddevPop: "std",
 }
 _QUANTILE_FUNCS = (exp.PercentileCont, exp.PercentileDisc, exp.ApproxQuantile, exp.Quantile)
 AGGREGATES = (
@@ -121,12 +121,11 @@ def read_call(node: Any) -> Call:
         if arg is None or isinstance(arg, exp.Star) or literal_number(arg) is not None:
             return Call("count", None)
         return Call("count", arg)
-    for cls, (kind, _) in BOUNDED.items():
-        if type(node) is cls:
-            node = unparen(node)
-            if isinstance(node.this, exp.Distinct):
-                raise refuse(f"{text}", "DISTINCT inside an aggregate is not released", "drop it")
-            return Call(kind, node.this)
+    kind = BOUNDED.get(type(node))
+    if kind is not None:
+        if isinstance(node.this, exp.Distinct):
+            raise refuse(f"{text}", "DISTINCT inside an aggregate is not released", "drop it")
+        return Call(kind, node.this)
     if isinstance(node, exp.Median):
         return Call("quantile", node.this, (0.5,), single=True)
     if isinstance(node, exp.WithinGroup):

@@ -113,7 +113,6 @@ class SelectCompiler:
         self.tables = Tables(session)
         self.bounds = _check_bounds(bounds)
         self.keys_given = keys
-        self.used_bounds: set[str] = set()
         self.derived: dict[str, Any] = {}
         self.derived_by_key: dict[str, str] = {}
         self.notes: list[str] = []
@@ -127,17 +126,19 @@ class SelectCompiler:
         name = f"{_INTERNAL}{len(self.derived)}"
         return name
 
-    def _derive(self, val: Val, label: str, safe: str | None = None) -> str:
-        """A column of the query holding ``val`` (the data column itself when it is one)."""
+    def _derive(self, val: Val, label: str, safe: str | None = None, dtype: Any = None) -> str:
+        """A column of the query holding ``val`` (the data column itself when it is one);
+        ``dtype`` is the type of ``val`` if :meth:`_dtype` already checked it."""
         if val.column is not None:
             return val.column
         if val.key in self.derived_by_key:
             return self.derived_by_key[val.key]
-        typed, _ = _total(val.as_expr(), self.schema, label)
+        if dtype is None:
+            dtype = self._dtype(val, label)
         name = safe if safe and _usable(safe, self.schema) else self._internal()
         self.derived[name] = val.as_expr()
         self.derived_by_key[val.key] = name
-        self.schema[name] = typed.dtype
+        self.schema[name] = dtype
         shown = "" if name == safe else f" as {name}"
         self.notes.append(f"{label}{shown}: computed per row (a row-level step)")
         return name
@@ -307,7 +308,7 @@ class SelectCompiler:
         aliases = {a: n for n, a in items if a}
         out: list[Group] = []
         seen: set[str] = set()
-        for i, node in enumerate(nodes):
+        for node in nodes:
             node = unparen(node)
             number = literal_number(node) if isinstance(node, exp.Literal) else None
             if number is not None:
@@ -343,7 +344,7 @@ class SelectCompiler:
             label = f"group key {sql_text(node)}"
             column = self._derive(val, label, safe=alias)
             name = alias or (val.name if isinstance(node, exp.Column) else sql_text(node))
-            out.append(Group(val, column, name, i))
+            out.append(Group(val, column, name))
         return out
 
     def _key(self, node: Any) -> str | None:
@@ -486,12 +487,13 @@ class SelectCompiler:
                 "aggregate a column (a constant's sum is the constant times COUNT(*))",
             )
         bounds = clamp if clamp is not None else self._bounds_for(call, arg, val, alias, node)
-        typed_dtype = self._dtype(val, label)
-        if isinstance(typed_dtype, nw.Boolean):  # SUM(x > 5): the number of true values
+        dtype = self._dtype(val, label)
+        if isinstance(dtype, nw.Boolean):  # SUM(x > 5): the number of true values
             val = dataclasses.replace(
                 val, expr=val.as_expr().cast(nw.Int64()), column=None, key=f"int({val.key})"
             )
-        column = self._derive(val, label)
+            dtype = None  # the cast's type: checked by _derive
+        column = self._derive(val, label, dtype=dtype)
         if call.kind == "quantile":
             if bounds == "auto":
                 raise refuse(
@@ -502,23 +504,15 @@ class SelectCompiler:
                 )
             key = ("quantile", column, bounds)
             req = self.requests.get(key)
-            base = self._base_name(call)
             if req is None:
-                req = Request("quantile", val, (), bounds, text)
-                req.columns = ()
+                name = self._unique(self._base_name(call))
+                req = Request("quantile", dataclasses.replace(val, column=column), (), bounds, name)
                 self.requests[key] = req
-                req_name = self._unique(base)
-                req.sql = req_name
-                req.value = dataclasses.replace(val, column=column)
             levels = tuple(sorted(set(req.levels) | set(call.levels)))
             req.levels = levels
             req.columns = tuple(f"{req.sql}_{q:g}" for q in levels)
             return req
-        default = (
-            f"{self._base_name(call)}_{_BOUNDED_SUFFIX[call.kind]}"
-            if isinstance(arg, exp.Column)
-            else text
-        )
+        default = f"{self._base_name(call)}_{call.kind}" if isinstance(arg, exp.Column) else text
         req = Request(call.kind, dataclasses.replace(val, column=column), bounds=bounds, sql=text)
         return self._register((call.kind, column, bounds), req, alias, default, column)
 
@@ -557,12 +551,10 @@ class SelectCompiler:
             names.append(val.column)
         for n in names:
             if n in self.bounds:
-                self.used_bounds.add(n)
                 return self.bounds[n]
         for n in names:  # unquoted names match ignoring case
             hits = [b for b in self.bounds if b.lower() == n.lower()]
             if len(hits) == 1:
-                self.used_bounds.add(hits[0])
                 return self.bounds[hits[0]]
         what = names[0] if names else sql_text(arg)
         auto = f" or bounds={{{what!r}: 'auto'}} (chosen privately)"
@@ -656,9 +648,6 @@ class SelectCompiler:
         return self._post_expr(node, groups, "ORDER BY", aliases), desc, nulls_last
 
 
-_BOUNDED_SUFFIX = {"sum": "sum", "mean": "mean", "var": "var", "std": "std"}
-
-
 @dataclass
 class Group:
     """One GROUP BY key: its value, the Session's key column, its output name."""
@@ -666,7 +655,6 @@ class Group:
     val: Val
     column: str
     name: str
-    position: int
 
 
 def _usable(name: str, schema: dict[str, Any]) -> bool:

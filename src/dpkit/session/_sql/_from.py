@@ -253,7 +253,7 @@ def _typed_keys(
 ) -> pl.DataFrame:
     """The public rows with a key, the key in the private value's type (public values: one
     that does not convert could equal no private value, and is dropped)."""
-    from dpkit.session._total import total_expression
+    from dpkit.session._total import polars_type, total_expression
 
     owner = "Session.sql (the join condition)"
     mine = total_expression(private.as_expr(), tables.s.schema, owner)[0].dtype
@@ -267,9 +267,7 @@ def _typed_keys(
         )
     out = frame.filter(pl.col(key).is_not_null())
     if _family(mine) == "number" and mine != theirs:
-        target = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
-        native = target.select(nw.col("c").cast(mine)).to_native().schema["c"]
-        cast = out[key].cast(native, strict=False)
+        cast = out[key].cast(polars_type(mine), strict=False)
         same = cast.cast(out[key].dtype, strict=False) == out[key]
         out = out.with_columns(cast.alias(key)).filter(same.fill_null(False))
     return out
@@ -327,6 +325,7 @@ _EXACT = (
     "a subquery that aggregates before the release would compute exact statistics of the "
     "private table"
 )
+_ROW_LEVEL = "aggregate in the outer SELECT; a WITH clause holds row-level steps only"
 
 
 def refuse_shape(select: Any, where: str, *, top: bool) -> None:
@@ -351,7 +350,7 @@ def refuse_shape(select: Any, where: str, *, top: bool) -> None:
     for arg, name, why in checks:
         if select.args.get(arg):
             hint = (
-                "aggregate in the outer SELECT; a WITH clause holds row-level steps only"
+                _ROW_LEVEL
                 if not top
                 else "see the list of supported clauses in the SQL documentation"
             )
@@ -365,13 +364,9 @@ def row_steps(tables: Tables, select: Any, where: str) -> Relation:
     private rows) and its conditions."""
     refuse_shape(select, where, top=False)
     for node in select.expressions:
-        if node.find(exp.AggFunc) is not None or node.find(exp.WithinGroup) is not None:
-            raise refuse(
-                f"the aggregate {sql_text(node)} in {where}",
-                "a subquery that aggregates before the release would compute exact "
-                "statistics of the private table",
-                "aggregate in the outer SELECT; a WITH clause holds row-level steps only",
-            )
+        # not contains_aggregate: a FILTER on a row-level function is refused as FILTER
+        if node.find(exp.AggFunc, exp.WithinGroup) is not None:
+            raise refuse(f"the aggregate {sql_text(node)} in {where}", _EXACT, _ROW_LEVEL)
     rel = relation(tables, select, where)
     if not any(s.private for s in rel.scope.sources):  # pragma: no cover - FROM is private
         raise refuse(where, "it reads no private table", f"read FROM {tables.name}")

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from dpkit.errors import ParameterError
+from dpkit.session._total import polars_type
 from dpkit.session.engines._base import Engine, RankMethod
 
 __all__ = ["PandasEngine"]
@@ -294,7 +295,7 @@ def _to_polars(series: Any, dtype: Any) -> pl.Series:
         kind = np.bool_ if isinstance(dtype, nw.Boolean) else np.uint64 if unsigned else np.int64
         fill = False if kind is np.bool_ else 0
         values = pl.Series(series.to_numpy(dtype=kind, na_value=fill))
-        native = _polars_type(dtype)
+        native = polars_type(dtype)
         return pl.select(
             pl.when(pl.Series(missing)).then(None).otherwise(values).cast(native)
         ).to_series()
@@ -310,11 +311,6 @@ def _to_polars(series: Any, dtype: Any) -> pl.Series:
     if isinstance(dtype, nw.Date):
         return pl.Series(series.astype(object).where(~missing, None).tolist(), dtype=pl.Date)
     return pl.Series(series.to_numpy())  # naive datetimes and durations: NumPy's NaT is null
-
-
-def _polars_type(dtype: Any) -> Any:
-    frame = nw.from_native(pl.DataFrame({"c": pl.Series([], dtype=pl.Null)}))
-    return frame.select(nw.col("c").cast(dtype)).to_native().schema["c"]
 
 
 def _to_pandas(values: pl.Series) -> Any:
@@ -390,7 +386,7 @@ def _objects(values: Any, dtype: Any) -> Any:
         return None
 
     mine = [own(v) for v in items]
-    native = _polars_type(dtype)
+    native = polars_type(dtype)
     kept = pl.Series(mine, dtype=native, strict=False)
     both = pl.select(pl.coalesce(kept, parsed.cast(native))).to_series()
     return _to_pandas(both)
