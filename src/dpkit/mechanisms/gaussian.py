@@ -240,7 +240,7 @@ class Gaussian:
         plan = self._plan(d)
         if d > 1:
             return ev.Approx(epsilon=self.epsilon, delta=self.delta)
-        steps = math.floor(self.sensitivity / plan.grid) + 1
+        steps = int(plan.steps)  # a scalar's: floor(sensitivity / grid) + 1
         return ev.Gaussian(sigma=sqrt_down(plan.variance), sensitivity=steps, discrete=True)
 
     def grid(self, d: int = 1) -> float:

@@ -21,6 +21,7 @@ from dpkit.noise import (
     laplace_grid,
     laplace_lattice,
     laplace_law,
+    laplace_steps,
 )
 from dpkit.release import Release
 from dpkit.samplers import as_source
@@ -208,7 +209,7 @@ class Laplace:
     def _event(self, d: int) -> ev.Laplace:
         """The release of ``d`` coordinates as a discrete Laplace event (L1 lattice steps)."""
         g, t = self._lattice_scale(d)
-        steps = math.floor(self.sensitivity / g) + d
+        steps = laplace_steps(self.sensitivity, g, d)
         return ev.Laplace(scale=float_down(t), sensitivity=steps, discrete=True)
 
     def accuracy(self, alpha: float = 0.05, d: int = 1) -> float:

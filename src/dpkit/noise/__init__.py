@@ -26,6 +26,7 @@ from dpkit.noise.calibration import (
     laplace_grid,
     laplace_lattice,
     laplace_law,
+    laplace_steps,
     lattice_grid,
     pow2_at_most,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "laplace_grid",
     "laplace_lattice",
     "laplace_law",
+    "laplace_steps",
     "laplace_tail",
     "lattice_grid",
     "law",

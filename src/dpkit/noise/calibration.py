@@ -143,6 +143,13 @@ def laplace_grid(owner: str, sensitivity: float, d: int = 1) -> float:
     )
 
 
+def laplace_steps(sensitivity: float, grid: float, d: int = 1) -> int:
+    """The L1 sensitivity, in lattice steps, of ``d`` coordinates rounded to ``grid``:
+    ``floor(sensitivity / grid) + d`` (rounding to nearest moves each coordinate of two
+    neighbours at most one step further apart: the rounding is charged)."""
+    return math.floor(sensitivity / grid) + d  # L1 lattice sensitivity, rounding charged
+
+
 def laplace_lattice(
     owner: str, epsilon: float, sensitivity: float, d: int = 1
 ) -> tuple[float, Fraction]:
@@ -157,7 +164,7 @@ def laplace_lattice(
     ``t`` is checked within the sampler's range (:func:`check_laplace_scale`).
     """
     g = laplace_grid(owner, sensitivity, d)
-    steps = math.floor(sensitivity / g) + d  # L1 lattice sensitivity, rounding charged
+    steps = laplace_steps(sensitivity, g, d)
     t = Fraction(steps) / Fraction(epsilon)
     where = "" if d == 1 else f" and {d} coordinates"
     params = f"`epsilon`={epsilon!r}, `sensitivity`={sensitivity!r}{where}"

@@ -436,6 +436,7 @@ class LatticePlan(NamedTuple):
     variance: int  # V: N_Z(0, V) per coordinate, in lattice steps squared
     sigma: float  # sqrt(V) * grid: the standard deviation parameter drawn
     analysis: str  # the route that calibrated V: "exact", "smoothing" or "zcdp"
+    steps: float  # the L2 sensitivity in lattice steps V is calibrated for, rounding charged
 
 
 @lru_cache(maxsize=256)
@@ -480,7 +481,7 @@ def lattice_plan(
         raise _too_noisy(
             "Gaussian", f"`epsilon`={epsilon!r}, `delta`={delta!r} and {params}", float(v)
         )
-    return LatticePlan(g, v, math.sqrt(v) * g, analysis)
+    return LatticePlan(g, v, math.sqrt(v) * g, analysis, steps)
 
 
 def dyadic_up(x: float | Fraction, bits: int = 20) -> Fraction:
