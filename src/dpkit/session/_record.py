@@ -54,7 +54,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import events as ev
-from dpkit.accounting.loss import loss_to_dict
+from dpkit.accounting.loss import event_to_dict, loss_to_dict
 from dpkit.session._plan import STAGE_MECHANISMS, STAGE_NAMES
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
@@ -99,11 +99,6 @@ def release_events(plan: Any) -> tuple[ev.Event, ...]:
     if budget.delta_select > 0:
         out.append(ev.KeySelection(delta=budget.delta_select))
     return tuple(out)
-
-
-def _event_json(event: ev.Event) -> dict[str, Any]:
-    fields = {name: getattr(event, name) for name in event.__dataclass_fields__}  # type: ignore[attr-defined]
-    return {"type": type(event).__name__, **fields}
 
 
 def _number(x: Any) -> Any:
@@ -327,7 +322,7 @@ def build(
         "privacy": {
             "cost": loss_to_dict(rel.privacy),
             "charged": loss_to_dict(spend.charge),
-            "events": [_event_json(e) for e in spend.events],
+            "events": [event_to_dict(e) for e in spend.events],
             "budget": {
                 "total": loss_to_dict(acct.budget),
                 "relation": acct.relation,
