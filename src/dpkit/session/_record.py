@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import events as ev
 from dpkit.accounting.loss import event_to_dict, loss_to_dict
+from dpkit.session._budget import float_up
 from dpkit.session._plan import STAGE_MECHANISMS, STAGE_NAMES
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
@@ -67,12 +68,6 @@ FORMAT = "dpkit-release"
 VERSION = 1
 
 _MECHANISMS = {"laplace": "discrete Laplace", "gaussian": "discrete Gaussian"}
-
-
-def _up(x: Fraction) -> float:
-    """The smallest float ``>= x``."""
-    out = float(x)
-    return math.nextafter(out, math.inf) if Fraction(out) < x else out
 
 
 def release_events(plan: Any) -> tuple[ev.Event, ...]:
@@ -95,7 +90,7 @@ def release_events(plan: Any) -> tuple[ev.Event, ...]:
         cost = budget.cost
         out.append(ev.Approx(epsilon=cost.epsilon))
     else:
-        out.append(ev.Zcdp(rho=_up(budget.rho)))
+        out.append(ev.Zcdp(rho=float_up(budget.rho)))
     if budget.delta_select > 0:
         out.append(ev.KeySelection(delta=budget.delta_select))
     return tuple(out)
@@ -332,7 +327,7 @@ def build(
         "plan": {
             "noise": budget.noise,
             "epsilon": None if budget.epsilon is None else float(budget.epsilon),
-            "rho": None if budget.rho is None else _up(budget.rho),
+            "rho": None if budget.rho is None else float_up(budget.rho),
             "delta": getattr(budget.cost, "delta", 0.0),
             "alpha": plan.alpha,
             "bounding": _bounding(plan),
