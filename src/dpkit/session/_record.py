@@ -49,7 +49,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +61,7 @@ from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 if TYPE_CHECKING:
     from dpkit.session.result import QueryRelease
 
-__all__ = ["FORMAT", "VERSION", "as_polars", "build", "release_events"]
+__all__ = ["FORMAT", "VERSION", "build", "release_events"]
 
 FORMAT = "dpkit-release"
 VERSION = 1
@@ -114,16 +113,7 @@ def _cell(value: Any) -> Any:
         return _number(value)
     if isinstance(value, dt.date | dt.time | dt.datetime):
         return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
     return str(value)
-
-
-def as_polars(frame: Any) -> Any:
-    """A released frame as Polars (pandas and Spark releases converted; they are public)."""
-    from dpkit.session.engines import engine_for
-
-    return engine_for(frame).released(frame)
 
 
 def _table(out: Any) -> dict[str, Any]:
