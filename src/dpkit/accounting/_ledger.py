@@ -53,7 +53,6 @@ guarantees there is no third state.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
@@ -69,7 +68,7 @@ from typing import Any, NamedTuple
 
 from dpkit.accounting import events as _events
 from dpkit.accounting._rational import fraction_from_text, fraction_to_text
-from dpkit.accounting.loss import PrivacyLoss, loss_from_dict, loss_to_dict
+from dpkit.accounting.loss import PrivacyLoss, event_to_dict, loss_from_dict, loss_to_dict
 from dpkit.errors import LedgerError
 
 __all__ = [
@@ -157,11 +156,7 @@ def events_to_json(events: tuple[_events.Event, ...]) -> str | None:
     name and its fields (floats round-trip exactly through ``repr``)."""
     if not events:
         return None
-    out = []
-    for event in events:
-        fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}  # type: ignore[arg-type]
-        out.append({"type": type(event).__name__, **fields})
-    return json.dumps(out)
+    return json.dumps([event_to_dict(event) for event in events])
 
 
 def events_from_json(text: str | None) -> tuple[_events.Event, ...]:

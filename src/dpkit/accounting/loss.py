@@ -24,13 +24,22 @@ ApproxDP(epsilon=1.5, delta=1e-06)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Union
 
 from dpkit._validate import check_delta, check_nonnegative
+from dpkit.accounting.events import Event
 from dpkit.errors import ParameterError
 
-__all__ = ["ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "loss_from_dict", "loss_to_dict"]
+__all__ = [
+    "ZCDP",
+    "ApproxDP",
+    "PrivacyLoss",
+    "PureDP",
+    "event_to_dict",
+    "loss_from_dict",
+    "loss_to_dict",
+]
 
 
 class _EpsilonDelta:
@@ -254,3 +263,11 @@ def loss_from_dict(data: Mapping[str, Any]) -> PrivacyLoss:
     if kind == "ZCDP":
         return ZCDP(data["rho"])
     raise ValueError(f"unknown loss type {kind!r}")
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """``{"type": "Laplace", "scale": ..., ...}``: a privacy event as JSON data, its type's
+    name then its fields in declaration order, as the ledger and the release records keep it
+    (floats round-trip exactly through JSON)."""
+    values = {f.name: getattr(event, f.name) for f in fields(event)}  # type: ignore[arg-type]
+    return {"type": type(event).__name__, **values}

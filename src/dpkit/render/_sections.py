@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.accounting import events as ev
-from dpkit.accounting.loss import loss_from_dict
+from dpkit.accounting.loss import event_to_dict, loss_from_dict
 from dpkit.errors import ParameterError
 from dpkit.render._html import banner, esc, exact, fmt, table, time_tag, value_chart
 
@@ -71,12 +71,8 @@ def record_loss(data: Mapping[str, Any]) -> str:
 
 
 def event_text(e: Mapping[str, Any] | ev.Event) -> str:
-    if isinstance(e, ev.Event):
-        name = type(e).__name__
-        fields = {k: getattr(e, k) for k in e.__dataclass_fields__}  # type: ignore[attr-defined]
-    else:
-        fields = dict(e)
-        name = fields.pop("type")
+    fields = event_to_dict(e) if isinstance(e, ev.Event) else dict(e)
+    name = fields.pop("type")
     if name == "Approx":
         return (
             f"(ε = {fmt(fields['epsilon'], 6)}, δ = {fmt(fields['delta'])})-DP"

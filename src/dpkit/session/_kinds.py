@@ -23,7 +23,7 @@ import numpy as np
 from dpkit._validate import check_number, check_positive
 from dpkit.errors import ParameterError
 from dpkit.session._lattice import Lattice
-from dpkit.session._specs import NOTHING_KNOWN, CleanColumns, CountOf, Rows, Summed
+from dpkit.session._specs import CleanColumns, CountOf, Rows, Summed
 from dpkit.statistics.bounds import representable
 
 __all__ = [
@@ -130,9 +130,7 @@ class Aggregate:
     def parts(self, noise: str, prefix: str) -> list[Part]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def columns(
-        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
-    ) -> dict[str, Any]:
+    def columns(self, schema: Any, prefix: str, clean: CleanColumns) -> dict[str, Any]:
         """What the engine aggregates per group for :meth:`statistics` (see
         :mod:`dpkit.session._specs`); columns in ``clean`` are known to hold no null and no
         NaN. Empty for an aggregate the engine counts another way (a quantile's grid, a
@@ -241,9 +239,7 @@ class Count(Aggregate):
     def parts(self, noise: str, prefix: str) -> list[Part]:
         return [Part(f"{prefix}n", "count", 1, Fraction(1), 1.0)]
 
-    def columns(
-        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
-    ) -> dict[str, Any]:
+    def columns(self, schema: Any, prefix: str, clean: CleanColumns) -> dict[str, Any]:
         """What the engine aggregates per group (see :mod:`dpkit.session._specs`); columns in
         ``clean`` are known to hold no null and no NaN."""
         if self.column is None:
@@ -344,9 +340,7 @@ class Sum(_Bounded):
         lat = self.lattice
         return [Part(f"{prefix}sum", "sum", lat.magnitude, Fraction(1), lat.unit)]
 
-    def columns(
-        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
-    ) -> dict[str, Any]:
+    def columns(self, schema: Any, prefix: str, clean: CleanColumns) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
@@ -422,9 +416,7 @@ class Mean(_Bounded):
             Part(f"{prefix}s", "centred sum", lat.half_range, share, lat.unit),
         ]
 
-    def columns(
-        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
-    ) -> dict[str, Any]:
+    def columns(self, schema: Any, prefix: str, clean: CleanColumns) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
@@ -477,9 +469,7 @@ class Var(_Bounded):
             Part(f"{prefix}q", "sum of squares", lat.half_range**2, third, lat.unit**2),
         ]
 
-    def columns(
-        self, schema: Any, prefix: str, clean: CleanColumns = NOTHING_KNOWN
-    ) -> dict[str, Any]:
+    def columns(self, schema: Any, prefix: str, clean: CleanColumns) -> dict[str, Any]:
         return self._base_columns(schema, prefix, clean, squares=True)
 
     def statistics(self, table: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:

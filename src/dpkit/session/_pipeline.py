@@ -26,7 +26,7 @@ from dpkit.session import _engine as ex
 from dpkit.session._auto import WORST_BOUNDS, check_stages, choose_bounds, choose_max_rows
 from dpkit.session._draw import check_quantile_plan, draw, statistics_layer
 from dpkit.session._handle import SessionHandle
-from dpkit.session._plan import Plan, check_quantile
+from dpkit.session._plan import Plan
 from dpkit.session._record import release_events
 from dpkit.session.aggregates import Quantile
 from dpkit.session.result import QueryRelease
@@ -52,8 +52,6 @@ def check_before_spend(ctx: ex.Context, plan: Plan) -> None:
     if plan.quantiles:
         statistics_layer()  # fails before spending if the statistics layer is missing
         quantiles = [a for a in ctx.aggregates if isinstance(a, Quantile)]
-        for a in quantiles:
-            check_quantile(ctx.schema, a)
         for a, qp in zip(quantiles, plan.quantiles, strict=True):  # the planned stages
             check_quantile_plan(a, qp, plan.alpha)  # run as planned, noise in range
 

@@ -49,30 +49,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpkit.accounting import events as ev
-from dpkit.accounting.loss import loss_to_dict
+from dpkit.accounting.loss import event_to_dict, loss_to_dict
+from dpkit.session._budget import float_up
 from dpkit.session._plan import STAGE_MECHANISMS, STAGE_NAMES
 from dpkit.session.aggregates import Aggregate, Histogram, Quantile
 
 if TYPE_CHECKING:
     from dpkit.session.result import QueryRelease
 
-__all__ = ["FORMAT", "VERSION", "as_polars", "build", "release_events"]
+__all__ = ["FORMAT", "VERSION", "build", "release_events"]
 
 FORMAT = "dpkit-release"
 VERSION = 1
 
 _MECHANISMS = {"laplace": "discrete Laplace", "gaussian": "discrete Gaussian"}
-
-
-def _up(x: Fraction) -> float:
-    """The smallest float ``>= x``."""
-    out = float(x)
-    return math.nextafter(out, math.inf) if Fraction(out) < x else out
 
 
 def release_events(plan: Any) -> tuple[ev.Event, ...]:
@@ -95,15 +89,10 @@ def release_events(plan: Any) -> tuple[ev.Event, ...]:
         cost = budget.cost
         out.append(ev.Approx(epsilon=cost.epsilon))
     else:
-        out.append(ev.Zcdp(rho=_up(budget.rho)))
+        out.append(ev.Zcdp(rho=float_up(budget.rho)))
     if budget.delta_select > 0:
         out.append(ev.KeySelection(delta=budget.delta_select))
     return tuple(out)
-
-
-def _event_json(event: ev.Event) -> dict[str, Any]:
-    fields = {name: getattr(event, name) for name in event.__dataclass_fields__}  # type: ignore[attr-defined]
-    return {"type": type(event).__name__, **fields}
 
 
 def _number(x: Any) -> Any:
@@ -124,16 +113,7 @@ def _cell(value: Any) -> Any:
         return _number(value)
     if isinstance(value, dt.date | dt.time | dt.datetime):
         return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
     return str(value)
-
-
-def as_polars(frame: Any) -> Any:
-    """A released frame as Polars (pandas and Spark releases converted; they are public)."""
-    from dpkit.session.engines import engine_for
-
-    return engine_for(frame).released(frame)
 
 
 def _table(out: Any) -> dict[str, Any]:
@@ -327,7 +307,7 @@ def build(
         "privacy": {
             "cost": loss_to_dict(rel.privacy),
             "charged": loss_to_dict(spend.charge),
-            "events": [_event_json(e) for e in spend.events],
+            "events": [event_to_dict(e) for e in spend.events],
             "budget": {
                 "total": loss_to_dict(acct.budget),
                 "relation": acct.relation,
@@ -337,7 +317,7 @@ def build(
         "plan": {
             "noise": budget.noise,
             "epsilon": None if budget.epsilon is None else float(budget.epsilon),
-            "rho": None if budget.rho is None else _up(budget.rho),
+            "rho": None if budget.rho is None else float_up(budget.rho),
             "delta": getattr(budget.cost, "delta", 0.0),
             "alpha": plan.alpha,
             "bounding": _bounding(plan),

@@ -12,7 +12,6 @@ from typing import Any
 import narwhals as nw
 
 __all__ = [
-    "NOTHING_KNOWN",
     "CleanColumns",
     "CountOf",
     "DistinctUnits",
@@ -117,16 +116,9 @@ class CleanColumns(frozenset[str]):
     rows: int | None
 
     def __new__(
-        cls,
-        names: Any = (),
-        spans: dict[str, tuple[Any, Any]] | None = None,
-        rows: int | None = None,
+        cls, names: Any, spans: dict[str, tuple[Any, Any]], rows: int | None
     ) -> CleanColumns:
         out = super().__new__(cls, names)
-        out.spans = {} if spans is None else spans
+        out.spans = spans
         out.rows = rows
         return out
-
-
-#: no column known clean, no range, no row count
-NOTHING_KNOWN = CleanColumns()

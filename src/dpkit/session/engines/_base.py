@@ -8,6 +8,7 @@ import narwhals as nw
 import polars as pl
 
 from dpkit.errors import ParameterError
+from dpkit.session._keys import public_frame
 
 __all__ = ["Engine", "RankMethod", "engine_for", "register", "supported"]
 
@@ -210,9 +211,7 @@ class Engine:
         """A frame :meth:`output` returned, back as Polars: its values are public, but an
         engine that would run a query to read it (Spark) returns the Polars frame it was
         built from, so that only aggregations ever reach the driver."""
-        if isinstance(frame, pl.DataFrame):
-            return frame
-        return nw.from_native(frame, eager_only=True).to_polars()
+        return public_frame(frame, f"released: not a frame; got {type(frame).__name__}")
 
 
 #: narwhals' aggregation for each ``op`` of :meth:`Engine.aggregate`

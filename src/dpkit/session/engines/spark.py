@@ -470,9 +470,7 @@ class SparkEngine(Engine):
         kept = frame.__dict__.get(_RELEASED)
         if isinstance(kept, pl.DataFrame):
             return kept
-        out = pl.from_arrow(frame.toArrow())
-        assert isinstance(out, pl.DataFrame)
-        return out
+        return super().released(frame)
 
 
 #: the attribute of a released Spark frame that holds the Polars frame it was built from
